@@ -1,0 +1,40 @@
+# The two commands a new user types: `make run` (the app) and `make test` (the suite).
+# Each creates or reuses .venv and installs what it needs first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+CHROMIUM := /usr/bin/chromium
+
+.PHONY: run test bench clean
+
+run: $(VENV)/.runtime
+	$(BIN)/streamlit run streamlit_app.py
+
+test: $(VENV)/.dev browser
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: $(VENV)/.dev
+	$(BIN)/python -m bench
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.runtime: requirements.txt | $(BIN)/python
+	$(BIN)/python -m pip install -q -r requirements.txt
+	touch $@
+
+$(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
+	$(BIN)/python -m pip install -q -r requirements-dev.txt
+	touch $@
+
+# Debian's Chromium for the real-browser test; installed only when missing and we are root.
+.PHONY: browser
+browser:
+	@if [ ! -x $(CHROMIUM) ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing Debian chromium for the browser test"; \
+		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) >/tmp/chromium-install.log 2>&1 \
+			|| echo "could not install chromium (see /tmp/chromium-install.log); the browser test will skip"; \
+	fi
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,1 @@
+"""CLI subcommands: every module here has `register(subparsers)`; engine.cli discovers them."""

@@ -1,0 +1,342 @@
+"""ModelConfig: every architecture knob, declared once.
+
+Each field carries its declaration (group, help text, allowed values or range) in the dataclass metadata;
+validation, YAML, the CLI and the UI editor are all derived from these declarations.
+The defaults describe GPT-2 small, so `ModelConfig()` is a real, recognisable model.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+GROUPS = ("sizes", "attention", "position", "ffn", "normalization", "block", "output")
+DENSE_FFNS = ("relu", "gelu", "gelu_tanh", "silu")
+GATED_FFNS = ("swiglu", "geglu", "geglu_tanh", "reglu")
+
+
+class ConfigError(ValueError):
+    """One or more invalid config values; `problems` holds one message per problem, each naming its field."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+def _decl(default: Any, group: str, help: str, *, choices: tuple | None = None, lo: float | None = None,
+          hi: float | None = None, lo_open: bool = False, hi_open: bool = False, null: str | None = None) -> Any:
+    """Declare a field: default, UI group, help text, allowed values (choices or [lo, hi] range; *_open
+    excludes the bound) and, for optional fields, what null means."""
+    meta = dict(group=group, help=help, choices=choices, lo=lo, hi=hi, lo_open=lo_open, hi_open=hi_open, null=null)
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    name: str = _decl("gpt2", "sizes", "A label for this configuration.")
+    vocab_size: int = _decl(50257, "sizes", "How many different tokens the model can read and predict.", lo=1)
+    context_length: int = _decl(1024, "sizes", "The longest sequence of tokens the model is built for.", lo=1)
+    d_model: int = _decl(768, "sizes", "Width of the residual stream: numbers per token between blocks.", lo=1)
+    n_layers: int = _decl(12, "sizes", "Depth: how many transformer blocks are stacked.", lo=1)
+
+    n_heads: int = _decl(12, "attention", "Number of query heads in every attention layer.", lo=1)
+    n_kv_heads: int | None = _decl(None, "attention", "Key/value heads shared by groups of query heads: "
+                                   "equal to n_heads is MHA, 1 is MQA, in between is GQA.", lo=1,
+                                   null="same as n_heads (MHA)")
+    head_dim: int | None = _decl(None, "attention", "Width of each head; heads times head_dim may differ from "
+                                 "d_model.", lo=1, null="d_model // n_heads")
+    attn_window: int | None = _decl(None, "attention", "Sliding window: a query sees only keys within the last "
+                                    "this-many positions, itself included.", lo=1, null="full causal attention")
+    global_every: int | None = _decl(None, "attention", "With a window, every k-th layer (k, 2k, ... counting "
+                                     "from 1) still uses full attention; ignored without a window.", lo=1, null="every layer uses the window")
+    qk_norm: bool = _decl(False, "attention", "Normalize each head's queries and keys before the dot product.")
+    attn_softcap: float | None = _decl(None, "attention", "Squash attention scores smoothly into (-c, c) with "
+                                       "c*tanh(s/c), before the causal mask.", lo=0, lo_open=True, null="no cap")
+    qkv_bias: bool = _decl(False, "attention", "Biases on the query, key and value projections only (Qwen2).")
+
+    position: str = _decl("learned", "position", "How the model knows token order: a learned table, fixed "
+                          "sinusoids added to the input, rotary embedding of queries and keys, or nothing.",
+                          choices=("learned", "sinusoidal", "rope", "none"))
+    rope_base: float = _decl(10000.0, "position", "RoPE base theta: larger means slower rotation, longer reach.",
+                             lo=1, lo_open=True)
+    rope_fraction: float = _decl(1.0, "position", "Share of each head's dimensions that rotate (partial RoPE).",
+                                 lo=0, hi=1, lo_open=True)
+
+    ffn: str = _decl("gelu_tanh", "ffn", "Feed-forward type: one activation between two matrices (dense) or "
+                     "an activation gating a second projection (gated, three matrices).",
+                     choices=DENSE_FFNS + GATED_FFNS)
+    d_ff: int | None = _decl(None, "ffn", "Hidden width of the feed-forward network.", lo=1,
+                             null="4*d_model dense, 8/3*d_model gated (rounded up to ffn_multiple_of)")
+    ffn_multiple_of: int = _decl(256, "ffn", "The automatic gated width is rounded up to a multiple of this.",
+                                 lo=1)
+
+    norm: str = _decl("layernorm", "normalization", "LayerNorm subtracts the mean and divides by the standard "
+                      "deviation; RMSNorm only divides by the root mean square.", choices=("layernorm", "rmsnorm"))
+    norm_eps: float = _decl(1e-5, "normalization", "Small number added inside the square root for stability.",
+                            lo=0, lo_open=True)
+    norm_bias: bool = _decl(True, "normalization", "LayerNorm's learned shift (beta); RMSNorm has none.")
+    norm_affine: bool = _decl(True, "normalization", "Learned per-channel gain after normalizing; off gives a "
+                              "parameter-free norm.")
+    embed_norm: bool = _decl(False, "normalization", "Normalize right after the embeddings (microgpt, BLOOM).")
+    norm_placement: str = _decl("pre", "normalization", "pre: x + F(N(x)); post: N(x + F(x)); sandwich: "
+                                "x + N2(F(N1(x))).", choices=("pre", "post", "sandwich"))
+    final_norm: bool = _decl(True, "normalization", "A norm on the last hidden state, before the output head.")
+
+    block: str = _decl("serial", "block", "serial: attention then FFN; parallel: both read the same input and "
+                       "their outputs are added.", choices=("serial", "parallel"))
+    parallel_shared_norm: bool = _decl(False, "block", "One norm feeds both branches of a parallel block; ignored for serial blocks.")
+    bias: bool = _decl(True, "block", "Biases on every linear layer in attention and FFN.")
+    dropout: float = _decl(0.0, "block", "Share of activations zeroed at random during training.", lo=0, hi=1,
+                           hi_open=True)
+
+    tie_embeddings: bool = _decl(True, "output", "The output head reuses the token-embedding matrix.")
+    embed_scale: bool = _decl(False, "output", "Multiply token embeddings by sqrt(d_model) (Gemma).")
+    logit_softcap: float | None = _decl(None, "output", "Squash output logits smoothly into (-c, c) with "
+                                        "c*tanh(z/c).", lo=0, lo_open=True, null="no cap")
+
+    def __post_init__(self) -> None:
+        problems = _problems(self)
+        if problems:
+            raise ConfigError(problems)
+
+    # ---- derived values ------------------------------------------------------------------------------------
+    @property
+    def kv_heads(self) -> int:
+        return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
+
+    @property
+    def head_width(self) -> int:
+        return self.d_model // self.n_heads if self.head_dim is None else self.head_dim
+
+    @property
+    def attn_width(self) -> int:
+        """A = n_heads * head_width: the width of the concatenated heads (may differ from d_model)."""
+        return self.n_heads * self.head_width
+
+    @property
+    def kv_width(self) -> int:
+        return self.kv_heads * self.head_width
+
+    @property
+    def rotary_dim(self) -> int:
+        return int(round(self.head_width * self.rope_fraction)) if self.position == "rope" else 0
+
+    @property
+    def gated(self) -> bool:
+        return self.ffn in GATED_FFNS
+
+    @property
+    def ffn_width(self) -> int:
+        """Resolved d_ff: explicit, else 4*d_model dense or 8/3*d_model gated rounded up to ffn_multiple_of."""
+        if self.d_ff is not None:
+            return self.d_ff
+        if not self.gated:
+            return 4 * self.d_model
+        m = self.ffn_multiple_of
+        return m * math.ceil(8 * self.d_model / 3 / m)
+
+    @property
+    def layer_windows(self) -> list[int | None]:
+        """Per layer (0-based list): the sliding window, or None for full attention."""
+        if self.attn_window is None:
+            return [None] * self.n_layers
+        k = self.global_every
+        return [None if k and (i + 1) % k == 0 else self.attn_window for i in range(self.n_layers)]
+
+    @property
+    def attention_kind(self) -> str:
+        return "MHA" if self.kv_heads == self.n_heads else "MQA" if self.kv_heads == 1 else f"GQA-{self.kv_heads}"
+
+    # ---- conversions ----------------------------------------------------------------------------------------
+    def replace(self, **changes: Any) -> "ModelConfig":
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], base: "ModelConfig | None" = None) -> "ModelConfig":
+        """Build from a mapping (missing keys keep `base`'s or the default); every problem reported at once."""
+        if not isinstance(data, dict):
+            raise ConfigError([f"config: expected a mapping of field: value, got {type(data).__name__}"])
+        names = field_names()
+        problems = []
+        values = dict((base or cls()).to_dict())
+        for key, raw in data.items():
+            if key not in names:
+                near = difflib.get_close_matches(str(key), names, n=1)
+                hint = f" (did you mean {near[0]}?)" if near else ""
+                problems.append(f"unknown key `{key}`{hint}")
+                continue
+            try:
+                values[key] = coerce(key, raw)
+            except ValueError as e:
+                problems.append(str(e))  # the field keeps its base value so the other rules still run
+        try:
+            cfg = cls(**values)
+        except ConfigError as e:
+            problems += e.problems
+        if problems:
+            raise ConfigError(problems)
+        return cfg
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+    @classmethod
+    def from_yaml(cls, text: str) -> "ModelConfig":
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            where = getattr(e, "problem_mark", None)
+            at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+            raise ConfigError([f"yaml: not valid YAML{at}: {getattr(e, 'problem', None) or e}"]) from None
+        if data is None:
+            raise ConfigError(["yaml: the document is empty; expected a mapping such as `d_model: 768`"])
+        if not isinstance(data, dict):
+            raise ConfigError([f"yaml: expected a mapping of field: value, got a {type(data).__name__}"])
+        return cls.from_dict(data)
+
+
+# ---- declarations as data ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FieldSpec:
+    """One field's declaration, as the editor, CLI and validation read it."""
+    name: str
+    type: type            # int, float, bool or str
+    optional: bool        # None allowed
+    default: Any
+    group: str
+    help: str
+    choices: tuple | None
+    lo: float | None
+    hi: float | None
+    lo_open: bool
+    hi_open: bool
+    null: str | None
+
+    def allowed(self) -> str:
+        if self.choices:
+            text = "one of " + ", ".join(self.choices)
+        elif self.type is bool:
+            text = "true or false"
+        elif self.lo is not None or self.hi is not None:
+            kind = "an integer" if self.type is int else "a number"
+            lo = "" if self.lo is None else (f"> {self.lo:g}" if self.lo_open else f">= {self.lo:g}")
+            hi = "" if self.hi is None else (f"< {self.hi:g}" if self.hi_open else f"<= {self.hi:g}")
+            text = f"{kind} " + " and ".join(s for s in (lo, hi) if s)
+        else:
+            text = "a string" if self.type is str else f"a {self.type.__name__}"
+        return text + (f", or null ({self.null})" if self.optional else "")
+
+
+def _spec(f: dataclasses.Field) -> FieldSpec:
+    hint = typing.get_type_hints(ModelConfig)[f.name]
+    args = typing.get_args(hint)
+    optional = isinstance(hint, types.UnionType) and type(None) in args
+    base = next(a for a in args if a is not type(None)) if optional else hint
+    return FieldSpec(name=f.name, type=base, optional=optional, default=f.default, **f.metadata)
+
+
+FIELDS: dict[str, FieldSpec] = {f.name: _spec(f) for f in dataclasses.fields(ModelConfig)}
+
+
+def field_names() -> list[str]:
+    return list(FIELDS)
+
+
+def coerce(name: str, raw: Any) -> Any:
+    """Convert a raw value (YAML scalar, CLI or URL string) to the field's type, or raise ValueError."""
+    spec = FIELDS[name]
+    bad = ValueError(f"{name}: {raw!r} is not {spec.allowed()}")
+    if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("null", "none", "~", "")):
+        if spec.optional:
+            return None
+        raise bad
+    if spec.type is bool:
+        if isinstance(raw, bool):
+            return raw
+        if isinstance(raw, str) and raw.strip().lower() in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+            return raw.strip().lower() in ("true", "1", "yes", "on")
+        raise bad
+    if spec.type is int:
+        if isinstance(raw, bool):
+            raise bad
+        if isinstance(raw, int):
+            return raw
+        if isinstance(raw, float) and raw.is_integer():
+            return int(raw)
+        if isinstance(raw, str):
+            try:
+                value = float(raw.replace("_", "").replace(",", ""))
+            except ValueError:
+                raise bad from None
+            if value.is_integer():
+                return int(value)
+        raise bad
+    if spec.type is float:
+        if isinstance(raw, bool):
+            raise bad
+        try:
+            value = float(raw)
+        except (TypeError, ValueError):
+            raise bad from None
+        if not math.isfinite(value):
+            raise bad
+        return value
+    if not isinstance(raw, str):
+        raise bad
+    return raw
+
+
+def _field_problem(spec: FieldSpec, value: Any) -> str | None:
+    if value is None:
+        return None if spec.optional else f"{spec.name}: null is not allowed; expected {spec.allowed()}"
+    ok_type = isinstance(value, spec.type) and not (spec.type is not bool and isinstance(value, bool))
+    if spec.type is float and isinstance(value, int) and not isinstance(value, bool):
+        ok_type = True
+    if not ok_type:
+        return f"{spec.name}: {value!r} is not {spec.allowed()}"
+    if spec.choices and value not in spec.choices:
+        return f"{spec.name}: {value!r} is not {spec.allowed()}"
+    if spec.type in (int, float):
+        if spec.lo is not None and (value < spec.lo or (spec.lo_open and value == spec.lo)):
+            return f"{spec.name}: {value!r} is not {spec.allowed()}"
+        if spec.hi is not None and (value > spec.hi or (spec.hi_open and value == spec.hi)):
+            return f"{spec.name}: {value!r} is not {spec.allowed()}"
+    return None
+
+
+def _problems(c: ModelConfig) -> list[str]:
+    """Every problem with the config: single-field checks, then each rule tying fields together whose
+    fields are individually valid."""
+    problems, bad = [], set()
+    for spec in FIELDS.values():
+        if p := _field_problem(spec, getattr(c, spec.name)):
+            problems.append(p)
+            bad.add(spec.name)
+
+    def ok(*names: str) -> bool:
+        return not bad.intersection(names)
+
+    if ok("n_heads", "n_kv_heads") and c.n_kv_heads is not None and c.n_heads % c.n_kv_heads:
+        problems.append(f"n_kv_heads: {c.n_kv_heads} does not divide n_heads={c.n_heads}")
+    if ok("head_dim", "d_model", "n_heads") and c.head_dim is None and c.d_model < c.n_heads:
+        problems.append(f"head_dim: d_model={c.d_model} // n_heads={c.n_heads} is 0; set head_dim or use fewer heads")
+    elif ok("position", "head_dim", "d_model", "n_heads", "rope_fraction") and c.position == "rope":
+        rot = c.head_width * c.rope_fraction
+        if abs(rot - round(rot)) > 1e-9 or round(rot) % 2:
+            problems.append(f"head_dim: rope needs an even rotary width (head_dim*rope_fraction), "
+                            f"got {c.head_width}*{c.rope_fraction:g} = {rot:g}")
+    if ok("norm", "norm_bias") and c.norm == "rmsnorm" and c.norm_bias:
+        problems.append("norm_bias: rmsnorm has no bias; set norm_bias: false")
+    if ok("position", "context_length") and c.position == "learned" and c.context_length > 1 << 24:
+        problems.append(f"context_length: {c.context_length} is too long for a learned position table "
+                        f"(at most 16,777,216)")
+    return problems

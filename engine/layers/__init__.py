@@ -1,0 +1,1 @@
+"""Transformer building blocks; each module picks its variant from a ModelConfig through a small registry."""

@@ -1,0 +1,123 @@
+"""DecoderLM: token ids [B, T] -> logits [B, T, vocab]; every ModelConfig knob is a real module choice.
+
+Built on the meta device first (no memory, no init work), then materialised and initialised once:
+`build_model(cfg, device="meta")` sizes even a 70B model in about a second.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from engine.config import ModelConfig
+from engine.layers.attention import Attention, LayerKV
+from engine.layers.block import Block
+from engine.layers.ffn import DenseFFN, GatedFFN
+from engine.layers.norm import make_norm
+from engine.layers.position import rope_tables, sinusoidal_table
+
+
+class KVCache:
+    """Per-layer keys/values for incremental decoding; `pos` is the number of tokens seen so far."""
+
+    def __init__(self, n_layers: int):
+        self.layers = [LayerKV() for _ in range(n_layers)]
+        self.pos = 0
+
+    def nbytes(self) -> int:
+        return sum(layer.nbytes() for layer in self.layers)
+
+
+class DecoderLM(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.pos_emb = nn.Embedding(cfg.context_length, cfg.d_model) if cfg.position == "learned" else None
+        self.emb_norm = make_norm(cfg) if cfg.embed_norm else None
+        self.blocks = nn.ModuleList(Block(cfg, w) for w in cfg.layer_windows)
+        self.final_norm = make_norm(cfg) if cfg.final_norm else None
+        self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.tie()
+
+    def tie(self) -> None:
+        """Tied embeddings are one Parameter in two places (not a copy): gradients from both roles add up."""
+        if self.cfg.tie_embeddings:
+            self.head.weight = self.tok_emb.weight
+
+    @torch.no_grad()
+    def init_weights(self, seed: int = 0, std: float = 0.02) -> None:
+        """GPT-2 style: N(0, std) matrices, N(0, std/sqrt(2L)) for projections into the residual stream,
+        zero biases, unit norm gains."""
+        g = torch.Generator(device=self.tok_emb.weight.device).manual_seed(seed)
+        out_std = std / math.sqrt(2 * self.cfg.n_layers)
+        for name, m in self.named_modules():
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                residual_out = name.endswith(("o_proj", "ffn.down"))
+                if not (m is self.head and self.cfg.tie_embeddings):
+                    nn.init.normal_(m.weight, 0.0, out_std if residual_out else std, generator=g)
+                if getattr(m, "bias", None) is not None:
+                    nn.init.zeros_(m.bias)
+            elif hasattr(m, "eps"):  # a norm
+                if m.weight is not None:
+                    nn.init.ones_(m.weight)
+                if getattr(m, "bias", None) is not None:
+                    nn.init.zeros_(m.bias)
+
+    def attention_layers(self) -> list[Attention]:
+        return [b.attn for b in self.blocks]
+
+    def set_attention(self, impl: str = "sdpa", keep_probs: bool = False) -> None:
+        """Choose the attention path ('sdpa' or 'explicit') and whether to keep probabilities for plots."""
+        for a in self.attention_layers():
+            a.impl, a.keep_probs, a.probs = impl, keep_probs, None
+
+    def forward(self, idx: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+        cfg = self.cfg
+        B, T = idx.shape
+        start = cache.pos if cache is not None else 0
+        pos = torch.arange(start, start + T, device=idx.device)
+        if cfg.position == "learned" and start + T > cfg.context_length:
+            raise ValueError(f"sequence of {start + T} tokens exceeds context_length={cfg.context_length} "
+                             f"(learned positions have no row for it)")
+        x = self.tok_emb(idx)
+        if cfg.embed_scale:
+            x = x * torch.tensor(math.sqrt(cfg.d_model), dtype=x.dtype)
+        if self.pos_emb is not None:
+            x = x + self.pos_emb(pos)
+        elif cfg.position == "sinusoidal":
+            x = x + sinusoidal_table(pos, cfg.d_model).to(x.dtype)
+        if self.emb_norm is not None:
+            x = self.emb_norm(x)
+        x = F.dropout(x, cfg.dropout, self.training)
+        rope = rope_tables(pos, cfg.rotary_dim, cfg.rope_base) if cfg.position == "rope" else None
+        for i, block in enumerate(self.blocks):
+            x = block(x, pos, rope, cache.layers[i] if cache is not None else None)
+        if self.final_norm is not None:
+            x = self.final_norm(x)
+        logits = self.head(x)
+        if cfg.logit_softcap is not None:
+            logits = cfg.logit_softcap * torch.tanh(logits / cfg.logit_softcap)
+        if cache is not None:
+            cache.pos += T
+        return logits
+
+
+def build_model(cfg: ModelConfig, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32,
+                seed: int = 0) -> DecoderLM:
+    """Build on meta (free), then, unless device is 'meta', allocate on `device` and initialise once."""
+    with torch.device("meta"):
+        model = DecoderLM(cfg)
+    if torch.device(device).type != "meta":
+        model.to_empty(device=device)
+        model.tie()
+        model.init_weights(seed)
+    model.to(dtype)
+    model.tie()
+    return model
+
+
+def ffn_modules(model: DecoderLM) -> list[nn.Module]:
+    return [m for m in model.modules() if isinstance(m, (DenseFFN, GatedFFN))]

@@ -1,0 +1,85 @@
+"""Named real-model configurations, each with its reference parameter count and where that count comes from.
+
+Counts from Hugging Face are `sum(p.numel() for p in model.parameters())` of the transformers model built on the
+meta device from the model's published config.json (a tied matrix counts once).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.config import ModelConfig
+
+
+@dataclass(frozen=True)
+class Preset:
+    config: ModelConfig
+    reference_params: int
+    source: str
+    notes: str = ""
+
+
+_LLAMA = dict(norm="rmsnorm", norm_bias=False, bias=False, position="rope", ffn="swiglu", tie_embeddings=False)
+_GPT2 = dict(vocab_size=50257, context_length=1024, position="learned", ffn="gelu_tanh", tie_embeddings=True)
+
+_HF = "Hugging Face transformers, meta-device count of config.json at huggingface.co/"
+
+PRESETS: dict[str, Preset] = {p.config.name: p for p in [
+    Preset(ModelConfig(name="gpt2", **_GPT2, d_model=768, n_layers=12, n_heads=12), 124_439_808,
+           _HF + "openai-community/gpt2", "Radford et al. 2019; learned positions, tied head, tanh-GELU."),
+    Preset(ModelConfig(name="gpt2-medium", **_GPT2, d_model=1024, n_layers=24, n_heads=16), 354_823_168,
+           _HF + "openai-community/gpt2-medium"),
+    Preset(ModelConfig(name="llama-2-7b", **_LLAMA, vocab_size=32000, context_length=4096, d_model=4096,
+                       n_layers=32, n_heads=32, d_ff=11008, norm_eps=1e-5), 6_738_415_616,
+           _HF + "meta-llama/Llama-2-7b-hf"),
+    Preset(ModelConfig(name="llama-3-8b", **_LLAMA, vocab_size=128256, context_length=8192, d_model=4096,
+                       n_layers=32, n_heads=32, n_kv_heads=8, d_ff=14336, rope_base=500000.0), 8_030_261_248,
+           _HF + "meta-llama/Meta-Llama-3-8B", "GQA with 8 key/value heads."),
+    Preset(ModelConfig(name="llama-3-70b", **_LLAMA, vocab_size=128256, context_length=8192, d_model=8192,
+                       n_layers=80, n_heads=64, n_kv_heads=8, d_ff=28672, rope_base=500000.0), 70_553_706_496,
+           _HF + "meta-llama/Meta-Llama-3-70B"),
+    Preset(ModelConfig(name="mistral-7b", **_LLAMA, vocab_size=32000, context_length=32768, d_model=4096,
+                       n_layers=32, n_heads=32, n_kv_heads=8, d_ff=14336, attn_window=4096), 7_241_732_096,
+           _HF + "mistralai/Mistral-7B-v0.1", "Sliding window of 4096 in every layer (v0.1)."),
+    Preset(ModelConfig(name="qwen2.5-0.5b", **{**_LLAMA, "tie_embeddings": True}, vocab_size=151936,
+                       context_length=32768, d_model=896, n_layers=24, n_heads=14, n_kv_heads=2, d_ff=4864,
+                       qkv_bias=True, norm_eps=1e-6, rope_base=1000000.0), 494_032_768,
+           _HF + "Qwen/Qwen2.5-0.5B", "Biases on q, k, v only; tied head."),
+    Preset(ModelConfig(name="qwen3-0.6b", **{**_LLAMA, "tie_embeddings": True}, vocab_size=151936,
+                       context_length=40960, d_model=1024, n_layers=28, n_heads=16, n_kv_heads=8, head_dim=128,
+                       d_ff=3072, qk_norm=True, norm_eps=1e-6, rope_base=1000000.0), 596_049_920,
+           _HF + "Qwen/Qwen3-0.6B", "head_dim 128 with 16 heads: attention width 2048 is twice d_model; QK-norm."),
+    Preset(ModelConfig(name="gemma-2-2b", norm="rmsnorm", norm_bias=False, bias=False, position="rope",
+                       ffn="geglu_tanh", tie_embeddings=True, vocab_size=256000, context_length=8192, d_model=2304,
+                       n_layers=26, n_heads=8, n_kv_heads=4, head_dim=256, d_ff=9216, norm_eps=1e-6,
+                       norm_placement="sandwich", attn_window=4096, global_every=2, attn_softcap=50.0,
+                       logit_softcap=30.0, embed_scale=True), 2_614_341_888,
+           _HF + "google/gemma-2-2b", "Sandwich norms, local/global alternation, soft-capped scores and logits."),
+    Preset(ModelConfig(name="falcon-7b", norm="layernorm", bias=False, position="rope", ffn="gelu",
+                       tie_embeddings=True, vocab_size=65024, context_length=2048, d_model=4544, n_layers=32,
+                       n_heads=71, n_kv_heads=1, head_dim=64, block="parallel", parallel_shared_norm=True),
+           6_921_720_704, _HF + "tiiuae/falcon-7b", "Parallel block with one shared norm; multi-query attention; tied head."),
+    Preset(ModelConfig(name="pythia-160m", norm="layernorm", bias=True, position="rope", rope_fraction=0.25,
+                       ffn="gelu", tie_embeddings=False, vocab_size=50304, context_length=2048, d_model=768,
+                       n_layers=12, n_heads=12, block="parallel"), 162_322_944,
+           _HF + "EleutherAI/pythia-160m", "GPT-NeoX: parallel block with two norms, rotary on 25% of each head."),
+    Preset(ModelConfig(name="olmo-1b", norm="layernorm", norm_bias=False, norm_affine=False, bias=False,
+                       position="rope", ffn="swiglu", tie_embeddings=True, vocab_size=50304, context_length=2048,
+                       d_model=2048, n_layers=16, n_heads=16, d_ff=8192), 1_176_764_416,
+           _HF + "allenai/OLMo-1B-hf", "Parameter-free LayerNorm. OLMo's clip_qkv clamp is not modelled."),
+    Preset(ModelConfig(name="microgpt", vocab_size=28, context_length=16, d_model=16, n_layers=1, n_heads=4,
+                       norm="rmsnorm", norm_bias=False, norm_affine=False, embed_norm=True, final_norm=False,
+                       ffn="relu", bias=False, position="learned", tie_embeddings=False), 4_224,
+           "microgpt chapter 4 hand count (seeds/004): 448 + 256 + 448 + 1024 + 2048",
+           "Pure-Python GPT on the names data set: parameter-free RMSNorm, ReLU MLP, untied head."),
+    Preset(ModelConfig(name="nanogpt-handout", vocab_size=5, context_length=4, d_model=12, n_layers=1, n_heads=3,
+                       bias=False, norm_bias=False, ffn="gelu", tie_embeddings=True), 1_872,
+           "Architecture handout (seeds/000): tiny nanoGPT config, tied 1,872 vs untied 1,932",
+           "nanoGPT with bias=False: LayerNorm gains only."),
+]}
+
+
+def get_preset(name: str) -> Preset:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise KeyError(f"preset: {name!r} is not one of {', '.join(PRESETS)}") from None
