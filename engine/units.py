@@ -1,0 +1,33 @@
+"""Human-readable numbers, one style everywhere: binary bytes (KiB, MiB, GiB), counts with thousands
+separators, FLOPs in engineering notation (1.70 TFLOP)."""
+from __future__ import annotations
+
+_BINARY = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+_ENGINEERING = ("", "K", "M", "G", "T", "P", "E")
+
+
+def fmt_bytes(n: float, digits: int = 2) -> str:
+    """1073741824 -> '1.00 GiB'; exact powers print without noise (134217728 -> '128.00 MiB')."""
+    value, unit = float(n), 0
+    while abs(value) >= 1024 and unit < len(_BINARY) - 1:
+        value /= 1024
+        unit += 1
+    return f"{int(value)} B" if unit == 0 else f"{value:.{digits}f} {_BINARY[unit]}"
+
+
+def fmt_count(n: int) -> str:
+    return f"{int(n):,}"
+
+
+def fmt_flops(n: float, unit: str = "FLOP", digits: int = 2) -> str:
+    """1.70007e12 -> '1.70 TFLOP'; pass unit='FLOP/s' for rates."""
+    value, power = float(n), 0
+    while abs(value) >= 1000 and power < len(_ENGINEERING) - 1:
+        value /= 1000
+        power += 1
+    return f"{value:.{digits}f} {_ENGINEERING[power]}{unit}"
+
+
+def fmt_si(n: float, unit: str = "", digits: int = 2) -> str:
+    """Engineering notation for any unit: 12345 tokens/s -> '12.35 Ktokens/s'."""
+    return fmt_flops(n, unit=unit, digits=digits)
