@@ -1,0 +1,99 @@
+"""The session's config: last valid ModelConfig in st.session_state, mirrored in the URL query params.
+
+The URL holds `preset=NAME` plus only the fields that differ from that preset, so a copied link reproduces the
+exact config. Everything is per session (st.session_state); nothing is kept in module globals.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from engine.config import FIELDS, ConfigError, ModelConfig
+from engine.presets import PRESETS
+
+DEFAULT_PRESET = "gpt2"
+CFG, PRESET, PROBLEMS = "cfg", "preset", "cfg_problems"
+
+
+def widget_key(name: str) -> str:
+    return f"field_{name}"
+
+
+def preset_config(name: str) -> ModelConfig:
+    return PRESETS[name].config
+
+
+def to_url_value(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def url_params(cfg: ModelConfig, preset: str) -> dict[str, str]:
+    """`preset` plus every field whose value differs from the preset's."""
+    base = preset_config(preset).to_dict()
+    diff = {k: to_url_value(v) for k, v in cfg.to_dict().items() if base[k] != v}
+    return {"preset": preset, **diff}
+
+
+def config_from_params(params: dict[str, str]) -> tuple[str, ModelConfig, list[str]]:
+    """(preset, config, problems) from URL params; a bad preset or value is reported and falls back."""
+    problems = []
+    preset = params.get("preset", DEFAULT_PRESET)
+    if preset not in PRESETS:
+        problems.append(f"preset: {preset!r} is not one of {', '.join(PRESETS)}")
+        preset = DEFAULT_PRESET
+    overrides = {k: v for k, v in params.items() if k != "preset"}
+    try:
+        cfg = ModelConfig.from_dict(overrides, base=preset_config(preset))
+    except ConfigError as e:
+        problems += [f"URL: {p}" for p in e.problems]
+        cfg = preset_config(preset)
+    return preset, cfg, problems
+
+
+def ensure_state() -> None:
+    """First run of a session: take the config from the URL (or the default preset)."""
+    if CFG in st.session_state:
+        return
+    preset, cfg, problems = config_from_params(st.query_params.to_dict())
+    set_config(cfg, preset)
+    st.session_state[PROBLEMS] = problems
+
+
+def set_config(cfg: ModelConfig, preset: str | None = None, load_widgets: bool = True) -> None:
+    """Make `cfg` the session's valid config; optionally push its values into the editor's widgets."""
+    st.session_state[CFG] = cfg
+    if preset is not None:
+        st.session_state[PRESET] = preset
+    if load_widgets:
+        for name in FIELDS:
+            st.session_state[widget_key(name)] = widget_value(name, getattr(cfg, name))
+
+
+def widget_value(name: str, value: Any) -> Any:
+    """The editor shows floats as text (so 1e-06 and 500000.0 round-trip exactly); others as they are."""
+    if FIELDS[name].type is float:
+        return "null" if value is None else repr(value)
+    return value
+
+
+def current_config() -> ModelConfig:
+    """The session's last valid config (what every page shows)."""
+    ensure_state()
+    return st.session_state[CFG]
+
+
+def current_preset() -> str:
+    ensure_state()
+    return st.session_state[PRESET]
+
+
+def sync_url() -> None:
+    """Write the current config into the URL, touching st.query_params only when it changed."""
+    want = url_params(current_config(), current_preset())
+    if st.query_params.to_dict() != want:
+        st.query_params.from_dict(want)

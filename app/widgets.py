@@ -1,0 +1,49 @@
+"""Small Streamlit building blocks shared by every page."""
+from __future__ import annotations
+
+import streamlit as st
+
+from app import compute
+from engine.config import ModelConfig
+from engine.units import fmt_bytes, fmt_count, fmt_flops
+
+
+def metric_row(cfg: ModelConfig, reference: ModelConfig | None = None) -> None:
+    """The row every page opens with: total and non-embedding parameters, bf16 weights, KV cache at the full
+    context (batch 1, bf16) and training FLOPs per token. With `reference`, each metric shows its delta."""
+    values = _metrics(cfg)
+    ref = _metrics(reference) if reference is not None else None
+    cols = st.columns(len(values))
+    for col, (label, (raw, text, fmt, how)) in zip(cols, values.items()):
+        delta = None
+        if ref is not None and raw is not None and ref[label][0] is not None:
+            diff = raw - ref[label][0]
+            delta = ("+" if diff >= 0 else "-") + fmt(abs(diff))
+        col.metric(label, text, delta=delta, delta_color="off" if delta is None else "inverse", help=how)
+
+
+def _metrics(cfg: ModelConfig) -> dict[str, tuple]:
+    """label -> (raw value or None, shown text, formatter, how it was obtained)."""
+    pc = compute.params(cfg)
+    out = {
+        "Total parameters": (pc.total, fmt_count(pc.total), fmt_count,
+                             "Exact closed form (engine.budget.params), equal to the built model's parameters()."),
+        "Non-embedding": (pc.non_embedding, fmt_count(pc.non_embedding), fmt_count,
+                          "Total minus token embedding, learned positions and an untied output head."),
+    }
+    T = cfg.context_length
+    try:
+        weights = compute.memory(cfg, 1, T, "bf16").weights_bytes
+        kv = compute.kv_cache(cfg, 1, T, "bf16")
+        fpt = compute.flops(cfg, 1, T).flops_per_token
+    except ImportError:   # engine.budget.memory / flops not installed in this checkout
+        weights = kv = fpt = None
+    missing = "—"
+    out["Weights (bf16)"] = (weights, fmt_bytes(weights) if weights is not None else missing, fmt_bytes,
+                             "Closed form: parameters x 2 bytes (engine.budget.memory).")
+    out[f"KV cache @ {T:,} tokens"] = (kv, fmt_bytes(kv) if kv is not None else missing, fmt_bytes,
+                                       "Closed form, batch 1, bf16: 2 x layers x tokens x kv_heads x head_dim x "
+                                       "2 bytes; window layers hold min(tokens, window).")
+    out["FLOPs / token"] = (fpt, fmt_flops(fpt) if fpt is not None else missing, fmt_flops,
+                            f"Closed form (engine.budget.flops), training forward + backward at sequence {T:,}.")
+    return out
