@@ -166,7 +166,7 @@ class ModelConfig:
         if not isinstance(data, dict):
             raise ConfigError([f"config: expected a mapping of field: value, got {type(data).__name__}"])
         names = field_names()
-        problems = []
+        problems, bad = [], set()
         values = dict((base or cls()).to_dict())
         for key, raw in data.items():
             if key not in names:
@@ -177,11 +177,12 @@ class ModelConfig:
             try:
                 values[key] = coerce(key, raw)
             except ValueError as e:
-                problems.append(str(e))  # the field keeps its base value so the other rules still run
+                problems.append(str(e))
+                values[key], bad = raw, bad | {key}  # still invalid: rules tying it to other fields are skipped
         try:
             cfg = cls(**values)
         except ConfigError as e:
-            problems += e.problems
+            problems += [p for p in e.problems if p.split(":", 1)[0] not in bad]
         if problems:
             raise ConfigError(problems)
         return cfg
@@ -196,11 +197,15 @@ class ModelConfig:
         except yaml.YAMLError as e:
             where = getattr(e, "problem_mark", None)
             at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+            if isinstance(e, yaml.constructor.ConstructorError):  # e.g. !!python/object: never constructed
+                raise ConfigError([f"yaml: {e.problem}{at}; only plain values are allowed "
+                                   f"(numbers, strings, true/false, null)"]) from None
             raise ConfigError([f"yaml: not valid YAML{at}: {getattr(e, 'problem', None) or e}"]) from None
         if data is None:
             raise ConfigError(["yaml: the document is empty; expected a mapping such as `d_model: 768`"])
         if not isinstance(data, dict):
-            raise ConfigError([f"yaml: expected a mapping of field: value, got a {type(data).__name__}"])
+            kind = "a list" if isinstance(data, list) else f"the single value {data!r}"
+            raise ConfigError([f"yaml: expected a mapping of field: value such as `d_model: 768`, got {kind}"])
         return cls.from_dict(data)
 
 
@@ -255,7 +260,8 @@ def coerce(name: str, raw: Any) -> Any:
     """Convert a raw value (YAML scalar, CLI or URL string) to the field's type, or raise ValueError."""
     spec = FIELDS[name]
     bad = ValueError(f"{name}: {raw!r} is not {spec.allowed()}")
-    if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("null", "none", "~", "")):
+    if raw is None or (spec.type is not str and isinstance(raw, str)
+                       and raw.strip().lower() in ("null", "none", "~", "")):
         if spec.optional:
             return None
         raise bad
@@ -285,7 +291,7 @@ def coerce(name: str, raw: Any) -> Any:
             raise bad
         try:
             value = float(raw)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise bad from None
         if not math.isfinite(value):
             raise bad
@@ -304,6 +310,8 @@ def _field_problem(spec: FieldSpec, value: Any) -> str | None:
     if not ok_type:
         return f"{spec.name}: {value!r} is not {spec.allowed()}"
     if spec.choices and value not in spec.choices:
+        return f"{spec.name}: {value!r} is not {spec.allowed()}"
+    if isinstance(value, float) and not math.isfinite(value):
         return f"{spec.name}: {value!r} is not {spec.allowed()}"
     if spec.type in (int, float):
         if spec.lo is not None and (value < spec.lo or (spec.lo_open and value == spec.lo)):
@@ -331,7 +339,7 @@ def _problems(c: ModelConfig) -> list[str]:
         problems.append(f"head_dim: d_model={c.d_model} // n_heads={c.n_heads} is 0; set head_dim or use fewer heads")
     elif ok("position", "head_dim", "d_model", "n_heads", "rope_fraction") and c.position == "rope":
         rot = c.head_width * c.rope_fraction
-        if abs(rot - round(rot)) > 1e-9 or round(rot) % 2:
+        if abs(rot - round(rot)) > 1e-9 or round(rot) % 2 or round(rot) == 0:
             problems.append(f"head_dim: rope needs an even rotary width (head_dim*rope_fraction), "
                             f"got {c.head_width}*{c.rope_fraction:g} = {rot:g}")
     if ok("norm", "norm_bias") and c.norm == "rmsnorm" and c.norm_bias:
