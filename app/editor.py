@@ -1,0 +1,149 @@
+"""The sidebar: preset picker, a config editor generated from the field declarations in engine/config.py,
+and YAML download/upload. Invalid values are listed under their field; the pages keep showing the last valid
+config, so a half-typed value never breaks the view."""
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from app import state
+from engine.config import FIELDS, GROUPS, ConfigError, FieldSpec, ModelConfig
+from engine.presets import PRESETS
+from engine.units import fmt_count
+
+MAX_YAML_BYTES = 64 * 1024
+PICK, UPLOAD, UPLOAD_PROBLEMS, EDIT_PROBLEMS = "preset_pick", "yaml_upload", "upload_problems", "edit_problems"
+GROUP_TITLES = {"sizes": "Sizes", "attention": "Attention", "position": "Position", "ffn": "Feed-forward",
+                "normalization": "Normalization", "block": "Block", "output": "Output"}
+
+
+def _load_preset() -> None:
+    name = st.session_state[PICK]
+    state.set_config(state.preset_config(name), name)
+    st.session_state[state.PROBLEMS] = []
+
+
+def _load_yaml() -> None:
+    """Apply an uploaded YAML file once, when it arrives (not on every rerun)."""
+    upload = st.session_state.get(UPLOAD)
+    st.session_state[UPLOAD_PROBLEMS] = []
+    if upload is None:
+        return
+    if upload.size > MAX_YAML_BYTES:
+        st.session_state[UPLOAD_PROBLEMS] = [f"yaml: {upload.name} is {upload.size:,} bytes; the limit is "
+                                             f"{MAX_YAML_BYTES:,} bytes"]
+        return
+    try:
+        cfg = ModelConfig.from_yaml(upload.getvalue().decode("utf-8"))
+    except UnicodeDecodeError:
+        st.session_state[UPLOAD_PROBLEMS] = [f"yaml: {upload.name} is not UTF-8 text"]
+        return
+    except ConfigError as e:
+        st.session_state[UPLOAD_PROBLEMS] = [f"{upload.name}: {p}" for p in e.problems]
+        return
+    state.set_config(cfg)
+    st.session_state[state.PROBLEMS] = []
+
+
+def _raw_values() -> dict[str, Any]:
+    """What the editor's widgets hold right now (before they are drawn in this run)."""
+    return {name: st.session_state.get(state.widget_key(name), state.widget_value(name, spec.default))
+            for name, spec in FIELDS.items()}
+
+
+def _apply_couplings(raw: dict[str, Any]) -> dict[str, str]:
+    """Fields another field makes irrelevant or fixed: name -> why. RMSNorm forces norm_bias off, so switching
+    norm never leaves the config stuck on an error."""
+    why = {}
+    if raw["norm"] == "rmsnorm":
+        raw["norm_bias"] = False
+        st.session_state[state.widget_key("norm_bias")] = False
+        why["norm_bias"] = "RMSNorm has no bias term, so this is off."
+    if raw["block"] != "parallel":
+        why["parallel_shared_norm"] = "Only used by parallel blocks."
+    if raw["attn_window"] is None:
+        why["global_every"] = "Only used with a sliding window (attn_window)."
+    if raw["position"] != "rope":
+        why["rope_base"] = why["rope_fraction"] = "Only used with position = rope."
+    return why
+
+
+def _validate(raw: dict[str, Any]) -> list[str]:
+    """Make the widgets' values the current config if they are valid; return the problems otherwise."""
+    try:
+        cfg = ModelConfig.from_dict(raw, base=state.preset_config(state.current_preset()))
+    except ConfigError as e:
+        return e.problems
+    if cfg != state.current_config():
+        state.set_config(cfg, load_widgets=False)
+    return []
+
+
+def _tooltip(spec: FieldSpec) -> str:
+    text = f"{spec.help}\n\nAllowed: {spec.allowed()}."
+    if spec.optional:
+        text += f" Leave empty (or type null) for null: {spec.null}."
+    return text
+
+
+def _field_widget(spec: FieldSpec, disabled: bool) -> None:
+    key, tip = state.widget_key(spec.name), _tooltip(spec)
+    if spec.type is bool:
+        st.checkbox(spec.name, key=key, help=tip, disabled=disabled)
+    elif spec.choices:
+        st.selectbox(spec.name, spec.choices, key=key, help=tip, disabled=disabled)
+    elif spec.type is int:
+        st.number_input(spec.name, step=1, format="%d", key=key, help=tip, disabled=disabled,
+                        placeholder=f"null: {spec.null}" if spec.optional else None)
+    else:  # floats as text so 1e-06 and 500000.0 round-trip exactly; names as text
+        st.text_input(spec.name, key=key, help=tip, disabled=disabled,
+                      placeholder=f"null: {spec.null}" if spec.optional else None)
+
+
+def _editor(problems: list[str], why: dict[str, str]) -> None:
+    by_field: dict[str, list[str]] = {}
+    for p in problems:
+        by_field.setdefault(p.split(":", 1)[0], []).append(p)
+    for group in GROUPS:
+        specs = [s for s in FIELDS.values() if s.group == group]
+        bad = any(s.name in by_field for s in specs)
+        with st.expander(GROUP_TITLES[group] + (" — check values" if bad else ""), expanded=group == "sizes" or bad):
+            for spec in specs:
+                _field_widget(spec, disabled=spec.name in why and spec.name not in by_field)
+                if spec.name in why:
+                    st.caption(why[spec.name])
+                for p in by_field.get(spec.name, []):
+                    st.error(p)
+    for p in problems:
+        if p.split(":", 1)[0] not in FIELDS:
+            st.error(p)
+
+
+def _yaml_io(cfg: ModelConfig) -> None:
+    st.download_button("Download YAML", cfg.to_yaml(), file_name=f"{cfg.name}.yaml", mime="application/x-yaml",
+                       on_click="ignore", width="stretch",
+                       help="The current valid config as YAML; upload it here or pass it to "
+                            "`python -m engine ... --config FILE`.")
+    st.file_uploader("Upload YAML", type=["yaml", "yml"], key=UPLOAD, on_change=_load_yaml,
+                     help=f"A YAML mapping of field: value (at most {MAX_YAML_BYTES // 1024} KiB); missing fields "
+                          "take their defaults.")
+    for p in st.session_state.get(UPLOAD_PROBLEMS, []):
+        st.error(p)
+
+
+def sidebar() -> None:
+    """Draw the shared sidebar and update the session's config from it."""
+    state.ensure_state()
+    st.session_state.setdefault(PICK, state.current_preset())
+    preset = PRESETS[st.session_state[PICK]]
+    st.selectbox("Preset", list(PRESETS), key=PICK, on_change=_load_preset,
+                 help="A real model's published configuration; the editor below starts from it.")
+    st.caption(f"Reference: {fmt_count(preset.reference_params)} parameters ({preset.source}). {preset.notes}")
+    st.button("Reset to preset", on_click=_load_preset, width="stretch")
+    raw = _raw_values()
+    why = _apply_couplings(raw)
+    problems = _validate(raw)
+    st.session_state[EDIT_PROBLEMS] = problems
+    _editor(problems, why)
+    _yaml_io(state.current_config())

@@ -1,0 +1,17 @@
+"""Pure table builders: engine results -> pandas DataFrames with display-ready columns (tested directly)."""
+from __future__ import annotations
+
+import pandas as pd
+
+from app.charts import COMPONENT_GROUP, LABELS
+from engine.budget.params import ParamCount
+from engine.units import fmt_count
+
+
+def params_table(pc: ParamCount) -> pd.DataFrame:
+    """One row per component: group, exact count with separators, share of the total."""
+    rows = [{"component": LABELS[name], "group": LABELS.get(COMPONENT_GROUP[name], COMPONENT_GROUP[name]),
+             "parameters": fmt_count(n), "share": f"{n / pc.total:.2%}"}
+            for name, n in pc.components.items() if n]
+    rows.append({"component": "total", "group": "", "parameters": fmt_count(pc.total), "share": "100.00%"})
+    return pd.DataFrame(rows)

@@ -1,0 +1,36 @@
+"""Design: the exact parameter count, where the parameters live, and the block diagram of the current config."""
+import streamlit as st
+
+from app import charts, compute, diagram, tables
+from app.state import current_config, current_preset
+from app.widgets import metric_row
+from engine.presets import PRESETS
+from engine.units import fmt_count
+
+cfg = current_config()
+pc = compute.params(cfg)
+st.title(f"Design: {cfg.name}")
+metric_row(cfg)
+
+preset = PRESETS[current_preset()]
+if cfg == preset.config:
+    check = "matches" if pc.total == preset.reference_params else "differs from"
+    st.caption(f"Exact count from the closed form in engine/budget/params.py; it {check} the reference "
+               f"{fmt_count(preset.reference_params)} ({preset.source}).")
+else:
+    st.caption("Exact count from the closed form in engine/budget/params.py (equal to the built model's "
+               "parameters(); a tied matrix counts once).")
+verb = "saves" if pc.tied else "would save"
+st.markdown(f"**{fmt_count(pc.total)}** parameters in total, **{fmt_count(pc.non_embedding)}** outside the "
+            f"embeddings. Tying the output head to the token embedding {verb} **{fmt_count(pc.tying_saves)}** "
+            f"parameters (vocab_size × d_model); one block holds **{fmt_count(pc.per_layer)}**.")
+
+left, right = st.columns([3, 2])
+with left:
+    st.plotly_chart(charts.params_sunburst(pc), width="stretch")
+    st.dataframe(tables.params_table(pc), hide_index=True, width="stretch")
+with right:
+    st.subheader("Block diagram")
+    st.caption("Drawn from the config: it changes with serial/parallel blocks, norm placement, gated FFNs, "
+               "GQA/MQA, QK-norm, RoPE, windows and soft-caps.")
+    st.graphviz_chart(diagram.block_dot(cfg), width="stretch")

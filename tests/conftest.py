@@ -1,0 +1,106 @@
+"""Shared fixtures for the app tests.
+
+`new_app`: an AppTest of streamlit_app.py. AppTest re-detects a `pages/` folder next to the main script on every
+run and then runs the page file alone (MPA v1), losing the sidebar; so the test entry is a one-line wrapper in a
+temporary folder that runs streamlit_app.py (whose st.Page paths are absolute).
+`served_app`: `streamlit run streamlit_app.py` on a free port for the session (base URL).
+`browser`: Playwright driving Debian's /usr/bin/chromium (never `playwright install`); skips with the reason
+when Chromium or Playwright is missing, fails instead when REQUIRE_BROWSER=1.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "streamlit_app.py"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def _entry(app_path: str) -> None:
+    import runpy
+    runpy.run_path(app_path, run_name="__main__")
+
+
+@pytest.fixture
+def new_app():
+    """Factory: new_app(page=None, **query_params) -> AppTest (not yet run) of the whole app."""
+    from streamlit.testing.v1 import AppTest
+
+    def make(page: str | None = None, timeout: float = 60, **query: str) -> AppTest:
+        at = AppTest.from_function(_entry, args=(str(APP),), default_timeout=timeout)
+        for key, value in query.items():
+            at.query_params[key] = value
+        if page is not None:
+            at.run()
+            at.switch_page(str(ROOT / page))
+        return at
+
+    return make
+
+
+def _skip_or_fail(reason: str) -> None:
+    if os.environ.get("REQUIRE_BROWSER") == "1":
+        pytest.fail(f"REQUIRE_BROWSER=1 but {reason}")
+    pytest.skip(reason)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def served_app():
+    """Start `streamlit run streamlit_app.py` headless on a free port; yield its base URL; stop it."""
+    port = _free_port()
+    cmd = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
+           "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+           "--server.fileWatcherType", "none"]
+    log = open(ROOT / ".pytest_cache" / "served_app.log" if (ROOT / ".pytest_cache").is_dir()
+               else os.devnull, "w")
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                urllib.request.urlopen(url + "/_stcore/health", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None or time.time() > deadline:
+                    pytest.fail(f"streamlit did not start on {url} (exit {proc.poll()})")
+                time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """A headless Chromium via Playwright's sync API."""
+    if not os.access(CHROMIUM, os.X_OK):
+        _skip_or_fail(f"no Chromium at {CHROMIUM} (install Debian's `chromium`; `make test` does when root)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _skip_or_fail("playwright is not installed (pip install -r requirements-dev.txt)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
