@@ -1,0 +1,165 @@
+"""Activation memory: the bytes autograd saves for forward + F.cross_entropy in OUR implementation.
+
+Derived op by op from engine/model.py and engine/layers/* (each distinct storage counted once, parameters
+excluded), and held against torch.autograd.graph.saved_tensors_hooks by engine/measure/activations.py.
+N = B*T tokens, e = element bytes, d = d_model, A = n_heads*head_dim, K = kv_heads*head_dim, f = d_ff,
+H = n_heads, V = vocab. What each op saves for backward:
+  linear            its input (shared when several linears read the same tensor)
+  LayerNorm         input + mean + rstd (fp32, one per row);   RMSNorm  input + rstd (+ the normalized x
+                    when there is a gain, saved by the gain multiply)
+  GELU/SiLU         input;  ReLU  output (the same tensor the next linear saves)
+  gated FFN         act input (not ReLU), act output, up output, their product
+  SDPA (CPU flash)  q, k, v as passed (K-wide for GQA), output, logsumexp B*H*T fp32, window mask T*T*e
+  SDPA + dropout    falls back to the math path: q, k^T, v broadcast to A, probs, dropout noise, dropped
+                    probs (3 x B*H*T*T*e), and a copy of the output for o_proj
+  explicit path     q, k^T, v (A-wide after repeat), bool mask T*T, (tanh of capped scores), softmax output,
+                    (dropout noise + dropped probs), output copy
+  dropout (CPU)     the scaled noise tensor, e bytes per element (CUDA keeps a 1-byte mask instead)
+  RoPE              the cos and sin tables [T, rotary_dim] (fp32, shared by all layers; other dtypes cast
+                    per call: 4 tables per layer)
+  cross-entropy     log-softmax output N*V*e, targets N*8, a scalar; logit soft-cap adds tanh output N*V*e
+Exact for fp32 on CPU (the tests measure it); for bf16/fp16 the element size is swapped in (CPU kernels'
+internal upcasts are not modelled). Recompute is modelled (Korthikanti et al. 2022), not measured:
+"full" keeps each block's input plus one block's activations while it is recomputed in backward;
+"selective" drops the T*T attention tensors (scores, probabilities, masks, dropout noise).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.config import ModelConfig
+
+ATTENTION_IMPLS = ("sdpa", "explicit")
+_DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+STAT, IDX = 4, 8   # fp32 norm statistics and logsumexp; int64 token ids
+
+
+@dataclass(frozen=True)
+class ActivationEstimate:
+    per_layer: list[int]      # bytes kept for each block (after recompute)
+    embedding: int            # token ids, positions, embedding norm/dropout, shared rotary tables
+    head: int                 # final norm, head input, (capped) log-probs, targets
+    recompute_peak: int       # recompute="full": one block's activations rebuilt during backward
+    total: int
+    terms: dict[str, int]     # component -> bytes summed over the model (before recompute)
+    formula: str
+
+
+def _norm_stats(cfg: ModelConfig, rows: int, width: int, e: int) -> int:
+    """What a norm saves besides its input: statistics, and RMSNorm's normalized x when it has a gain."""
+    if cfg.norm == "layernorm":
+        return 2 * rows * STAT
+    return rows * STAT + (rows * width * e if cfg.norm_affine else 0)
+
+
+def _attention(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, impl: str, add) -> None:
+    """Saved tensors of one attention layer, excluding its input (the normed residual) and its output."""
+    N, A, K, H, hd = B * T, cfg.attn_width, cfg.kv_width, cfg.n_heads, cfg.head_width
+    drop = cfg.dropout > 0
+    if cfg.qk_norm:
+        add("qk_norm", N * (A + K) * e + _norm_stats(cfg, N * H, hd, e) + _norm_stats(cfg, N * cfg.kv_heads, hd, e))
+    if cfg.position == "rope" and e != 4:
+        add("rope_tables", 4 * T * cfg.rotary_dim * e)
+    scores = B * H * T * T * e
+    if impl == "sdpa" and cfg.attn_softcap is None and not drop:
+        add("attn_qkv", N * (A + 2 * K) * e)
+        add("attn_out", N * A * e)                 # o_proj's input is a view of the kernel's output
+        add("attn_lse", B * H * T * STAT)
+        if window is not None:
+            add("attn_mask", T * T * e)            # the bool window mask, converted to an additive float mask
+        return
+    add("attn_qkv", 3 * N * A * e)                 # q, k^T and v, broadcast to all H heads
+    add("attn_out", N * A * e)                     # the [B,T,A] copy o_proj reads
+    if impl == "sdpa":                             # math fallback (dropout): probs, noise, dropped probs
+        add("attn_scores", 3 * scores)
+        return
+    add("attn_mask", T * T)                        # bool, one per layer
+    add("attn_scores", B * H * T * T * STAT + (scores if e != 4 else 0)   # fp32 softmax (+ its cast)
+        + (scores if cfg.attn_softcap is not None else 0) + (2 * scores if drop else 0))
+
+
+def _ffn(cfg: ModelConfig, N: int, e: int) -> int:
+    relu = cfg.ffn in ("relu", "reglu")
+    width = (3 if relu else 4) if cfg.gated else (1 if relu else 2)
+    return width * N * cfg.ffn_width * e
+
+
+def _layer(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, impl: str, add) -> None:
+    N, d = B * T, cfg.d_model
+    tok = N * d * e
+    stats = _norm_stats(cfg, N, d, e)
+    noise = tok if cfg.dropout > 0 else 0
+    branches = 2
+    add("block_input", tok)
+    _attention(cfg, B, T, e, window, impl, add)
+    add("ffn", _ffn(cfg, N, e))
+    add("dropout", branches * noise)
+    if cfg.norm_placement == "sandwich":          # post-branch norms save the branch output and stats
+        add("norms", branches * (tok + stats))
+    if cfg.norm_placement == "post":              # linears read x; the norm reads the residual sum
+        sums = 1 if cfg.block == "parallel" else 2
+        ffn_input = 0 if cfg.block == "parallel" else tok
+        add("norms", sums * (tok + stats) + ffn_input)
+        return
+    if cfg.block == "parallel":                   # N1 (and N2) read x; their outputs feed the branches
+        norms = 1 if cfg.parallel_shared_norm else 2
+        add("norms", norms * (stats + tok))
+        return
+    add("norms", 2 * (stats + tok) + tok)         # N1(x) out, x1 = x + attn, N2(x1) out
+
+
+def activation_estimate(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp32", impl: str = "sdpa",
+                        recompute: str = "none") -> ActivationEstimate:
+    """Saved bytes for forward + cross-entropy in training mode, per block and for embedding and head."""
+    e, B, T = _DTYPE_BYTES[dtype], batch, seq
+    N, d, V = B * T, cfg.d_model, cfg.vocab_size
+    tok = N * d * e
+    terms: dict[str, int] = {}
+
+    def adder(bucket: dict):
+        def add(name: str, n: int) -> None:
+            if n:
+                bucket[name] = bucket.get(name, 0) + n
+                terms[name] = terms.get(name, 0) + n
+        return add
+
+    emb: dict[str, int] = {}
+    add = adder(emb)
+    add("token_ids", N * IDX + (T * IDX if cfg.position == "learned" else 0))
+    add("embedding", (e if cfg.embed_scale else 0) + (tok + _norm_stats(cfg, N, d, e) if cfg.embed_norm else 0)
+        + (tok if cfg.dropout > 0 else 0))
+    if cfg.position == "rope" and e == 4:
+        add("rope_tables", 2 * T * cfg.rotary_dim * STAT)
+    layers = []
+    for w in cfg.layer_windows:
+        bucket: dict[str, int] = {}
+        _layer(cfg, B, T, e, w, impl, adder(bucket))
+        layers.append(bucket)
+    head: dict[str, int] = {}
+    add = adder(head)
+    add("head_input", tok + (_norm_stats(cfg, N, d, e) + tok if cfg.final_norm else 0))
+    add("logits", N * V * e * (2 if cfg.logit_softcap is not None else 1) + N * IDX + e)
+
+    full = [sum(b.values()) for b in layers]
+    peak = 0
+    if recompute == "full":
+        per_layer, peak = [tok] * len(layers), max(full)
+    elif recompute == "selective":
+        per_layer = [n - b.get("attn_scores", 0) - b.get("attn_mask", 0) for n, b in zip(full, layers)]
+    else:
+        per_layer = full
+    total = sum(emb.values()) + sum(per_layer) + sum(head.values()) + peak
+    return ActivationEstimate(per_layer=per_layer, embedding=sum(emb.values()), head=sum(head.values()),
+                              recompute_peak=peak, total=total, terms=terms,
+                              formula=_formula(cfg, B, T, e, impl, recompute, layers[0], emb, head))
+
+
+def _formula(cfg, B, T, e, impl, recompute, layer0, emb, head) -> str:
+    L = cfg.n_layers
+    body = " + ".join(f"{k} {v:,}" for k, v in layer0.items())
+    extra = {"none": "", "selective": "; selective recompute drops attn_scores and attn_mask (modelled)",
+             "full": "; full recompute keeps only block inputs N*d*e per layer + one block rebuilt (modelled)"}
+    return (f"saved by autograd ({impl} attention, N=B*T={B * T}, e={e} B): layer 1 = {body} B "
+            f"(x {L} layers, window layers differ by their mask); embedding "
+            + " + ".join(f"{k} {v:,}" for k, v in emb.items()) + "; head "
+            + " + ".join(f"{k} {v:,}" for k, v in head.items()) + extra[recompute])

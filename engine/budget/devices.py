@@ -1,0 +1,111 @@
+"""Accelerator profiles (published dense peaks and memory bandwidth) and a roofline verdict.
+
+Peaks are dense (no 2:4 sparsity) tensor-core figures from the vendors' datasheets/whitepapers:
+H100 SXM5 989.4 TFLOP/s bf16, 3.35 TB/s HBM3; H200 SXM 989.4 TFLOP/s, 4.8 TB/s HBM3e; A100 SXM4 80GB
+312 TFLOP/s, 2.039 TB/s; RTX 4090 165.2 TFLOP/s bf16 with fp32 accumulate (Ada whitepaper), 1.008 TB/s.
+"this CPU" is measured once per process: a matmul timing for the peak and a large copy for the bandwidth.
+A kernel is compute-bound when its FLOPs per byte exceed the ridge point peak / bandwidth.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from functools import cached_property
+
+import torch
+
+from engine.budget.flops import arithmetic_intensity
+from engine.config import ModelConfig
+
+
+@dataclass(frozen=True)
+class DeviceProfile:
+    name: str
+    peak_flops: dict[str, float]     # dtype -> dense FLOP/s
+    mem_bandwidth: float             # bytes/s
+    memory_bytes: int | None = None  # on-device memory, None when it is the host's
+    source: str = ""
+
+    def ridge(self, dtype: str = "bf16") -> float:
+        """FLOPs per byte at which compute time equals memory time."""
+        return self.peak_flops[dtype] / self.mem_bandwidth
+
+
+class MeasuredCPU(DeviceProfile):
+    """The host CPU: peaks timed on first use (about a quarter of a second), then cached for the process."""
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "name", "CPU (measured)")
+        object.__setattr__(self, "memory_bytes", None)
+        object.__setattr__(self, "source", "timed here: fp32 512^3 and bf16 256^3 matmuls (peak) and a 64 MiB copy (bandwidth)")
+
+    @cached_property
+    def peak_flops(self) -> dict[str, float]:
+        fp32, bf16 = _time_matmul(torch.float32, 512), _time_matmul(torch.bfloat16, 256)
+        return {"fp32": fp32, "bf16": bf16, "fp16": bf16}   # fp16 is not timed: CPUs run it no faster
+
+    @cached_property
+    def mem_bandwidth(self) -> float:
+        src = torch.ones(16 * 2**20)
+        dst = torch.empty_like(src)
+        best = float("inf")
+        for _ in range(5):
+            t = time.perf_counter()
+            dst.copy_(src)
+            best = min(best, time.perf_counter() - t)
+        return 2 * src.numel() * 4 / best       # read + write
+
+
+def _time_matmul(dtype: torch.dtype, n: int, reps: int = 3) -> float:
+    a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
+    a @ b                                      # warm up
+    best = float("inf")
+    for _ in range(reps):
+        t = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - t)
+    return 2 * n**3 / best
+
+
+def _gpu(name: str, bf16: float, fp32: float, bandwidth: float, memory_gb: float, source: str) -> DeviceProfile:
+    return DeviceProfile(name, {"bf16": bf16, "fp16": bf16, "fp32": fp32}, bandwidth, int(memory_gb * 1e9), source)
+
+
+DEVICE_PROFILES: dict[str, DeviceProfile] = {
+    "H100": _gpu("H100", 989.4e12, 66.9e12, 3.35e12, 80, "NVIDIA H100 SXM5 datasheet"),
+    "H200": _gpu("H200", 989.4e12, 66.9e12, 4.8e12, 141, "NVIDIA H200 SXM datasheet"),
+    "A100": _gpu("A100", 312e12, 19.5e12, 2.039e12, 80, "NVIDIA A100 SXM4 80GB datasheet"),
+    "RTX 4090": _gpu("RTX 4090", 165.2e12, 82.6e12, 1.008e12, 24, "NVIDIA Ada Lovelace whitepaper"),
+    "CPU (measured)": MeasuredCPU(),
+}
+
+
+@dataclass(frozen=True)
+class Roofline:
+    device: str
+    phase: str
+    flops_per_byte: float
+    ridge: float                 # device FLOPs per byte where the roofs meet
+    attainable_flops: float      # min(peak, intensity * bandwidth)
+    time_s: float                # max(FLOPs / peak, bytes / bandwidth)
+    bound: str                   # "compute" or "memory"
+
+    @property
+    def verdict(self) -> str:
+        return (f"{self.phase} on {self.device}: {self.bound}-bound "
+                f"({self.flops_per_byte:,.1f} FLOP/B vs ridge {self.ridge:,.1f} FLOP/B)")
+
+
+def roofline(cfg: ModelConfig, device: str, batch: int, seq: int, dtype: str = "bf16") -> dict[str, Roofline]:
+    """Prefill and one decode step placed on the device's roofline."""
+    if device not in DEVICE_PROFILES:
+        raise ValueError(f"device: {device!r} is not one of {', '.join(DEVICE_PROFILES)}")
+    prof = DEVICE_PROFILES[device]
+    peak, bw = prof.peak_flops[dtype], prof.mem_bandwidth
+    out = {}
+    for phase, it in arithmetic_intensity(cfg, batch, seq, dtype).items():
+        i = it.flops_per_byte
+        out[phase] = Roofline(device=prof.name, phase=phase, flops_per_byte=i, ridge=peak / bw,
+                              attainable_flops=min(peak, i * bw), time_s=max(it.flops / peak, it.bytes / bw),
+                              bound="compute" if i >= peak / bw else "memory")
+    return out

@@ -1,0 +1,118 @@
+"""FLOPs of one training step and of inference, counted the way torch's FlopCounterMode counts them.
+
+A multiply-add is 2 FLOPs; only matrix products count (norms, softmax, activations are not counted, as in
+FlopCounterMode, nanoGPT's estimate_mfu and the PaLM appendix). Per token, with d = d_model,
+A = n_heads*head_dim, K = kv_heads*head_dim, f = d_ff, V = vocab, L = layers:
+  matmuls     2 * L * (d*A + 2*d*K + A*d + (2 or 3)*d*f) + 2*d*V          (= 2 * matrix params)
+  attention   2 * 2 * A * T_visible per layer (QK^T and PV); T_visible = T for every query by default
+              (the full square, as FlopCounterMode and the 12*L*H*Q*T rule count it); causal=True counts
+              only visible keys: (i+1) for query i, min(i+1, window) on window layers
+Backward = 2 x forward (gradient w.r.t. inputs and w.r.t. weights for every product). Fused attention kernels
+also recompute QK^T in backward (+0.5 x attention forward); that is not added here.
+Rules of thumb beside it: 6N per token (N = non-embedding params) and 6N + 12*L*H*Q*T (PaLM, Q = head_dim).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from engine.budget.memory import DTYPE_BYTES, _check_sizes, kv_cache_bytes
+from engine.budget.params import count_params
+from engine.config import ModelConfig
+
+
+@dataclass(frozen=True)
+class FlopBudget:
+    forward_flops: int
+    backward_flops: int
+    flops_per_token: float         # training (forward + backward) per token of the batch
+    attention_flops: int           # forward QK^T + PV
+    matmul_flops: int              # forward weight matmuls (projections, FFN, head)
+    six_n_per_token: int           # 6N rule, N = non-embedding params
+    palm_per_token: int            # 6N + 12*L*H*Q*T
+    formulas: dict[str, str]
+
+    @property
+    def train_flops(self) -> int:
+        return self.forward_flops + self.backward_flops
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "train_flops": self.train_flops}
+
+
+def matmul_params(cfg: ModelConfig) -> int:
+    """Weights that take part in a matrix product per token (not biases, norms, embeddings or positions)."""
+    d, A, K = cfg.d_model, cfg.attn_width, cfg.kv_width
+    per_layer = d * A + 2 * d * K + A * d + (3 if cfg.gated else 2) * d * cfg.ffn_width
+    return cfg.n_layers * per_layer + d * cfg.vocab_size
+
+
+def _visible_closed(cfg: ModelConfig, seq: int, causal: bool) -> int:
+    """visible_keys(past=0) without the loop: T^2, T(T+1)/2, or with a window w < T: w(w+1)/2 + (T-w)*w."""
+    if not causal:
+        return cfg.n_layers * seq * seq
+    total = 0
+    for w in cfg.layer_windows:
+        if w is None or w >= seq:
+            total += seq * (seq + 1) // 2
+        else:
+            total += w * (w + 1) // 2 + (seq - w) * w
+    return total
+
+
+def flops_budget(cfg: ModelConfig, batch: int, seq: int, causal: bool = False) -> FlopBudget:
+    """Forward/backward FLOPs of a training step on `batch` sequences of `seq` tokens."""
+    _check_sizes(batch, seq)
+    tokens = batch * seq
+    mm = 2 * matmul_params(cfg) * tokens
+    attn = 4 * cfg.attn_width * batch * _visible_closed(cfg, seq, causal)
+    fwd = mm + attn
+    n = count_params(cfg).non_embedding
+    L, H, Q = cfg.n_layers, cfg.n_heads, cfg.head_width
+    scope = "only visible (causal/window) query-key pairs" if causal else "the full T x T square (no causal halving)"
+    formulas = {
+        "matmul_flops": f"2 * {matmul_params(cfg):,} matrix params * B*T={tokens:,} tokens",
+        "attention_flops": f"2 products (QK^T, PV) * 2 * A={cfg.attn_width} * B={batch} * query-key pairs over "
+                           f"{L} layers; {scope}",
+        "forward_flops": "matmul_flops + attention_flops",
+        "backward_flops": "2 * forward_flops (grads w.r.t. inputs and weights)",
+        "flops_per_token": "(forward + backward) / (B*T)",
+        "six_n_per_token": f"6 * N, N = {n:,} non-embedding params",
+        "palm_per_token": f"6N + 12 * L={L} * H={H} * Q={Q} * T={seq}",
+    }
+    return FlopBudget(forward_flops=fwd, backward_flops=2 * fwd, flops_per_token=3 * fwd / tokens,
+                      attention_flops=attn, matmul_flops=mm, six_n_per_token=6 * n,
+                      palm_per_token=6 * n + 12 * L * H * Q * seq, formulas=formulas)
+
+
+def decode_flops(cfg: ModelConfig, batch: int, context: int) -> int:
+    """Forward FLOPs of one decode step: one new token per sequence attending to `context` cached tokens
+    (window layers to at most `window` of them)."""
+    mm = 2 * matmul_params(cfg) * batch
+    held = sum(context + 1 if w is None else min(context + 1, w) for w in cfg.layer_windows)
+    return mm + 4 * cfg.attn_width * batch * held
+
+
+@dataclass(frozen=True)
+class Intensity:
+    phase: str          # "prefill" (B*T tokens at once) or "decode" (one token per sequence)
+    flops: int
+    bytes: int          # weights read once + KV cache written (prefill) or read (decode)
+    formula: str
+
+    @property
+    def flops_per_byte(self) -> float:
+        return self.flops / self.bytes
+
+
+def arithmetic_intensity(cfg: ModelConfig, batch: int, seq: int, dtype: str = "bf16") -> dict[str, Intensity]:
+    """FLOPs per byte of memory traffic: prefill of `seq` tokens vs one decode step after `seq` tokens.
+    Traffic counts the weights (read once per forward) and the KV cache; activations are assumed to stay
+    on chip, so decode's intensity is about 2 * batch FLOPs per weight element."""
+    weights = count_params(cfg).total * DTYPE_BYTES[dtype]
+    pre = flops_budget(cfg, batch, seq, causal=True).forward_flops
+    dec = decode_flops(cfg, batch, seq)
+    kv_pre, kv_dec = kv_cache_bytes(cfg, batch, seq, dtype), kv_cache_bytes(cfg, batch, seq + 1, dtype)
+    return {"prefill": Intensity("prefill", pre, weights + kv_pre,
+                                 "causal forward FLOPs / (weights + KV cache written)"),
+            "decode": Intensity("decode", dec, weights + kv_dec,
+                                "one-token forward FLOPs / (weights + KV cache read)")}

@@ -1,0 +1,112 @@
+"""Memory budget of one training step and of inference: every term with the formula that produced it.
+
+P = unique parameters (count_params), B = batch, T = sequence, e = bytes per element of `dtype`.
+Training state (bytes per parameter, by precision policy; optimizer states: AdamW 2, SGD-momentum 1, SGD 0):
+  policy       weights  grads  master  each optimizer state
+  fp32            4       4      0       4
+  bf16            2       2      0       2
+  mixed-bf16      2       2      4       4      (AdamW: 2 + 2 + 4 + 8 = 16 bytes/param)
+  mixed-fp16      2       2      4       4
+Activations (what autograd saves for forward + cross-entropy) and the KV cache use `dtype`; see
+engine/budget/activations.py for the per-op derivation. KV cache = 2 * sum over layers of min(T, window_l) * B *
+kv_heads * head_dim * e. Inference total = P * e + KV cache at B, T.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from engine.budget.activations import ATTENTION_IMPLS, activation_estimate
+from engine.budget.params import count_params
+from engine.config import ModelConfig
+
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+POLICIES = ("fp32", "bf16", "mixed-bf16", "mixed-fp16")
+OPTIMIZERS = ("adamw", "sgd-momentum", "sgd")
+RECOMPUTE = ("none", "selective", "full")
+
+# policy -> (weight bytes, grad bytes, master-copy bytes, bytes per optimizer state) per parameter
+_POLICY_BYTES = {"fp32": (4, 4, 0, 4), "bf16": (2, 2, 0, 2), "mixed-bf16": (2, 2, 4, 4), "mixed-fp16": (2, 2, 4, 4)}
+_OPTIMIZER_STATES = {"adamw": 2, "sgd-momentum": 1, "sgd": 0}
+_STATE_NAMES = {"adamw": "first and second moments", "sgd-momentum": "momentum buffer", "sgd": "no state"}
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    weights_bytes: int
+    grads_bytes: int
+    optimizer_bytes: int
+    master_bytes: int
+    activations_bytes: int
+    kv_cache_bytes: int
+    train_total_bytes: int
+    infer_total_bytes: int
+    activations_per_layer: list[int]     # saved bytes of each block (recompute applied)
+    logits_bytes: int                    # final norm, head input, (soft-capped) log-probs, targets
+    embedding_bytes: int                 # token ids, embedding norm/dropout, rotary tables
+    formulas: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _check(name: str, value: str, allowed: tuple) -> None:
+    if value not in allowed:
+        raise ValueError(f"{name}: {value!r} is not one of {', '.join(allowed)}")
+
+
+def _check_sizes(batch: int, seq: int) -> None:
+    for name, v in (("batch", batch), ("seq", seq)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name}: {v!r} is not an integer >= 1")
+
+
+def kv_cache_bytes(cfg: ModelConfig, batch: int, tokens: int, dtype: str = "bf16") -> int:
+    """Keys and values of every layer after `tokens` positions; window layers hold only the last `window`."""
+    _check("dtype", dtype, tuple(DTYPE_BYTES))
+    _check_sizes(batch, tokens)
+    held = sum(tokens if w is None else min(tokens, w) for w in cfg.layer_windows)
+    return 2 * held * batch * cfg.kv_width * DTYPE_BYTES[dtype]
+
+
+def _kv_formula(cfg: ModelConfig, batch: int, tokens: int, e: int) -> str:
+    windows = cfg.layer_windows
+    local = sum(w is not None for w in windows)
+    held = (f"{len(windows) - local}*{tokens} + {local}*min({tokens}, {cfg.attn_window})" if local
+            else f"{len(windows)}*{tokens}")
+    return (f"2 (K and V) * ({held}) layer-tokens * B={batch} * kv_heads={cfg.kv_heads} * "
+            f"head_dim={cfg.head_width} * {e} B")
+
+
+def memory_budget(cfg: ModelConfig, batch: int, seq: int, dtype: str = "bf16", policy: str = "mixed-bf16",
+                  optimizer: str = "adamw", recompute: str = "none", attention: str = "sdpa") -> MemoryBudget:
+    """All memory terms for training at (batch, seq) and for inference holding a KV cache of seq tokens."""
+    _check("dtype", dtype, tuple(DTYPE_BYTES))
+    _check("policy", policy, POLICIES)
+    _check("optimizer", optimizer, OPTIMIZERS)
+    _check("recompute", recompute, RECOMPUTE)
+    _check("attention", attention, ATTENTION_IMPLS)
+    _check_sizes(batch, seq)
+    P = count_params(cfg).total
+    e = DTYPE_BYTES[dtype]
+    wb, gb, mb, sb = _POLICY_BYTES[policy]
+    states = _OPTIMIZER_STATES[optimizer]
+    act = activation_estimate(cfg, batch, seq, dtype, attention, recompute)
+    kv = kv_cache_bytes(cfg, batch, seq, dtype)
+    weights, grads, master, opt = P * wb, P * gb, P * mb, P * states * sb
+    train = weights + grads + opt + master + act.total
+    infer = P * e + kv
+    formulas = {
+        "weights_bytes": f"P={P:,} params * {wb} B ({policy} weights)",
+        "grads_bytes": f"P * {gb} B (gradients in the weights' precision)",
+        "optimizer_bytes": f"P * {states} states ({_STATE_NAMES[optimizer]}) * {sb} B",
+        "master_bytes": (f"P * {mb} B (fp32 master copy of the low-precision weights)" if mb
+                         else "0: the weights themselves are updated (no master copy)"),
+        "activations_bytes": act.formula,
+        "kv_cache_bytes": _kv_formula(cfg, batch, seq, e),
+        "train_total_bytes": "weights + grads + optimizer + master + activations",
+        "infer_total_bytes": f"P * {e} B ({dtype} weights) + KV cache at B={batch}, T={seq}",
+    }
+    return MemoryBudget(weights_bytes=weights, grads_bytes=grads, optimizer_bytes=opt, master_bytes=master,
+                        activations_bytes=act.total, kv_cache_bytes=kv, train_total_bytes=train,
+                        infer_total_bytes=infer, activations_per_layer=act.per_layer, logits_bytes=act.head,
+                        embedding_bytes=act.embedding, formulas=formulas)
