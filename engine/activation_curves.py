@@ -1,0 +1,77 @@
+"""FFN activations and gated products on a grid: values and derivatives, the derivatives from torch autograd
+on the engine's own activation functions (engine/layers/ffn.py), so the plots show what the model computes.
+
+Dense:  y = act(x)                   dy/dx
+Gated:  y = act(g) * u               along the diagonal g = u = x (what one unit does when its gate and up
+                                     projections agree): y = act(x) * x, dy/dx = act'(x) * x + act(x);
+                                     and the full surface act(g) * u on a (g, u) grid.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from engine.config import DENSE_FFNS, GATED_FFNS
+from engine.layers.ffn import ACTIVATIONS, GATE_ACTIVATION
+
+
+@dataclass(frozen=True)
+class Curve:
+    name: str
+    x: list[float]
+    y: list[float]
+    dy: list[float]       # derivative dy/dx (autograd)
+    formula: str
+
+
+FORMULAS = {
+    "relu": "max(0, x)",
+    "gelu": "x·Φ(x)  (exact, Φ = normal CDF)",
+    "gelu_tanh": "x·½(1 + tanh(√(2/π)(x + 0.044715x³)))",
+    "silu": "x·σ(x)",
+    "swiglu": "SiLU(g)·u", "geglu": "GELU(g)·u", "geglu_tanh": "GELU_tanh(g)·u", "reglu": "ReLU(g)·u",
+}
+
+
+def _grid(lo: float, hi: float, n: int) -> torch.Tensor:
+    if not (isinstance(n, int) and n >= 2):
+        raise ValueError(f"n: {n!r} is not an integer >= 2")
+    if not hi > lo:
+        raise ValueError(f"range: hi={hi} must be greater than lo={lo}")
+    return torch.linspace(lo, hi, n, dtype=torch.float64, requires_grad=True)
+
+
+def activation_curve(name: str, lo: float = -4.0, hi: float = 4.0, n: int = 201) -> Curve:
+    """One activation (dense name) or gated product along g = u = x (gated name), with its derivative."""
+    if name not in FORMULAS:
+        raise ValueError(f"activation: {name!r} is not one of {', '.join(FORMULAS)}")
+    x = _grid(lo, hi, n)
+    if name in GATED_FFNS:
+        y = ACTIVATIONS[GATE_ACTIVATION[name]](x) * x
+    else:
+        y = ACTIVATIONS[name](x)
+    (dy,) = torch.autograd.grad(y.sum(), x)   # elementwise functions: the gradient of the sum is dy/dx
+    return Curve(name, x.detach().tolist(), y.detach().tolist(), dy.tolist(), FORMULAS[name])
+
+
+def activation_curves(names: tuple[str, ...] = DENSE_FFNS + GATED_FFNS, lo: float = -4.0, hi: float = 4.0,
+                      n: int = 201) -> dict[str, Curve]:
+    return {name: activation_curve(name, lo, hi, n) for name in names}
+
+
+@dataclass(frozen=True)
+class Surface:
+    name: str
+    g: list[float]              # gate inputs (columns)
+    u: list[float]              # up-projection inputs (rows)
+    z: list[list[float]]        # z[i][j] = act(g[j]) * u[i]
+
+
+def gated_surface(name: str, lo: float = -3.0, hi: float = 3.0, n: int = 61) -> Surface:
+    """act(g) * u on an n x n grid: the gate decides how much of the linear `up` value passes."""
+    if name not in GATED_FFNS:
+        raise ValueError(f"gated ffn: {name!r} is not one of {', '.join(GATED_FFNS)}")
+    axis = _grid(lo, hi, n).detach()
+    z = ACTIVATIONS[GATE_ACTIVATION[name]](axis)[None, :] * axis[:, None]
+    return Surface(name, axis.tolist(), axis.tolist(), z.tolist())
