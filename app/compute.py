@@ -38,3 +38,21 @@ def kv_cache(cfg: ModelConfig, batch: int, tokens: int, dtype: str = "bf16") -> 
 def flops(cfg: ModelConfig, batch: int, seq: int, causal: bool = False):
     from engine.budget.flops import flops_budget
     return flops_budget(cfg, batch, seq, causal=causal)
+
+
+@st.cache_data(**CACHE)
+def curves(names: tuple[str, ...], lo: float, hi: float, n: int = 201) -> dict:
+    from engine.activation_curves import activation_curves
+    return activation_curves(names, lo, hi, n)
+
+
+@st.cache_data(**CACHE)
+def surface(name: str, lo: float, hi: float, n: int = 61):
+    from engine.activation_curves import gated_surface
+    return gated_surface(name, lo, hi, n)
+
+
+@st.cache_data(**{**CACHE, "max_entries": 8})
+def live_stats(cfg: ModelConfig, tokens: int, device: str):
+    from engine.measure.stats import model_stats
+    return model_stats(cfg, tokens=tokens, device=device)

@@ -1,0 +1,64 @@
+"""Activations: the FFN nonlinearities with their derivatives, and live statistics of the built model."""
+import streamlit as st
+
+from app import charts, compute
+from app.state import current_config
+from app.widgets import metric_row
+from engine.config import DENSE_FFNS, GATED_FFNS
+from engine.measure.stats import CPU_PARAM_LIMIT, StatsRefusal, check_live, default_device
+
+cfg = current_config()
+st.title(f"Activations: {cfg.name}")
+metric_row(cfg)
+
+st.header("Activation functions")
+st.caption("Values and derivatives of the engine's own activation functions, derivatives by torch autograd. "
+           "Gated rows show one unit whose gate and up inputs are equal (g = u = x): act(x)·x. "
+           f"This config uses **{cfg.ffn}**.")
+c1, c2 = st.columns([3, 1])
+with c2:
+    default = [n for n in DENSE_FFNS] + ([cfg.ffn] if cfg.gated else [])
+    names = st.multiselect("Curves", DENSE_FFNS + GATED_FFNS, default=default, key="act_names")
+    lo, hi = st.slider("Input range x", -10.0, 10.0, (-4.0, 4.0), step=0.5, key="act_range")
+with c1:
+    if names and hi > lo:
+        curves = compute.curves(tuple(names), lo, hi)
+        st.plotly_chart(charts.activation_figure(curves, "Activations and their slopes"), width="stretch")
+    else:
+        st.info("Pick at least one curve and a non-empty range.")
+
+gate = cfg.ffn if cfg.gated else "swiglu"
+with st.expander(f"Gated product {gate}: output over gate and up inputs", expanded=cfg.gated):
+    st.caption("In a gated FFN each hidden unit outputs act(g)·u: the activated gate g scales the plain linear "
+               "value u, so the sign and size of the output follow u wherever the gate is open.")
+    st.plotly_chart(charts.gated_surface_figure(compute.surface(gate, -3.0, 3.0)), width="stretch")
+
+st.header("Live statistics of the built model")
+device = default_device()
+st.caption(f"Builds this config on **{device}** in fp32 with seeded initial weights (untrained), runs one "
+           "sequence of random token ids through the explicit attention path and records the residual stream "
+           "and every attention probability. Measured, not estimated. On CPU the limit is "
+           f"{CPU_PARAM_LIMIT:,} parameters.")
+tokens = st.slider("Sample length (tokens)", 4, min(256, cfg.context_length), min(64, cfg.context_length),
+                   key="stats_tokens") if cfg.context_length > 4 else cfg.context_length
+key = (cfg, tokens, device)
+try:
+    check_live(cfg, device)
+except StatsRefusal as e:
+    st.error(str(e), icon=":material/block:")
+else:
+    if st.button("Build and measure", type="primary") or st.session_state.get("stats_key") == key:
+        with st.status(f"Building {cfg.name} on {device} and running {tokens} tokens…") as status:
+            stats = compute.live_stats(cfg, tokens, device)
+            status.update(label=f"Measured on {stats.device}: {stats.tokens} tokens", state="complete")
+        st.session_state["stats_key"] = key
+        a, b = st.columns(2)
+        a.plotly_chart(charts.residual_rms_figure(stats.residual_rms), width="stretch")
+        b.plotly_chart(charts.entropy_figure(stats.entropy, stats.uniform_entropy), width="stretch")
+        st.caption("Entropy in nats: 0 means a head attends to a single key; the uniform value (hover) means it "
+                   "spreads evenly over all visible keys, as untrained heads do.")
+        l, h = st.columns(2)
+        layer = l.number_input("Layer", 0, cfg.n_layers - 1, 0, key="map_layer")
+        head = h.number_input("Head", 0, cfg.n_heads - 1, 0, key="map_head")
+        st.plotly_chart(charts.attention_map_figure(stats.probs[layer, head].tolist(), layer, head),
+                        width="stretch")
