@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import streamlit as st
 
+from engine.activation_curves import activation_curves, gated_surface
+from engine.budget.devices import Roofline, roofline
+from engine.budget.flops import FlopBudget, flops_budget
+from engine.budget.memory import MemoryBudget, kv_cache_bytes, memory_budget
 from engine.budget.params import ParamCount, count_params
 from engine.config import ModelConfig
+from engine.measure.stats import ModelStats, model_stats
 
 
 def _key(cfg: ModelConfig) -> tuple:
@@ -23,36 +28,41 @@ def params(cfg: ModelConfig) -> ParamCount:
 
 @st.cache_data(**CACHE)
 def memory(cfg: ModelConfig, batch: int, seq: int, dtype: str = "bf16", policy: str = "mixed-bf16",
-           optimizer: str = "adamw", recompute: str = "none"):
-    from engine.budget.memory import memory_budget
-    return memory_budget(cfg, batch, seq, dtype=dtype, policy=policy, optimizer=optimizer, recompute=recompute)
+           optimizer: str = "adamw", recompute: str = "none", attention: str = "sdpa") -> MemoryBudget:
+    return memory_budget(cfg, batch, seq, dtype=dtype, policy=policy, optimizer=optimizer, recompute=recompute,
+                         attention=attention)
 
 
 @st.cache_data(**CACHE)
 def kv_cache(cfg: ModelConfig, batch: int, tokens: int, dtype: str = "bf16") -> int:
-    from engine.budget.memory import kv_cache_bytes
     return kv_cache_bytes(cfg, batch, tokens, dtype=dtype)
 
 
 @st.cache_data(**CACHE)
-def flops(cfg: ModelConfig, batch: int, seq: int, causal: bool = False):
-    from engine.budget.flops import flops_budget
+def flops(cfg: ModelConfig, batch: int, seq: int, causal: bool = False) -> FlopBudget:
     return flops_budget(cfg, batch, seq, causal=causal)
 
 
 @st.cache_data(**CACHE)
 def curves(names: tuple[str, ...], lo: float, hi: float, n: int = 201) -> dict:
-    from engine.activation_curves import activation_curves
     return activation_curves(names, lo, hi, n)
 
 
 @st.cache_data(**CACHE)
 def surface(name: str, lo: float, hi: float, n: int = 61):
-    from engine.activation_curves import gated_surface
     return gated_surface(name, lo, hi, n)
 
 
 @st.cache_data(**{**CACHE, "max_entries": 8})
-def live_stats(cfg: ModelConfig, tokens: int, device: str):
-    from engine.measure.stats import model_stats
+def live_stats(cfg: ModelConfig, tokens: int, device: str) -> ModelStats:
     return model_stats(cfg, tokens=tokens, device=device)
+
+
+@st.cache_data(**CACHE)
+def kv_curve(cfg: ModelConfig, batch: int, tokens: tuple[int, ...], dtype: str = "bf16") -> list[int]:
+    return [kv_cache_bytes(cfg, batch, t, dtype=dtype) for t in tokens]
+
+
+@st.cache_data(**CACHE)
+def rooflines(cfg: ModelConfig, device: str, batch: int, seq: int, dtype: str = "bf16") -> dict[str, Roofline]:
+    return roofline(cfg, device, batch, seq, dtype)

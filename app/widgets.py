@@ -16,14 +16,14 @@ def metric_row(cfg: ModelConfig, reference: ModelConfig | None = None) -> None:
     cols = st.columns(len(values))
     for col, (label, (raw, text, fmt, how)) in zip(cols, values.items()):
         delta = None
-        if ref is not None and raw is not None and ref[label][0] is not None:
+        if ref is not None:
             diff = raw - ref[label][0]
             delta = ("+" if diff >= 0 else "-") + fmt(abs(diff))
         col.metric(label, text, delta=delta, delta_color="off" if delta is None else "inverse", help=how)
 
 
 def _metrics(cfg: ModelConfig) -> dict[str, tuple]:
-    """label -> (raw value or None, shown text, formatter, how it was obtained)."""
+    """label -> (raw value, shown text, formatter, how it was obtained)."""
     pc = compute.params(cfg)
     out = {
         "Total parameters": (pc.total, fmt_count(pc.total), fmt_count,
@@ -32,18 +32,15 @@ def _metrics(cfg: ModelConfig) -> dict[str, tuple]:
                           "Total minus token embedding, learned positions and an untied output head."),
     }
     T = cfg.context_length
-    try:
-        weights = compute.memory(cfg, 1, T, "bf16").weights_bytes
-        kv = compute.kv_cache(cfg, 1, T, "bf16")
-        fpt = compute.flops(cfg, 1, T).flops_per_token
-    except ImportError:   # engine.budget.memory / flops not installed in this checkout
-        weights = kv = fpt = None
-    missing = "—"
-    out["Weights (bf16)"] = (weights, fmt_bytes(weights) if weights is not None else missing, fmt_bytes,
+    weights = compute.memory(cfg, 1, T, "bf16", policy="bf16").weights_bytes
+    kv = compute.kv_cache(cfg, 1, T, "bf16")
+    fpt = compute.flops(cfg, 1, T).flops_per_token
+    out["Weights (bf16)"] = (weights, fmt_bytes(weights), fmt_bytes,
                              "Closed form: parameters x 2 bytes (engine.budget.memory).")
-    out[f"KV cache @ {T:,} tokens"] = (kv, fmt_bytes(kv) if kv is not None else missing, fmt_bytes,
-                                       "Closed form, batch 1, bf16: 2 x layers x tokens x kv_heads x head_dim x "
-                                       "2 bytes; window layers hold min(tokens, window).")
-    out["FLOPs / token"] = (fpt, fmt_flops(fpt) if fpt is not None else missing, fmt_flops,
-                            f"Closed form (engine.budget.flops), training forward + backward at sequence {T:,}.")
+    out["KV cache, full context"] = (kv, fmt_bytes(kv), fmt_bytes,
+                                     f"Closed form at context_length = {T:,} tokens, batch 1, bf16: 2 x layers x "
+                                     "tokens x kv_heads x head_dim x 2 bytes; window layers hold min(tokens, window).")
+    out["FLOPs / token"] = (fpt, fmt_flops(fpt), fmt_flops,
+                            f"Closed form (engine.budget.flops): training forward + backward per token at "
+                            f"sequence {T:,}, full attention square (as FlopCounterMode counts).")
     return out
