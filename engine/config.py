@@ -259,7 +259,7 @@ def field_names() -> list[str]:
 def coerce(name: str, raw: Any) -> Any:
     """Convert a raw value (YAML scalar, CLI or URL string) to the field's type, or raise ValueError."""
     spec = FIELDS[name]
-    bad = ValueError(f"{name}: {raw!r} is not {spec.allowed()}")
+    bad = ValueError(f"{name}: {'null' if raw is None else repr(raw)} is not {spec.allowed()}")
     if raw is None or (spec.type is not str and isinstance(raw, str)
                        and raw.strip().lower() in ("null", "none", "~", "")):
         if spec.optional:
