@@ -41,12 +41,13 @@ def default_device() -> str:
 
 
 def check_live(cfg: ModelConfig, device: str) -> None:
-    """Refuse configs too big to build on CPU in a few seconds (GPUs take any size that fits)."""
+    """Refuse configs too big to build on CPU in a few seconds (a GPU takes any size that fits in memory;
+    engine.guard.check_fits refuses the rest)."""
     total = count_params(cfg).total
     if torch.device(device).type == "cpu" and total > CPU_PARAM_LIMIT:
-        raise StatsRefusal(f"{cfg.name} has {total:,} parameters; live statistics on CPU are limited to "
-                           f"{CPU_PARAM_LIMIT:,} (building it needs {fmt_bytes(4 * total)} of fp32 weights "
-                           f"and minutes of initialisation). Use a GPU or fewer layers / a smaller d_model.")
+        raise StatsRefusal(f"{cfg.name} has {total:,} parameters; building a real model on CPU is limited to "
+                           f"{CPU_PARAM_LIMIT:,} here (it would hold {fmt_bytes(4 * total)} of fp32 weights and "
+                           f"take minutes to initialise). Use a GPU, or fewer layers / a smaller d_model.")
 
 
 @torch.no_grad()

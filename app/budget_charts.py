@@ -1,0 +1,110 @@
+"""Pure figure builders for the Budgets and Compare pages: memory, KV cache, FLOPs and the roofline.
+
+Byte axes use one binary unit chosen from the largest value (KiB, MiB, GiB, TiB); FLOP axes use SI prefixes.
+"""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from app.charts import COLORS, MEMORY_COLORS, _layout
+from engine.budget.devices import DeviceProfile, Roofline
+from engine.budget.flops import FlopBudget
+from engine.budget.memory import MemoryBudget
+from engine.units import fmt_bytes, fmt_flops
+
+TRAIN_TERMS = (("weights", "weights_bytes"), ("grads", "grads_bytes"), ("optimizer", "optimizer_bytes"),
+               ("master", "master_bytes"), ("activations", "activations_bytes"))
+
+
+def byte_unit(largest: float) -> tuple[float, str]:
+    """(divisor, unit) so the largest value reads between 1 and 1024 in binary units."""
+    for power, unit in ((4, "TiB"), (3, "GiB"), (2, "MiB"), (1, "KiB")):
+        if largest >= 1024 ** power:
+            return 1024 ** power, unit
+    return 1, "B"
+
+
+def memory_figure(train: dict[str, MemoryBudget], infer: MemoryBudget, infer_label: str) -> go.Figure:
+    """Stacked training memory per precision policy, and an inference bar (weights + KV cache)."""
+    largest = max([b.train_total_bytes for b in train.values()] + [infer.infer_total_bytes])
+    div, unit = byte_unit(largest)
+    cats = list(train) + [infer_label]
+    fig = go.Figure()
+    for name, attr in TRAIN_TERMS:
+        values = [getattr(b, attr) for b in train.values()] + [infer.weights_bytes if name == "weights" else 0]
+        fig.add_trace(go.Bar(x=cats, y=[v / div for v in values], name=name, marker_color=MEMORY_COLORS[name],
+                             customdata=[fmt_bytes(v) for v in values],
+                             hovertemplate=f"{name}: %{{customdata}}<extra>%{{x}}</extra>"))
+    kv = [0] * len(train) + [infer.kv_cache_bytes]
+    fig.add_trace(go.Bar(x=cats, y=[v / div for v in kv], name="KV cache", marker_color=MEMORY_COLORS["kv_cache"],
+                         customdata=[fmt_bytes(v) for v in kv],
+                         hovertemplate="KV cache: %{customdata}<extra>%{x}</extra>"))
+    totals = [b.train_total_bytes for b in train.values()] + [infer.infer_total_bytes]
+    fig.add_trace(go.Scatter(x=cats, y=[t / div for t in totals], mode="text", text=[fmt_bytes(t) for t in totals],
+                             textposition="top center", showlegend=False, hoverinfo="skip"))
+    fig.update_layout(barmode="stack")
+    fig.update_xaxes(title_text="training precision policy (AdamW state, one step) | inference")
+    fig.update_yaxes(title_text=f"memory ({unit})", rangemode="tozero")
+    return _layout(fig, "Memory per precision policy", height=460)
+
+
+def kv_figure(tokens: list[int], series: dict[str, list[int]], current: str) -> go.Figure:
+    """KV cache bytes against context length, one line per attention variant; the current config is bold."""
+    div, unit = byte_unit(max(max(v) for v in series.values()))
+    fig = go.Figure()
+    for label, values in series.items():
+        fig.add_trace(go.Scatter(x=tokens, y=[v / div for v in values], name=label, mode="lines",
+                                 line=dict(width=4 if label == current else 2, dash="solid" if label == current
+                                           else "dash"), customdata=[fmt_bytes(v) for v in values],
+                                 hovertemplate=f"{label}: %{{customdata}}<extra>%{{x:,}} tokens</extra>"))
+    fig.update_xaxes(title_text="context length (tokens)", tickformat=",")
+    fig.update_yaxes(title_text=f"KV cache ({unit})", rangemode="tozero")
+    return _layout(fig, "KV cache vs context length", height=420, hovermode="x unified")
+
+
+def flops_figure(fb: FlopBudget) -> go.Figure:
+    """One training step split into forward weight matmuls, forward attention and backward."""
+    parts = [("forward: weight matmuls", fb.matmul_flops, COLORS["ffn"]),
+             ("forward: attention QKᵀ and PV", fb.attention_flops, COLORS["attention"]),
+             ("backward (2 x forward)", fb.backward_flops, COLORS["output_head"])]
+    fig = go.Figure()
+    for name, value, color in parts:
+        fig.add_trace(go.Bar(x=["training step"], y=[value], name=name, marker_color=color,
+                             customdata=[fmt_flops(value)], hovertemplate=f"{name}: %{{customdata}}<extra></extra>"))
+    fig.update_layout(barmode="stack")
+    fig.update_yaxes(title_text="FLOPs per step (FLOP)", tickformat="~s")
+    return _layout(fig, f"FLOPs split: {fmt_flops(fb.train_flops)} per step", height=420)
+
+
+def flops_rules_figure(fb: FlopBudget) -> go.Figure:
+    """Counted FLOPs per token beside the 6N and PaLM rules of thumb."""
+    names = ["counted (closed form)", "6N rule", "PaLM 6N + 12·L·H·Q·T"]
+    values = [fb.flops_per_token, fb.six_n_per_token, fb.palm_per_token]
+    fig = go.Figure(go.Bar(x=names, y=values, marker_color=[COLORS["attention"], "#9D9D9D", "#6E6E6E"],
+                           text=[fmt_flops(v) for v in values], textposition="outside",
+                           hovertemplate="%{x}: %{text}<extra></extra>"))
+    fig.update_yaxes(title_text="training FLOPs per token (FLOP)", tickformat="~s", rangemode="tozero")
+    return _layout(fig, "Per token: counted vs rules of thumb", height=420)
+
+
+def roofline_figure(profile: DeviceProfile, points: dict[str, Roofline], dtype: str) -> go.Figure:
+    """Log-log roofline of the device (attainable FLOP/s vs FLOPs per byte) with prefill and decode placed."""
+    peak, bw = profile.peak_flops[dtype], profile.mem_bandwidth
+    xs = [10 ** (k / 8) for k in range(-16, 41)]      # 0.01 .. 1e5 FLOP/byte
+    intens = [p.flops_per_byte for p in points.values()]
+    xs = sorted(set(xs + [peak / bw] + intens))
+    fig = go.Figure(go.Scatter(x=xs, y=[min(peak, x * bw) for x in xs], mode="lines", name=f"{profile.name} roof",
+                               line=dict(color="#444444", width=3),
+                               hovertemplate="%{x:.3g} FLOP/B → %{y:.3s}FLOP/s<extra>roof</extra>"))
+    for phase, p in points.items():
+        fig.add_trace(go.Scatter(x=[p.flops_per_byte], y=[p.attainable_flops], mode="markers+text", name=phase,
+                                 text=[f"{phase}: {p.bound}-bound"], textposition="bottom right",
+                                 marker=dict(size=14, color=COLORS["attention"] if phase == "prefill"
+                                             else COLORS["positions"]),
+                                 hovertemplate=f"{p.verdict}<br>attainable {fmt_flops(p.attainable_flops, 'FLOP/s')}"
+                                 f"<br>time ≥ {p.time_s * 1e3:.3g} ms<extra></extra>"))
+    fig.add_vline(x=peak / bw, line_dash="dot", annotation_text=f"ridge {peak / bw:,.0f} FLOP/B")
+    fig.update_xaxes(type="log", title_text="arithmetic intensity (FLOP per byte moved)")
+    fig.update_yaxes(type="log", title_text="attainable throughput (FLOP/s)", tickformat="~s")
+    return _layout(fig, f"Roofline: {profile.name}, {dtype} peak {fmt_flops(peak, 'FLOP/s')}, "
+                        f"{fmt_bytes(bw)}/s", height=460)
