@@ -200,7 +200,8 @@ class ModelConfig:
             if isinstance(e, yaml.constructor.ConstructorError):  # e.g. !!python/object: never constructed
                 raise ConfigError([f"yaml: {e.problem}{at}; only plain values are allowed "
                                    f"(numbers, strings, true/false, null)"]) from None
-            raise ConfigError([f"yaml: not valid YAML{at}: {getattr(e, 'problem', None) or e}"]) from None
+            what = ", ".join(s for s in (getattr(e, "context", None), getattr(e, "problem", None)) if s) or e
+            raise ConfigError([f"yaml: not valid YAML{at}: {what}"]) from None
         if data is None:
             raise ConfigError(["yaml: the document is empty; expected a mapping such as `d_model: 768`"])
         if not isinstance(data, dict):
