@@ -108,3 +108,25 @@ def roofline_figure(profile: DeviceProfile, points: dict[str, Roofline], dtype: 
     fig.update_yaxes(type="log", title_text="attainable throughput (FLOP/s)", tickformat="~s")
     return _layout(fig, f"Roofline: {profile.name}, {dtype} peak {fmt_flops(peak, 'FLOP/s')}, "
                         f"{fmt_bytes(bw)}/s", height=460)
+
+
+PIN_COLORS = ("#4C78A8", "#F58518", "#54A24B", "#E45756")
+
+
+def compare_bars(title: str, labels: list[str], metrics: dict[str, list[float]], kind: str) -> go.Figure:
+    """Grouped bars: one group per metric, one bar per pinned config. kind: 'count', 'bytes' or 'flops'."""
+    if kind not in ("count", "bytes", "flops"):
+        raise ValueError(f"kind: {kind!r} is not one of count, bytes, flops")
+    largest = max((v for vs in metrics.values() for v in vs), default=1)
+    div, unit = byte_unit(largest) if kind == "bytes" else (1, "")
+    text = {"count": lambda v: f"{int(v):,}", "bytes": fmt_bytes, "flops": fmt_flops}[kind]
+    fig = go.Figure()
+    for i, label in enumerate(labels):
+        values = [vs[i] for vs in metrics.values()]
+        fig.add_trace(go.Bar(x=list(metrics), y=[v / div for v in values], name=label,
+                             marker_color=PIN_COLORS[i % len(PIN_COLORS)], customdata=[text(v) for v in values],
+                             hovertemplate=f"{label}: %{{customdata}}<extra>%{{x}}</extra>"))
+    axis = {"count": "parameters (count)", "bytes": f"memory ({unit})", "flops": "FLOPs per token (FLOP)"}[kind]
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(title_text=axis, tickformat="~s" if kind != "bytes" else None, rangemode="tozero")
+    return _layout(fig, title, height=400)

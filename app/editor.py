@@ -24,26 +24,29 @@ def _load_preset() -> None:
     st.session_state[state.PROBLEMS] = []
 
 
+def read_yaml(upload) -> tuple[ModelConfig | None, list[str]]:
+    """An uploaded YAML file -> (config, []) or (None, problems): size-limited, UTF-8, safe_load."""
+    if upload.size > MAX_YAML_BYTES:
+        return None, [f"yaml: {upload.name} is {upload.size:,} bytes; the limit is {MAX_YAML_BYTES:,} bytes"]
+    try:
+        return ModelConfig.from_yaml(upload.getvalue().decode("utf-8")), []
+    except UnicodeDecodeError:
+        return None, [f"yaml: {upload.name} is not UTF-8 text"]
+    except ConfigError as e:
+        return None, [f"{upload.name}: {p}" for p in e.problems]
+
+
 def _load_yaml() -> None:
     """Apply an uploaded YAML file once, when it arrives (not on every rerun)."""
     upload = st.session_state.get(UPLOAD)
     st.session_state[UPLOAD_PROBLEMS] = []
     if upload is None:
         return
-    if upload.size > MAX_YAML_BYTES:
-        st.session_state[UPLOAD_PROBLEMS] = [f"yaml: {upload.name} is {upload.size:,} bytes; the limit is "
-                                             f"{MAX_YAML_BYTES:,} bytes"]
-        return
-    try:
-        cfg = ModelConfig.from_yaml(upload.getvalue().decode("utf-8"))
-    except UnicodeDecodeError:
-        st.session_state[UPLOAD_PROBLEMS] = [f"yaml: {upload.name} is not UTF-8 text"]
-        return
-    except ConfigError as e:
-        st.session_state[UPLOAD_PROBLEMS] = [f"{upload.name}: {p}" for p in e.problems]
-        return
-    state.set_config(cfg)
-    st.session_state[state.PROBLEMS] = []
+    cfg, problems = read_yaml(upload)
+    st.session_state[UPLOAD_PROBLEMS] = problems
+    if cfg is not None:
+        state.set_config(cfg)
+        st.session_state[state.PROBLEMS] = []
 
 
 def _raw_values() -> dict[str, Any]:

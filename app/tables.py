@@ -5,6 +5,7 @@ import pandas as pd
 
 from app.charts import COMPONENT_GROUP, LABELS
 from engine.budget.params import ParamCount
+from engine.config import ModelConfig
 from engine.units import fmt_count
 
 
@@ -29,3 +30,18 @@ def measurements_table(rows: list[tuple]) -> pd.DataFrame:
     return pd.DataFrame([{"quantity": m.quantity, "estimate (closed form)": fmt(m.estimate),
                           "measured": fmt(m.measured), "error": f"{m.error_pct:+.2f}%", "how it was measured": m.method}
                          for m, fmt in rows])
+
+
+def compare_table(configs: dict[str, ModelConfig]) -> tuple[pd.DataFrame, list[str]]:
+    """Fields as rows, configs as columns (values as YAML would print them); and the fields that differ."""
+    dicts = {label: cfg.to_dict() for label, cfg in configs.items()}
+    fields = list(next(iter(dicts.values())))
+    df = pd.DataFrame({label: ["null" if d[f] is None else str(d[f]) for f in fields] for label, d in dicts.items()},
+                      index=fields)
+    differing = [f for f in fields if len({repr(d[f]) for d in dicts.values()}) > 1]
+    return df, differing
+
+
+def highlight_rows(df: pd.DataFrame, rows: list[str], color: str = "#FFF3B0"):
+    """A Styler marking `rows` (st.dataframe renders it)."""
+    return df.style.apply(lambda r: [f"background-color: {color}" if r.name in rows else ""] * len(r), axis=1)

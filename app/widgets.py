@@ -19,7 +19,7 @@ def metric_row(cfg: ModelConfig, reference: ModelConfig | None = None) -> None:
         if ref is not None:
             diff = raw - ref[label][0]
             delta = ("+" if diff >= 0 else "-") + fmt(abs(diff))
-        col.metric(label, text, delta=delta, delta_color="off" if delta is None else "inverse", help=how)
+        col.metric(label, text, delta=delta, delta_color="off", help=how)
 
 
 def _metrics(cfg: ModelConfig) -> dict[str, tuple]:

@@ -1,0 +1,89 @@
+"""Compare: pin up to four configs (current, presets, uploaded YAML) and see them side by side."""
+import streamlit as st
+
+from app import budget_charts, compute, tables
+from app.editor import read_yaml
+from app.state import current_config
+from app.widgets import metric_row
+from engine.presets import PRESETS
+
+MAX_PINS, PINS, NOTE = 4, "pins", "pin_note"
+cfg = current_config()
+
+
+def pin(label: str, config) -> None:
+    pins = st.session_state[PINS]
+    if len(pins) >= MAX_PINS:
+        st.session_state[NOTE] = f"At most {MAX_PINS} pins: unpin one first."
+    elif any(c == config for _, c in pins):
+        st.session_state[NOTE] = f"{label} is already pinned."
+    else:
+        labels = {lab for lab, _ in pins}
+        n, unique = 2, label
+        while unique in labels:
+            unique, n = f"{label} ({n})", n + 1
+        pins.append((unique, config))
+        st.session_state[NOTE] = ""
+
+
+def pin_upload() -> None:
+    upload = st.session_state.get("cmp_upload")
+    if upload is not None:
+        config, problems = read_yaml(upload)
+        if config is None:
+            st.session_state[NOTE] = "; ".join(problems)
+        else:
+            pin(f"{config.name} (YAML)", config)
+
+
+if PINS not in st.session_state:   # start with something to compare
+    other = "llama-3-8b" if cfg.name != "llama-3-8b" else "gpt2"
+    st.session_state[PINS] = [(f"{cfg.name} (current)", cfg), (other, PRESETS[other].config)]
+pins = st.session_state[PINS]
+
+st.title("Compare")
+metric_row(cfg, reference=pins[0][1])
+st.caption(f"Current config **{cfg.name}**; deltas against the first pin, **{pins[0][0]}**.")
+
+a, b, c = st.columns(3)
+a.button("Pin the current config", on_click=pin, args=(f"{cfg.name} (current)", cfg), width="stretch")
+preset = b.selectbox("Preset", list(PRESETS), key="cmp_preset", label_visibility="collapsed")
+b.button("Pin this preset", on_click=lambda: pin(preset, PRESETS[preset].config), width="stretch")
+c.file_uploader("Pin a YAML config", type=["yaml", "yml"], key="cmp_upload", on_change=pin_upload,
+                label_visibility="collapsed")
+if st.session_state.get(NOTE):
+    st.warning(st.session_state[NOTE])
+unpin = st.multiselect("Pinned (remove one to unpin)", [lab for lab, _ in pins], default=[lab for lab, _ in pins],
+                       key=f"cmp_pins_{len(pins)}_{'|'.join(lab for lab, _ in pins)}")
+if len(unpin) < len(pins) and unpin:
+    st.session_state[PINS] = [(lab, c) for lab, c in pins if lab in unpin]
+    st.rerun()
+if not unpin:
+    st.info("Keep at least one pin.")
+
+configs = {lab: c for lab, c in st.session_state[PINS]}
+labels = list(configs)
+params = [compute.params(c) for c in configs.values()]
+st.plotly_chart(budget_charts.compare_bars(
+    "Parameters", labels, {"total": [p.total for p in params], "non-embedding": [p.non_embedding for p in params]},
+    "count"), width="stretch")
+mem_cols = st.columns(2)
+weights = [compute.memory(c, 1, c.context_length, "bf16", "bf16").weights_bytes for c in configs.values()]
+kv = [compute.kv_cache(c, 1, c.context_length, "bf16") for c in configs.values()]
+train = [compute.memory(c, 1, min(c.context_length, 2048)).train_total_bytes for c in configs.values()]
+mem_cols[0].plotly_chart(budget_charts.compare_bars(
+    "Memory", labels, {"bf16 weights": weights, "KV cache, full context (bf16)": kv,
+                       "training step, mixed-bf16 AdamW, batch 1, seq ≤ 2,048": train}, "bytes"), width="stretch")
+fpt = [compute.flops(c, 1, c.context_length).flops_per_token for c in configs.values()]
+six = [compute.flops(c, 1, c.context_length).six_n_per_token for c in configs.values()]
+mem_cols[1].plotly_chart(budget_charts.compare_bars(
+    "FLOPs per token", labels, {"counted (training, full context)": fpt, "6N rule": six}, "flops"), width="stretch")
+st.caption("All closed forms (engine/budget): exact parameter counts, memory at batch 1, FLOPs per training token "
+           "at each config's own context length.")
+
+st.subheader("Side by side")
+df, differing = tables.compare_table(configs)
+st.caption(f"{len(differing)} of {len(df)} fields differ (highlighted).")
+only = st.toggle("Show only differing fields", key="cmp_only")
+shown = df.loc[differing] if only else df
+st.dataframe(tables.highlight_rows(shown, differing), width="stretch", height=min(36 * (len(shown) + 1), 1200))
