@@ -209,6 +209,14 @@ class ModelConfig:
             raise ConfigError([f"yaml: expected a mapping of field: value such as `d_model: 768`, got {kind}"])
         return cls.from_dict(data)
 
+    @classmethod
+    def from_hf_config(cls, data: dict[str, Any]) -> "ModelConfig":
+        """A Hugging Face config.json dict (llama, mistral, qwen2, qwen3, gemma, gemma2, gpt2, gpt_neox, falcon);
+        anything not expressible is a ConfigError naming the HF key. See engine/interop (imported here, lazily,
+        to keep config.py free of an import cycle)."""
+        from engine.interop.hf_config import from_hf_config
+        return from_hf_config(data)
+
 
 # ---- declarations as data ----------------------------------------------------------------------------------
 @dataclass(frozen=True)

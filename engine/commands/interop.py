@@ -1,0 +1,74 @@
+"""import-hf: a local Hugging Face checkpoint folder -> our YAML config, and optionally a logits parity check."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from engine.cli import UsageError
+from engine.config import ModelConfig
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("import-hf", help="import a local Hugging Face config.json as our YAML config",
+                       description="Print the YAML config of a local Hugging Face checkpoint folder (config.json, "
+                                   "optionally model.safetensors or pytorch_model.bin). Never downloads.")
+    p.add_argument("path", help="folder holding config.json")
+    p.add_argument("--check", action="store_true",
+                   help="build the transformers model (with the folder's weights, else random ones), convert it "
+                        "to ours and print the largest logits difference (needs transformers)")
+    p.add_argument("--tokens", type=int, default=64, help="sequence length for --check (default 64)")
+    p.add_argument("--tol", type=float, default=1e-4, help="--check fails (exit 1) above this gap (default 1e-4)")
+    p.set_defaults(run=_import_hf)
+
+
+def _import_hf(args: argparse.Namespace) -> int:
+    from engine.interop.hf_models import read_checkpoint
+    try:
+        config, state, source = read_checkpoint(args.path)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    cfg = ModelConfig.from_hf_config(config)   # ConfigError -> exit 2 with each HF key named
+    print(cfg.to_yaml(), end="")
+    if not args.check:
+        return 0
+    if args.tokens < 1:
+        raise UsageError(f"--tokens: {args.tokens} is not an integer >= 1")
+    return _check(cfg, config, state, source, args)
+
+
+def _check(cfg: ModelConfig, config: dict, state: dict | None, source: str, args: argparse.Namespace) -> int:
+    try:
+        import transformers
+    except ImportError:
+        raise UsageError("--check needs transformers: pip install -r requirements-dev.txt") from None
+    import torch
+
+    from engine.interop.hf_models import from_transformers, hf_model_from_config, load_into, logits_gap, scramble_
+    transformers.logging.set_verbosity_error()
+    kwargs = {k: v for k, v in config.items() if k != "model_type"}
+    try:
+        hf = hf_model_from_config(config["model_type"], kwargs, attn_implementation="eager")
+    except (ValueError, TypeError) as e:
+        raise UsageError(f"transformers cannot build this config: {e}") from None
+    if state is None:
+        scramble_(hf, seed=0)
+    else:
+        try:
+            load_into(hf, state)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+    hf.eval().float()
+    ours = from_transformers(hf)
+    tokens = args.tokens if cfg.position != "learned" else min(args.tokens, cfg.context_length)
+    with torch.inference_mode():
+        gap = logits_gap(hf, ours, tokens)
+    windows = [w for w in cfg.layer_windows if w is not None]
+    print(f"# check: weights from {source}; fp32, 2 x {tokens} random tokens")
+    if windows and tokens <= max(windows):
+        print(f"# note: {tokens} tokens do not reach the sliding window of {max(windows)}; pass --tokens "
+              f"{max(windows) + 16} to test it")
+    print(f"# max |logits gap| vs transformers: {gap:.3g} (tolerance {args.tol:g})")
+    if gap > args.tol:
+        print(f"error: logits differ by {gap:.3g} > {args.tol:g}", file=sys.stderr)
+        return 1
+    return 0

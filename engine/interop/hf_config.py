@@ -1,0 +1,314 @@
+"""Hugging Face config.json -> ModelConfig, for the nine families we can express exactly.
+
+Read the way transformers reads it: a missing key (or null) means the config class default, so the tables
+below copy those defaults. Every key is either understood, known not to change the forward pass (ids,
+bookkeeping, init), or reported: a value we cannot express (scaled RoPE, ALiBi, a query scale other than
+1/sqrt(head_dim), biases on attention but not the MLP, ...) is a ConfigError naming the HF key, never a silent
+approximation. Pure stdlib: importing a config needs no transformers.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from engine.config import ConfigError, ModelConfig
+
+FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gpt2", "gpt_neox", "falcon")
+
+# Keys that never change what the causal-LM forward pass computes.
+_INERT = frozenset({
+    "_name_or_path", "model_type", "architectures", "transformers_version", "dtype", "torch_dtype", "use_cache",
+    "initializer_range", "pad_token_id", "bos_token_id", "eos_token_id", "sep_token_id", "decoder_start_token_id",
+    "output_hidden_states", "output_attentions", "return_dict", "chunk_size_feed_forward", "is_encoder_decoder",
+    "is_decoder", "id2label", "label2id", "num_labels", "problem_type", "classifier_dropout", "tokenizer_class",
+    "prefix", "task_specific_params", "finetuning_task", "tie_encoder_decoder", "torchscript", "use_bfloat16",
+    "auto_map", "max_length", "min_length", "do_sample", "num_beams", "temperature", "top_k", "top_p",
+    "repetition_penalty", "length_penalty", "no_repeat_ngram_size", "early_stopping", "bad_words_ids",
+    "pretraining_tp",        # Llama: a tensor-parallel slicing of the same matmuls (unused by transformers 5)
+    "n_ctx",                 # GPT-2: legacy duplicate of n_positions, unused
+    "summary_type", "summary_use_proj", "summary_activation", "summary_proj_to_labels", "summary_first_dropout",
+    "reorder_and_upcast_attn",  # GPT-2: computes the same scores in fp32 (a precision choice, same math)
+})
+
+_LLAMA = dict(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
+              num_attention_heads=32, hidden_act="silu", max_position_embeddings=2048, rms_norm_eps=1e-6,
+              tie_word_embeddings=False, attention_bias=False, mlp_bias=False, attention_dropout=0.0)
+_QWEN = dict(_LLAMA, vocab_size=151936, intermediate_size=22016, max_position_embeddings=32768,
+             num_key_value_heads=32, use_sliding_window=False, sliding_window=4096, max_window_layers=28,
+             layer_types=None)
+_GEMMA = dict(_LLAMA, vocab_size=256000, hidden_size=3072, intermediate_size=24576, num_hidden_layers=28,
+              num_attention_heads=16, num_key_value_heads=16, head_dim=256, hidden_act="gelu_pytorch_tanh",
+              max_position_embeddings=8192, tie_word_embeddings=True, use_bidirectional_attention=None)
+DEFAULTS: dict[str, dict[str, Any]] = {   # the transformers config-class defaults we rely on
+    "llama": _LLAMA,
+    "mistral": dict(_LLAMA, intermediate_size=14336, num_key_value_heads=8, max_position_embeddings=131072,
+                    sliding_window=4096),
+    "qwen2": _QWEN,
+    "qwen3": dict(_QWEN, head_dim=128),
+    "gemma": _GEMMA,
+    "gemma2": dict(_GEMMA, hidden_size=2304, intermediate_size=9216, num_hidden_layers=26, num_attention_heads=8,
+                   num_key_value_heads=4, hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=256,
+                   sliding_window=4096, layer_types=None, final_logit_softcapping=30.0,
+                   attn_logit_softcapping=50.0),
+    "gpt2": dict(vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12, n_inner=None,
+                 activation_function="gelu_new", resid_pdrop=0.1, embd_pdrop=0.1, attn_pdrop=0.1,
+                 layer_norm_epsilon=1e-5, scale_attn_weights=True, scale_attn_by_inverse_layer_idx=False,
+                 add_cross_attention=False, tie_word_embeddings=True),
+    "gpt_neox": dict(vocab_size=50432, hidden_size=6144, num_hidden_layers=44, num_attention_heads=64,
+                     intermediate_size=24576, hidden_act="gelu", attention_dropout=0.0, hidden_dropout=0.0,
+                     max_position_embeddings=2048, layer_norm_eps=1e-5, tie_word_embeddings=False,
+                     use_parallel_residual=True, attention_bias=True),
+    "falcon": dict(vocab_size=65024, hidden_size=4544, num_hidden_layers=32, num_attention_heads=71,
+                   num_ln_in_parallel_attn=None, layer_norm_epsilon=1e-5, hidden_dropout=0.0,
+                   attention_dropout=0.0, num_kv_heads=None, alibi=False, new_decoder_architecture=False,
+                   multi_query=True, parallel_attn=True, bias=False, max_position_embeddings=2048,
+                   ffn_hidden_size=None, activation="gelu", tie_word_embeddings=True,
+                   apply_residual_connection_post_layernorm=False),
+}
+GATED_ACTS = {"silu": "swiglu", "swish": "swiglu", "gelu": "geglu", "gelu_pytorch_tanh": "geglu_tanh",
+              "gelu_new": "geglu_tanh", "relu": "reglu"}
+DENSE_ACTS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu",
+              "silu": "silu", "swish": "silu"}
+_ROPE_KEYS = {"rope_type", "type", "rope_theta", "partial_rotary_factor"}
+
+
+class _Reader:
+    """One config.json dict: values with the family defaults, the keys read, and one problem per HF key."""
+
+    def __init__(self, d: dict[str, Any], family: str):
+        self.d, self.defaults, self.family = d, DEFAULTS[family], family
+        self.read: set[str] = set()
+        self.problems: list[str] = []
+
+    def __call__(self, key: str, default: Any = None) -> Any:
+        """The value, or the class default when the key is missing or null (transformers' reading)."""
+        self.read.add(key)
+        value = self.d.get(key)
+        return value if value is not None else self.defaults.get(key, default)
+
+    def nullable(self, key: str) -> Any:
+        """For keys where null is meaningful (no window, no cap): only a missing key takes the default."""
+        self.read.add(key)
+        return self.d[key] if key in self.d else self.defaults.get(key)
+
+    def expect(self, key: str, allowed: tuple, why: str) -> Any:
+        value = self(key)
+        if value not in allowed:
+            self.bad(key, value, why)
+        return value
+
+    def bad(self, key: str, value: Any, why: str) -> None:
+        self.problems.append(f"{key}: {value!r} is not expressible ({why})")
+
+    def act(self, key: str, table: dict[str, str]) -> str:
+        name = self(key)
+        if name not in table:
+            self.bad(key, name, f"supported activations: {', '.join(table)}")
+            return next(iter(table.values()))
+        return table[name]
+
+    def unknown(self) -> list[str]:
+        return [f"{k}: unknown {self.family} config key; refusing to guess what it changes"
+                for k in self.d if k not in self.read and k not in _INERT]
+
+
+def _rope(r: _Reader, head_dim: int, *, theta_keys=("rope_theta",), fraction_keys=("partial_rotary_factor",),
+          fraction_default: float = 1.0, partial_ok: bool = False) -> dict[str, Any]:
+    """rope_base and rope_fraction from rope_parameters (transformers 5) or the legacy top-level keys."""
+    source = "rope_scaling" if r.d.get("rope_scaling") else "rope_parameters"
+    params = r.d.get(source) or {}
+    r.read.update({"rope_scaling", "rope_parameters", *theta_keys, *fraction_keys})
+    if not isinstance(params, dict):
+        r.bad(source, params, "expected a mapping")
+        params = {}
+    kind = params.get("rope_type", params.get("type", "default"))
+    if kind != "default":
+        r.bad(source, kind, "only plain RoPE; scaled variants (linear, dynamic, yarn, llama3, ...) change the "
+                            "frequencies")
+    for extra in sorted(set(params) - _ROPE_KEYS):
+        r.bad(f"{source}.{extra}", params[extra], "only rope_theta and partial_rotary_factor are modelled")
+    theta = params.get("rope_theta", next((r.d[k] for k in theta_keys if r.d.get(k) is not None), 10000.0))
+    fraction = params.get("partial_rotary_factor",
+                          next((r.d[k] for k in fraction_keys if r.d.get(k) is not None), fraction_default))
+    if fraction != 1.0 and not partial_ok:
+        r.bad("partial_rotary_factor", fraction, f"{r.family} rotates the whole head")
+        fraction = 1.0
+    rotary_dim = int(head_dim * fraction)   # transformers truncates
+    return dict(rope_base=float(theta), rope_fraction=rotary_dim / head_dim if rotary_dim else 1.0)
+
+
+def windows_to_fields(r: _Reader, windows: list[int | None], key: str) -> dict[str, Any]:
+    """A per-layer window list as attn_window + global_every (full attention on layers k, 2k, ...)."""
+    sizes = {w for w in windows if w is not None}
+    if not sizes:
+        return dict(attn_window=None, global_every=None)
+    if len(sizes) > 1:
+        r.bad(key, sorted(sizes), "one window size for all windowed layers")
+    w = min(sizes)
+    if None not in windows:
+        return dict(attn_window=w, global_every=None)
+    k = windows.index(None) + 1
+    if windows != [None if (i + 1) % k == 0 else w for i in range(len(windows))]:
+        pattern = "".join("G" if x is None else "L" for x in windows)
+        r.bad(key, pattern, "full-attention layers must be every k-th layer (k, 2k, ...), as global_every says")
+    return dict(attn_window=w, global_every=k)
+
+
+def _layer_windows(r: _Reader, n_layers: int, window: int | None, default_types: list[str]) -> dict[str, Any]:
+    types = r.nullable("layer_types") or default_types
+    if len(types) != n_layers or set(types) - {"sliding_attention", "full_attention"}:
+        r.bad("layer_types", types, f"{n_layers} entries of sliding_attention / full_attention")
+        return dict(attn_window=None, global_every=None)
+    return windows_to_fields(r, [window if t == "sliding_attention" else None for t in types], "layer_types")
+
+
+def _decoder(r: _Reader) -> dict[str, Any]:
+    """Sizes shared by the Llama-like families (separate q/k/v/o, gated MLP, RMSNorm, RoPE)."""
+    d, heads = r("hidden_size"), r("num_attention_heads")
+    kv, hd = r("num_key_value_heads", heads), r("head_dim", d // heads)
+    r.expect("attention_dropout", (0, 0.0), "our dropout also acts on the residual stream")
+    return dict(vocab_size=r("vocab_size"), context_length=r("max_position_embeddings"), d_model=d,
+                n_layers=r("num_hidden_layers"), n_heads=heads, n_kv_heads=None if kv == heads else kv,
+                head_dim=None if hd == d // heads else hd, d_ff=r("intermediate_size"), norm="rmsnorm",
+                norm_eps=float(r("rms_norm_eps")), norm_bias=False, position="rope",
+                tie_embeddings=bool(r("tie_word_embeddings")), **_rope(r, hd))
+
+
+def _llama(r: _Reader) -> dict[str, Any]:
+    attn_bias, mlp_bias = r("attention_bias"), r("mlp_bias")
+    if attn_bias != mlp_bias:
+        r.bad("attention_bias", attn_bias, f"with mlp_bias={mlp_bias}: our `bias` covers attention and MLP alike")
+    return dict(_decoder(r), ffn=r.act("hidden_act", GATED_ACTS), bias=bool(attn_bias))
+
+
+def _mistral(r: _Reader) -> dict[str, Any]:
+    return dict(_decoder(r), ffn=r.act("hidden_act", GATED_ACTS), bias=False,
+                attn_window=r.nullable("sliding_window"))
+
+
+def _qwen(r: _Reader) -> dict[str, Any]:
+    base = _decoder(r)
+    window = r.nullable("sliding_window")
+    window = window if r("use_sliding_window") else None   # transformers drops the window unless enabled
+    first = r("max_window_layers")
+    default = ["sliding_attention" if window is not None and i >= first else "full_attention"
+               for i in range(base["n_layers"])]
+    base.update(_layer_windows(r, base["n_layers"], window, default), ffn=r.act("hidden_act", GATED_ACTS))
+    if r.family == "qwen2":
+        return dict(base, bias=False, qkv_bias=True)
+    r.expect("attention_bias", (False,), "Qwen3 puts it on q, k, v and o but not the MLP")
+    return dict(base, bias=False, qk_norm=True)
+
+
+def _gemma(r: _Reader) -> dict[str, Any]:
+    base = _decoder(r)
+    r.expect("attention_bias", (False,), "Gemma puts it on q, k, v and o but not the MLP")
+    r.expect("use_bidirectional_attention", (None, False), "the model is causal")
+    base.update(bias=False, embed_scale=True)
+    if r.family == "gemma":   # transformers maps the legacy "gelu" of the Gemma releases to the tanh GELU
+        act = r("hidden_act")
+        return dict(base, ffn="geglu_tanh" if act == "gelu" else r.act("hidden_act", GATED_ACTS))
+    hd = base["head_dim"] or base["d_model"] // base["n_heads"]
+    r.expect("query_pre_attn_scalar", (hd,), f"scores are scaled by 1/sqrt(head_dim={hd})")
+    r.read.add("hidden_act")   # Gemma-2 reads hidden_activation; transformers ignores hidden_act
+    n = base["n_layers"]
+    default = ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n)]
+    return dict(base, **_layer_windows(r, n, r.nullable("sliding_window"), default),
+                ffn=r.act("hidden_activation", GATED_ACTS), norm_placement="sandwich",
+                attn_softcap=r.nullable("attn_logit_softcapping"), logit_softcap=r.nullable("final_logit_softcapping"))
+
+
+def _same_dropout(r: _Reader, keys: tuple[str, ...]) -> float:
+    values = [r(k) for k in keys]
+    if len(set(values)) > 1:
+        r.bad(keys[0], values[0], f"our one dropout needs {' = '.join(keys)}")
+    return float(values[0])
+
+
+def _gpt2(r: _Reader) -> dict[str, Any]:
+    d = r("n_embd")
+    r.expect("scale_attn_weights", (True,), "scores are always scaled by 1/sqrt(head_dim)")
+    r.expect("scale_attn_by_inverse_layer_idx", (False,), "no per-layer score scaling")
+    r.expect("add_cross_attention", (False,), "decoder-only")
+    return dict(vocab_size=r("vocab_size"), context_length=r("n_positions"), d_model=d, n_layers=r("n_layer"),
+                n_heads=r("n_head"), d_ff=r("n_inner", 4 * d), ffn=r.act("activation_function", DENSE_ACTS),
+                norm="layernorm", norm_eps=float(r("layer_norm_epsilon")), position="learned", bias=True,
+                dropout=_same_dropout(r, ("resid_pdrop", "embd_pdrop", "attn_pdrop")),
+                tie_embeddings=bool(r("tie_word_embeddings")))
+
+
+def _fixed_head_dim(r: _Reader, d: int, heads: int) -> None:
+    if "head_dim" in r.d:
+        r.expect("head_dim", (None, d // heads), f"{r.family} heads are hidden_size // num_attention_heads")
+
+
+def _gpt_neox(r: _Reader) -> dict[str, Any]:
+    d, heads = r("hidden_size"), r("num_attention_heads")
+    _fixed_head_dim(r, d, heads)
+    r.expect("attention_bias", (True,), "the NeoX MLP always has biases; our `bias` covers both")
+    return dict(vocab_size=r("vocab_size"), context_length=r("max_position_embeddings"), d_model=d,
+                n_layers=r("num_hidden_layers"), n_heads=heads, d_ff=r("intermediate_size"),
+                ffn=r.act("hidden_act", DENSE_ACTS), norm="layernorm", norm_eps=float(r("layer_norm_eps")),
+                position="rope", bias=True, block="parallel" if r("use_parallel_residual") else "serial",
+                dropout=_same_dropout(r, ("hidden_dropout", "attention_dropout")),
+                tie_embeddings=bool(r("tie_word_embeddings")),
+                **_rope(r, d // heads, theta_keys=("rotary_emb_base", "rope_theta"), fraction_keys=("rotary_pct",),
+                        fraction_default=0.25, partial_ok=True))
+
+
+def _falcon(r: _Reader) -> dict[str, Any]:
+    d = r("n_embed") or r("hidden_size")   # n_embed: the legacy name transformers still accepts
+    heads = r("num_attention_heads")
+    _fixed_head_dim(r, d, heads)
+    r.expect("alibi", (False,), "ALiBi position biases are not modelled; we use RoPE")
+    r.expect("apply_residual_connection_post_layernorm", (False,), "the residual is the block input")
+    for key in ("hidden_dropout", "attention_dropout"):
+        r.expect(key, (0, 0.0), "Falcon places dropout differently from our one dropout")
+    new, parallel = r("new_decoder_architecture"), r("parallel_attn")
+    n_ln = r("num_ln_in_parallel_attn")
+    if new:
+        kv = r("num_kv_heads", heads)
+        r.read.add("multi_query")
+        if not parallel:
+            r.bad("parallel_attn", parallel, "new_decoder_architecture blocks are parallel")
+        shared = (n_ln or 2) == 1
+    else:
+        kv = 1 if r("multi_query") else heads
+        r.read.add("num_kv_heads")
+        if parallel and n_ln not in (None, 1):
+            r.bad("num_ln_in_parallel_attn", n_ln, "the classic parallel block has one shared norm")
+        shared = True
+    return dict(vocab_size=r("vocab_size"), context_length=r("max_position_embeddings"), d_model=d,
+                n_layers=r("num_hidden_layers"), n_heads=heads, n_kv_heads=None if kv == heads else kv,
+                d_ff=r("ffn_hidden_size", 4 * d), ffn=r.act("activation", DENSE_ACTS), norm="layernorm",
+                norm_eps=float(r("layer_norm_epsilon")), position="rope", bias=bool(r("bias")),
+                block="parallel" if parallel else "serial", parallel_shared_norm=bool(parallel and shared),
+                tie_embeddings=bool(r("tie_word_embeddings")), **_rope(r, d // heads))
+
+
+_READERS: dict[str, Callable[[_Reader], dict[str, Any]]] = {
+    "llama": _llama, "mistral": _mistral, "qwen2": _qwen, "qwen3": _qwen, "gemma": _gemma, "gemma2": _gemma,
+    "gpt2": _gpt2, "gpt_neox": _gpt_neox, "falcon": _falcon}
+
+# Every ModelConfig field a reader does not set takes this value (not ModelConfig's GPT-2 default).
+NEUTRAL: dict[str, Any] = dict(
+    n_kv_heads=None, head_dim=None, attn_window=None, global_every=None, qk_norm=False, attn_softcap=None,
+    qkv_bias=False, rope_base=10000.0, rope_fraction=1.0, ffn_multiple_of=256, norm_bias=True, norm_affine=True,
+    embed_norm=False, norm_placement="pre", final_norm=True, block="serial", parallel_shared_norm=False,
+    dropout=0.0, embed_scale=False, logit_softcap=None)
+
+
+def from_hf_config(d: dict[str, Any]) -> ModelConfig:
+    """A transformers config.json dict -> ModelConfig computing the same function, or ConfigError."""
+    if not isinstance(d, dict):
+        raise ConfigError([f"config.json: expected a JSON object, got {type(d).__name__}"])
+    family = d.get("model_type")
+    if family not in _READERS:
+        raise ConfigError([f"model_type: {family!r} is not one of the families we import exactly: "
+                           f"{', '.join(FAMILIES)}"])
+    r = _Reader(d, family)
+    fields = _READERS[family](r)
+    problems = r.problems + r.unknown()
+    if problems:
+        raise ConfigError(problems)
+    name = str(d.get("_name_or_path") or family).rstrip("/").rsplit("/", 1)[-1]
+    return ModelConfig.from_dict({**NEUTRAL, **fields, "name": name})

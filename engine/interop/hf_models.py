@@ -1,0 +1,161 @@
+"""Whole models: a transformers causal LM <-> our DecoderLM, checkpoint folders, and the logits check.
+
+transformers is a dev/test dependency: it is imported inside the functions that need it, never at module
+import, so the app and the rest of the engine run without it. Checkpoint weights are read only with
+safetensors or `torch.load(weights_only=True)` (no pickle code runs).
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from engine.interop.hf_config import from_hf_config
+from engine.interop.hf_export import to_hf_config
+from engine.interop.weights import hf_to_ours, ours_to_hf
+from engine.model import DecoderLM, build_model
+
+# Buffers that old checkpoints saved although nothing reads them (GPT-2's causal-mask tables, rotary caches),
+# and tensor names older transformers versions used.
+_STALE_BUFFERS = (".attn.bias", ".attn.masked_bias", ".rotary_emb.inv_freq")
+_RENAMED = {"embed_out.weight": "lm_head.weight"}   # GPT-NeoX's output head before transformers 5
+
+
+def from_transformers(hf_model: nn.Module) -> DecoderLM:
+    """Our model computing what `hf_model` computes: its config imported, its weights converted (a tied
+    head stays one Parameter), same dtype, device and train/eval mode."""
+    family = hf_model.config.model_type
+    cfg = from_hf_config(hf_model.config.to_dict())
+    weights = hf_to_ours(cfg, family, hf_model.state_dict())
+    ref = next(hf_model.parameters())
+    model = build_model(cfg, device="meta", dtype=ref.dtype)
+    model.to_empty(device=ref.device)
+    model.tie()
+    model.load_state_dict(weights, strict=True)
+    return model.train(hf_model.training)
+
+
+def hf_model_from_config(model_type: str, config: dict[str, Any], attn_implementation: str | None = None):
+    """A randomly initialised transformers causal LM for a config dict (no network)."""
+    import transformers
+    hf_cfg = transformers.AutoConfig.for_model(model_type, **config)
+    extra = {"attn_implementation": attn_implementation} if attn_implementation else {}
+    return transformers.AutoModelForCausalLM.from_config(hf_cfg, **extra)
+
+
+def to_transformers(model: DecoderLM, attn_implementation: str | None = None):
+    """The transformers model computing what `model` computes, or ConfigError naming each feature that no
+    supported family can express (e.g. post-norm, or GQA in a serial Falcon block)."""
+    family, config = to_hf_config(model.cfg)
+    ref = next(model.parameters())
+    hf = hf_model_from_config(family, config, attn_implementation).to(device=ref.device, dtype=ref.dtype)
+    hf.load_state_dict(ours_to_hf(model.cfg, family, model.state_dict()), strict=True)
+    return hf.train(model.training)
+
+
+@torch.no_grad()
+def scramble_(model: nn.Module, seed: int = 0, spread: float = 0.5) -> None:
+    """Re-draw every parameter so each one matters in a parity check (default inits leave norms at 1 and
+    biases at 0, which would hide a mis-mapped norm or bias): embeddings N(0, 1), matrices N(0, 1/fan_in),
+    biases N(0, spread), norm gains their init (1, or 0 for Gemma's 1 + w) plus N(0, spread)."""
+    g = torch.Generator().manual_seed(seed)
+
+    def draw(p: torch.Tensor, std: float) -> torch.Tensor:
+        return torch.randn(p.shape, generator=g).to(p) * std
+
+    seen: set[int] = set()
+    for module in model.modules():
+        for name, p in module.named_parameters(recurse=False):
+            if id(p) in seen:
+                continue
+            seen.add(id(p))
+            if isinstance(module, nn.Embedding):
+                p.copy_(draw(p, 1.0))
+            elif p.ndim == 2:   # nn.Linear stores [out, in]; GPT-2's Conv1D stores [in, out]
+                fan_in = p.shape[1] if isinstance(module, nn.Linear) else p.shape[0]
+                p.copy_(draw(p, fan_in ** -0.5))
+            elif name == "bias":
+                p.copy_(draw(p, spread))
+            else:
+                p.add_(draw(p, spread))
+
+
+def read_checkpoint(folder: str | Path) -> tuple[dict[str, Any], dict[str, torch.Tensor] | None, str]:
+    """(config.json dict, state dict or None, where the weights came from) of a local checkpoint folder.
+    Raises ValueError with a readable message for anything missing or malformed."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ValueError(f"{folder}: not a folder")
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"{folder}: no config.json") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{folder / 'config.json'}: cannot read it: {e}") from None
+    files = _weight_files(folder)
+    if not files:
+        return config, None, "random init (no weights in the folder)"
+    state: dict[str, torch.Tensor] = {}
+    for f in files:
+        try:
+            if f.suffix == ".safetensors":
+                from safetensors.torch import load_file
+                state.update(load_file(str(f)))
+            else:
+                state.update(torch.load(f, map_location="cpu", weights_only=True))
+        except Exception as e:   # corrupt file, or a pickle that weights_only refuses
+            raise ValueError(f"{f}: cannot load weights: {e}") from None
+    return config, state, ", ".join(f.name for f in files)
+
+
+def _weight_files(folder: Path) -> list[Path]:
+    for single, index in (("model.safetensors", "model.safetensors.index.json"),
+                          ("pytorch_model.bin", "pytorch_model.bin.index.json")):
+        if (folder / single).is_file():
+            return [folder / single]
+        if (folder / index).is_file():
+            try:
+                shards = sorted(set(json.loads((folder / index).read_text())["weight_map"].values()))
+            except (OSError, ValueError, KeyError, AttributeError) as e:
+                raise ValueError(f"{folder / index}: not a weight index: {e}") from None
+            return [folder / s for s in shards]
+    return []
+
+
+def load_into(hf_model: nn.Module, state: dict[str, torch.Tensor]) -> None:
+    """Load checkpoint tensors into a transformers model built from the same config. Keys saved without the
+    base-model prefix (e.g. GPT-2's `h.0...` for `transformer.h.0...`) are matched; a missing tensor (other
+    than a tied head) or a tensor with no place is an error."""
+    expected = hf_model.state_dict()
+    prefix = hf_model.base_model_prefix
+    renamed = {}
+    for k, v in state.items():
+        if k.endswith(_STALE_BUFFERS) and k not in expected:
+            continue
+        k = _RENAMED.get(k, k)
+        key = k if k in expected or f"{prefix}.{k}" not in expected else f"{prefix}.{k}"
+        renamed[key] = v
+    owners: dict[int, list[str]] = {}
+    for k, v in expected.items():
+        owners.setdefault(v.data_ptr(), []).append(k)
+    tied = {k for keys in owners.values() if len(keys) > 1 for k in keys}
+    missing = sorted(set(expected) - set(renamed) - tied)
+    unexpected = sorted(set(renamed) - set(expected))
+    if missing or unexpected:
+        raise ValueError(f"weights do not match the config: missing {missing[:5]}, unexpected {unexpected[:5]}")
+    hf_model.load_state_dict(renamed, strict=False)
+
+
+@torch.no_grad()
+def logits_gap(hf_model: nn.Module, model: DecoderLM, tokens: int, batch: int = 2, seed: int = 0) -> float:
+    """Max |logits difference| between the transformers model and ours on the same random token ids."""
+    g = torch.Generator().manual_seed(seed)
+    idx = torch.randint(0, model.cfg.vocab_size, (batch, tokens), generator=g)
+    ref = hf_model(input_ids=idx.to(next(hf_model.parameters()).device)).logits
+    ours = model(idx.to(next(model.parameters()).device))
+    gap = (ref.float() - ours.float()).abs().max().item()
+    return gap if math.isfinite(gap) else float("inf")

@@ -1,0 +1,198 @@
+"""State-dict conversion between our DecoderLM and transformers checkpoints, family by family.
+
+A family is a list of module pairs (HF module, our module(s), codec); `.weight` and `.bias` are mapped
+wherever our module has them. Every codec is an exact rearrangement, so HF -> ours -> HF returns the same
+tensors (Gemma's norm offset up to float rounding of (1 + w) - 1):
+  copy      the same tensor
+  t         GPT-2's Conv1D stores weights as [in, out]: transposed
+  offset    Gemma's RMSNorm multiplies by (1 + w): our gain is 1 + w
+  concat_t  GPT-2's fused c_attn: [q | k | v] along the output dim, Conv1D-transposed
+  grouped   NeoX / Falcon fused query_key_value: output rows as [kv_heads, group + 2, head_dim], each group's
+            query heads followed by its key and value head (NeoX: [heads, 3, head_dim]; Falcon MQA: [q..., k, v])
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from engine.config import ModelConfig
+from engine.model import build_model
+
+Tensor = torch.Tensor
+
+
+@dataclass(frozen=True)
+class Pair:
+    hf: str                 # HF module path (without .weight / .bias)
+    ours: tuple[str, ...]   # our module path(s): three for a fused q/k/v
+    codec: str
+
+
+def _llama_like(cfg: ModelConfig, family: str) -> list[Pair]:
+    norm = "offset" if family in ("gemma", "gemma2") else "copy"
+    pairs = [Pair("model.embed_tokens", ("tok_emb",), "copy"), Pair("model.norm", ("final_norm",), norm)]
+    for i in range(cfg.n_layers):
+        h, o = f"model.layers.{i}.", f"blocks.{i}."
+        pairs += [Pair(f"{h}self_attn.{x}_proj", (f"{o}attn.{x}_proj",), "copy") for x in "qkvo"]
+        pairs += [Pair(f"{h}self_attn.{x}_norm", (f"{o}attn.{x}_norm",), "copy") for x in "qk" if cfg.qk_norm]
+        pairs += [Pair(f"{h}mlp.{x}_proj", (f"{o}ffn.{x}",), "copy") for x in ("gate", "up", "down")]
+        norms = {"input_layernorm": "norm1", "post_attention_layernorm": "norm2"}
+        if family == "gemma2":
+            norms = {"input_layernorm": "norm1", "post_attention_layernorm": "post_attn_norm",
+                     "pre_feedforward_layernorm": "norm2", "post_feedforward_layernorm": "post_ffn_norm"}
+        pairs += [Pair(h + k, (o + v,), norm) for k, v in norms.items()]
+    return pairs
+
+
+def _gpt2(cfg: ModelConfig) -> list[Pair]:
+    pairs = [Pair("transformer.wte", ("tok_emb",), "copy"), Pair("transformer.wpe", ("pos_emb",), "copy"),
+             Pair("transformer.ln_f", ("final_norm",), "copy")]
+    for i in range(cfg.n_layers):
+        h, o = f"transformer.h.{i}.", f"blocks.{i}."
+        pairs += [Pair(h + "ln_1", (o + "norm1",), "copy"), Pair(h + "ln_2", (o + "norm2",), "copy"),
+                  Pair(h + "attn.c_attn", tuple(f"{o}attn.{x}_proj" for x in "qkv"), "concat_t"),
+                  Pair(h + "attn.c_proj", (o + "attn.o_proj",), "t"),
+                  Pair(h + "mlp.c_fc", (o + "ffn.up",), "t"), Pair(h + "mlp.c_proj", (o + "ffn.down",), "t")]
+    return pairs
+
+
+def _fused(cfg: ModelConfig, base: str, names: dict[str, str]) -> list[Pair]:
+    """NeoX and Falcon: fused query_key_value, separate dense output, two-matrix MLP."""
+    pairs = []
+    for i in range(cfg.n_layers):
+        h, o = f"{base}.{i}.", f"blocks.{i}."
+        pairs += [Pair(h + names["qkv"], tuple(f"{o}attn.{x}_proj" for x in "qkv"), "grouped"),
+                  Pair(h + names["out"], (o + "attn.o_proj",), "copy"),
+                  Pair(h + "mlp.dense_h_to_4h", (o + "ffn.up",), "copy"),
+                  Pair(h + "mlp.dense_4h_to_h", (o + "ffn.down",), "copy")]
+        pairs += [Pair(h + k, (o + v,), "copy") for k, v in names["norms"].items()]
+    return pairs
+
+
+def _gpt_neox(cfg: ModelConfig) -> list[Pair]:
+    norms = {"input_layernorm": "norm1", "post_attention_layernorm": "norm2"}
+    return [Pair("gpt_neox.embed_in", ("tok_emb",), "copy"),
+            Pair("gpt_neox.final_layer_norm", ("final_norm",), "copy")] + _fused(
+        cfg, "gpt_neox.layers", dict(qkv="attention.query_key_value", out="attention.dense", norms=norms))
+
+
+def _falcon(cfg: ModelConfig) -> list[Pair]:
+    if cfg.block == "serial":
+        norms = {"input_layernorm": "norm1", "post_attention_layernorm": "norm2"}
+    elif cfg.parallel_shared_norm:
+        norms = {"input_layernorm": "norm1"}
+    else:
+        norms = {"ln_attn": "norm1", "ln_mlp": "norm2"}
+    return [Pair("transformer.word_embeddings", ("tok_emb",), "copy"),
+            Pair("transformer.ln_f", ("final_norm",), "copy")] + _fused(
+        cfg, "transformer.h", dict(qkv="self_attention.query_key_value", out="self_attention.dense", norms=norms))
+
+
+def pairs_for(cfg: ModelConfig, family: str) -> list[Pair]:
+    if family == "gpt2":
+        pairs = _gpt2(cfg)
+    elif family == "gpt_neox":
+        pairs = _gpt_neox(cfg)
+    elif family == "falcon":
+        pairs = _falcon(cfg)
+    else:
+        pairs = _llama_like(cfg, family)
+    return pairs if cfg.tie_embeddings else pairs + [Pair("lm_head", ("head",), "copy")]
+
+
+# ---- codecs: HF tensor <-> our tensor(s) --------------------------------------------------------------------
+def _qkv_sizes(cfg: ModelConfig) -> list[int]:
+    return [cfg.attn_width, cfg.kv_width, cfg.kv_width]
+
+
+def _split(codec: str, t: Tensor, cfg: ModelConfig) -> list[Tensor]:
+    if codec == "copy":
+        return [t]
+    if codec == "t":
+        return [t.t().contiguous() if t.ndim == 2 else t]
+    if codec == "offset":
+        return [t + 1]
+    if codec == "concat_t":
+        return [x.contiguous() for x in torch.split(t.t() if t.ndim == 2 else t, _qkv_sizes(cfg))]
+    kv, hd = cfg.kv_heads, cfg.head_width
+    g = cfg.n_heads // kv
+    x = t.reshape(kv, g + 2, hd, *t.shape[1:])
+    return [x[:, :g].reshape(kv * g * hd, *t.shape[1:]), x[:, g].reshape(kv * hd, *t.shape[1:]),
+            x[:, g + 1].reshape(kv * hd, *t.shape[1:])]
+
+
+def _join(codec: str, ts: list[Tensor], cfg: ModelConfig) -> Tensor:
+    if codec == "copy":
+        return ts[0]
+    if codec == "t":
+        return ts[0].t().contiguous() if ts[0].ndim == 2 else ts[0]
+    if codec == "offset":
+        return ts[0] - 1
+    if codec == "concat_t":
+        x = torch.cat(ts)
+        return x.t().contiguous() if x.ndim == 2 else x
+    kv, hd = cfg.kv_heads, cfg.head_width
+    rest = ts[0].shape[1:]
+    q, k, v = ts[0].reshape(kv, -1, hd, *rest), ts[1].reshape(kv, 1, hd, *rest), ts[2].reshape(kv, 1, hd, *rest)
+    return torch.cat([q, k, v], dim=1).reshape(-1, *rest)
+
+
+def _our_keys(cfg: ModelConfig) -> list[str]:
+    return list(build_model(cfg, device="meta").state_dict())
+
+
+def hf_to_ours(cfg: ModelConfig, family: str, hf_sd: dict[str, Tensor]) -> dict[str, Tensor]:
+    """An HF causal-LM state dict -> ours; every HF tensor must be used (a tied head may be listed twice)."""
+    ours_expected, out, used = set(_our_keys(cfg)), {}, set()
+    for p in pairs_for(cfg, family):
+        for suffix in ("weight", "bias"):
+            keys = [f"{o}.{suffix}" for o in p.ours]
+            if keys[0] not in ours_expected:
+                continue
+            hf_key = f"{p.hf}.{suffix}"
+            if hf_key not in hf_sd:
+                raise KeyError(f"{hf_key}: missing from the {family} state dict")
+            out.update(zip(keys, _split(p.codec, hf_sd[hf_key], cfg)))
+            used.add(hf_key)
+    if cfg.tie_embeddings:
+        out["head.weight"] = out["tok_emb.weight"]
+        used.add("lm_head.weight")
+    if unused := sorted(set(hf_sd) - used):
+        raise KeyError(f"{family} tensors with no place in our model: {', '.join(unused[:5])}")
+    return out
+
+
+def ours_to_hf(cfg: ModelConfig, family: str, our_sd: dict[str, Tensor]) -> dict[str, Tensor]:
+    """Our state dict -> the HF family's (a tied head is listed under both names, as transformers does)."""
+    out = {}
+    for p in pairs_for(cfg, family):
+        for suffix in ("weight", "bias"):
+            keys = [f"{o}.{suffix}" for o in p.ours]
+            if keys[0] in our_sd:
+                out[f"{p.hf}.{suffix}"] = _join(p.codec, [our_sd[k] for k in keys], cfg)
+    if cfg.tie_embeddings:
+        out["lm_head.weight"] = our_sd["tok_emb.weight"]
+    return out
+
+
+# ---- RoPE pairing conventions -------------------------------------------------------------------------------
+def _half_order(head_dim: int, rotary_dim: int) -> Tensor:
+    return torch.cat([torch.arange(0, rotary_dim, 2), torch.arange(1, rotary_dim, 2),
+                      torch.arange(rotary_dim, head_dim)])
+
+
+def rope_interleaved_to_half(w: Tensor, n_heads: int, rotary_dim: int | None = None) -> Tensor:
+    """Reorder the rows of a q or k projection (weight [heads*hd, in] or bias [heads*hd]) written for the
+    interleaved pairing (dims 2i and 2i+1 rotate together: Meta's original Llama, GPT-J) into our rotate-half
+    pairing (dims i and i + r/2). Scores q.k are unchanged because q and k get the same permutation."""
+    hd = w.shape[0] // n_heads
+    order = _half_order(hd, rotary_dim or hd)
+    return w.reshape(n_heads, hd, *w.shape[1:])[:, order].reshape(w.shape)
+
+
+def rope_half_to_interleaved(w: Tensor, n_heads: int, rotary_dim: int | None = None) -> Tensor:
+    """The inverse of rope_interleaved_to_half."""
+    hd = w.shape[0] // n_heads
+    order = torch.argsort(_half_order(hd, rotary_dim or hd))
+    return w.reshape(n_heads, hd, *w.shape[1:])[:, order].reshape(w.shape)
