@@ -147,8 +147,10 @@ def sample(model: DecoderLM, data: Dataset, n: int, max_new: int = 24, temperatu
     first = 0 if data.name == "names" else int(data.val[0])
     idx = torch.full((n, 1), first, dtype=torch.long, device=device)
     ctx = model.cfg.context_length
-    for _ in range(max_new if data.name == "names" else 8 * max_new):
+    for i in range(max_new if data.name == "names" else 8 * max_new):
         logits = model(idx[:, -ctx:])[:, -1].float() / temperature
+        if i == 0 and data.name == "names":
+            logits[:, 0] = -math.inf      # no empty names
         nxt = torch.multinomial(torch.softmax(logits, -1), 1, generator=gen)
         idx = torch.cat([idx, nxt], dim=1)
     model.train()

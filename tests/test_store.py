@@ -1,0 +1,69 @@
+"""The SQLite run store: WAL, step-by-step writes, list / reload / delete / CSV, under a tmp EXPLORER_HOME."""
+from __future__ import annotations
+
+import csv
+import io
+import math
+import sqlite3
+
+import pytest
+
+from engine.config import ModelConfig
+from engine.train.data import load_names
+from engine.train.loop import StepRecord, TrainConfig, train
+from engine.train.store import STEP_COLUMNS, RunStore, default_path
+
+TINY = ModelConfig(name="tiny", d_model=16, n_layers=1, n_heads=2, ffn_multiple_of=8)
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    monkeypatch.setenv("EXPLORER_HOME", str(tmp_path / "home"))
+    return RunStore()
+
+
+def test_lives_in_explorer_home_in_wal_mode(store, tmp_path):
+    assert store.path == default_path() == tmp_path / "home" / "runs.sqlite"
+    with sqlite3.connect(store.path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_steps_are_on_disk_while_the_run_is_going(store):
+    seen_on_disk = []
+    reader = RunStore(store.path)   # a second handle, as the app's page thread has
+
+    def on_step(rec):
+        seen_on_disk.append(len(reader.get_run(run_id())["steps"]))
+
+    run_id = lambda: reader.list_runs()[0]["id"]  # noqa: E731
+    r = train(TINY, TrainConfig(steps=4, batch=4, seq=8, eval_every=2, samples=2), load_names(), device="cpu",
+              on_step=on_step, store=store)
+    assert seen_on_disk == [1, 2, 3, 4]
+    run = store.get_run(r.run_id)
+    assert run["status"] == "finished" and run["samples"] == r.samples and run["world"] == 1
+    assert run["model_config"] == r.model_config and run["train_config"]["steps"] == 4
+    assert run["initial_loss"] == pytest.approx(r.initial_loss) and run["final_loss"] == pytest.approx(r.final_loss)
+    assert [s["step"] for s in run["steps"]] == [1, 2, 3, 4]
+    assert [s["val_loss"] is not None for s in run["steps"]] == [False, True, False, True]
+    assert run["steps"][2]["train_loss"] == pytest.approx(r.records[2].train_loss)
+
+
+def test_list_reload_csv_delete(store):
+    ids = []
+    for name in ("a", "b"):
+        rid = store.create_run(TINY.replace(name=name), TrainConfig(), "names", 123, "cpu")
+        for step in (1, 2):
+            store.add_step(rid, StepRecord(step, 3.0 / step, 1e-3, 0.5, 1000.0, 2.0, 3.5,
+                                           val_loss=math.nan if step == 2 else None))
+        ids.append(rid)
+    listed = store.list_runs()
+    assert [r["name"] for r in listed] == ["b", "a"] and listed[0]["steps"] == 2 and listed[0]["status"] == "running"
+    rows = list(csv.DictReader(io.StringIO(store.export_csv(ids[0]))))
+    assert tuple(rows[0]) == STEP_COLUMNS and [r["train_loss"] for r in rows] == ["3.0", "1.5"]
+    assert rows[1]["val_loss"] == ""            # NaN is stored as NULL, exported as an empty cell
+    assert store.delete_run(ids[0]) and not store.delete_run(ids[0])
+    assert [r["id"] for r in store.list_runs()] == [ids[1]]
+    with sqlite3.connect(store.path) as db:
+        assert db.execute("SELECT COUNT(*) FROM steps WHERE run_id=?", (ids[0],)).fetchone()[0] == 0
+    with pytest.raises(KeyError, match=f"run {ids[0]} does not exist"):
+        store.get_run(ids[0])

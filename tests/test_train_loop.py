@@ -1,0 +1,105 @@
+"""The training loop: schedule, learning on names, divergence, stopping, z-loss, per-step diagnostics."""
+from __future__ import annotations
+
+import math
+import threading
+
+import pytest
+import torch
+
+from engine.config import ConfigError, ModelConfig
+from engine.presets import get_preset
+from engine.train.data import load_names
+from engine.train.loop import TrainConfig, lr_at, sample, small_version, train
+
+TINY = ModelConfig(name="tiny", d_model=32, n_layers=1, n_heads=2, ffn_multiple_of=8, vocab_size=2,
+                   context_length=2)
+FAST = TrainConfig(steps=30, batch=16, seq=16, eval_every=10, eval_batches=2, samples=4, lr=1e-2)
+
+
+@pytest.fixture(scope="module")
+def names():
+    return load_names()
+
+
+def test_schedule_warms_up_linearly_then_cosines_to_the_floor():
+    tc = TrainConfig(steps=100, warmup=10, lr=1.0, min_lr_ratio=0.1)
+    assert lr_at(0, tc) == pytest.approx(0.1) and lr_at(9, tc) == pytest.approx(1.0)
+    assert lr_at(10, tc) == pytest.approx(1.0) and lr_at(55, tc) == pytest.approx(0.55)
+    assert lr_at(100, tc) == pytest.approx(0.1)
+    lrs = [lr_at(s, tc) for s in range(10, 101)]
+    assert all(a >= b for a, b in zip(lrs, lrs[1:]))
+
+
+def test_bad_settings_name_the_field():
+    with pytest.raises(ConfigError) as e:
+        TrainConfig(steps=0, lr=-1.0, dropout=1.5)
+    assert [p.split(":")[0] for p in e.value.problems] == ["steps", "lr", "dropout"]
+
+
+def test_small_version_keeps_the_architecture():
+    for name in ("llama-3-8b", "falcon-7b", "gemma-2-2b", "gpt2"):
+        big = get_preset(name).config
+        small = small_version(big)
+        assert small.d_model == 64 and small.n_layers == 2
+        assert (small.norm, small.ffn, small.position, small.block, small.norm_placement) == \
+               (big.norm, big.ffn, big.position, big.block, big.norm_placement)
+        assert small.attention_kind[:3] == big.attention_kind[:3]       # MHA, GQA or MQA
+
+
+def test_a_run_learns_and_reports_every_diagnostic(names):
+    seen = []
+    r = train(TINY, FAST, names, device="cpu", on_step=seen.append)
+    assert r.status == "finished" and len(r.records) == len(seen) == 30
+    assert r.model_config.vocab_size == 27 and r.model_config.context_length == 16
+    assert r.initial_loss == pytest.approx(math.log(27), rel=0.05)
+    assert r.final_loss < 0.9 * r.initial_loss
+    assert [s.step for s in seen if s.val_loss is not None] == [10, 20, 30]
+    assert r.records[-1].val_loss == r.final_loss
+    for rec in r.records:
+        assert rec.grad_norm > 0 and rec.tokens_per_s > 0 and rec.max_logit > 0
+        assert rec.log_z > rec.max_logit       # log-sum-exp exceeds the largest logit
+    assert len(r.samples) == 4 and all(s.isalpha() or s == "" for s in r.samples)
+
+
+def test_same_seed_same_curve(names):
+    a = train(TINY, FAST.replace(steps=5), names, device="cpu")
+    b = train(TINY, FAST.replace(steps=5), names, device="cpu")
+    assert [x.train_loss for x in a.records] == [x.train_loss for x in b.records]
+
+
+def test_absurd_lr_diverges_with_a_message_and_keeps_the_curve(names):
+    r = train(TINY, FAST.replace(lr=1e4, warmup=0), names, device="cpu")
+    assert r.status == "diverged" and r.final_loss is None and r.samples == []
+    failed = int(r.message.split("step ")[1].split(":")[0])
+    assert len(r.records) == failed - 1 and "smaller lr" in r.message
+
+
+def test_stop_event_ends_the_run_cleanly(names):
+    stop = threading.Event()
+
+    def on_step(rec):
+        if rec.step == 3:
+            stop.set()
+
+    r = train(TINY, FAST, names, device="cpu", on_step=on_step, stop=stop)
+    assert r.status == "stopped" and len(r.records) == 3 and r.final_loss is not None
+    assert "after 3 steps" in r.message
+
+
+def test_z_loss_pulls_log_z_towards_zero(names):
+    tc = FAST.replace(steps=40, eval_every=40)
+    plain = train(TINY, tc, names, device="cpu")
+    zl = train(TINY, tc.replace(z_loss=0.1), names, device="cpu")
+    assert abs(zl.records[-1].log_z) < 0.5 * abs(plain.records[-1].log_z)
+
+
+def test_samples_stop_at_the_separator(names):
+    r = train(TINY, FAST.replace(steps=1, samples=0), names, device="cpu")
+    model_cfg = r.model_config
+    from engine.model import build_model
+    model = build_model(model_cfg)
+    out = sample(model, names, 6, max_new=12, seed=1)
+    assert len(out) == 6 and all("\n" not in s and len(s) <= 12 for s in out)
+    assert out == sample(model, names, 6, max_new=12, seed=1)
+    assert torch.is_grad_enabled()
