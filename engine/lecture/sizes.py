@@ -26,7 +26,7 @@ def kv_cache_variants(n_layers: int = 32, tokens: int = 8192, n_heads: int = 32,
     if kv_heads is None:
         kv_heads = tuple(dict.fromkeys(k for k in (n_heads, 8, 1) if n_heads % k == 0))
     base = ModelConfig(name="kv-demo", n_layers=n_layers, n_heads=n_heads, head_dim=head_dim,
-                       d_model=n_heads * head_dim, context_length=tokens, position="rope")
+                       d_model=n_heads * head_dim, context_length=tokens, position="none")
     mha = kv_cache_bytes(base, batch, tokens, dtype)
     out = []
     for k in kv_heads:

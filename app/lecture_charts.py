@@ -1,0 +1,142 @@
+"""Pure figure builders for the Lecture page: engine.lecture results -> Plotly figures (tested without Streamlit).
+
+Colours follow app.charts.COLORS where a component is shown; every axis names its unit.
+"""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from app.charts import COLORS, COMPONENT_GROUP, FONT
+from engine.lecture.attention import MaskOrder
+from engine.lecture.blocks import NormComparison, SerialParallel
+from engine.lecture.ffn import GatingMatch
+from engine.lecture.sizes import DepthWidth, KVVariant, MicroTable
+from engine.lecture.tying import AbsentTokenGrad
+from engine.units import fmt_bytes, fmt_count
+
+ACTIVATION_COLORS = {"relu": "#4C78A8", "gelu": "#E45756", "gelu_tanh": "#FF9DA6", "silu": "#54A24B"}
+PAIR = ("#4C78A8", "#F58518")   # two things side by side: serial/parallel, before/after, first/second
+
+
+def _layout(fig: go.Figure, title: str, x: str, y: str, **kw) -> go.Figure:
+    fig.update_layout(title=title, font=FONT, margin=dict(l=10, r=10, t=50, b=10), xaxis_title=x, yaxis_title=y,
+                      legend=dict(orientation="h", y=-0.2), **kw)
+    return fig
+
+
+def activation_figure(curves: dict[str, list[float]], marks: tuple[float, ...] = ()) -> go.Figure:
+    """The engine's activations over z, with vertical guides at the inputs being discussed."""
+    fig = go.Figure()
+    for name, color in ACTIVATION_COLORS.items():
+        fig.add_scatter(x=curves["z"], y=curves[name], name=name, line=dict(color=color, width=3,
+                        dash="dot" if name == "gelu_tanh" else "solid"))
+    for z in marks:
+        fig.add_vline(x=z, line=dict(color="#888888", dash="dash"), annotation_text=f"z = {z:g}")
+    return _layout(fig, "Activations: GELU dips below zero, ReLU does not", "input z (unitless)", "output (unitless)")
+
+
+def gating_figure(g: GatingMatch) -> go.Figure:
+    """FFN matrix parameters: dense, gated at the matched width, gated at the dense width."""
+    labels = [f"dense, d_ff {g.dense_width:,}", f"gated, d_ff {g.gated_width:,}", f"gated, d_ff {g.dense_width:,}"]
+    values = [g.dense_params, g.gated_params, g.same_width_gated_params]
+    fig = go.Figure(go.Bar(x=labels, y=values, marker_color=[COLORS["ffn"], COLORS["ffn"], "#A0A0A0"],
+                           text=[fmt_count(v) for v in values], textposition="outside"))
+    return _layout(fig, f"FFN matrix parameters at d_model {g.d_model:,}", "FFN variant", "parameters")
+
+
+def serial_parallel_figure(r: SerialParallel) -> go.Figure:
+    """The block output per coordinate, serial next to parallel."""
+    idx = [f"y[{i}]" for i in range(len(r.x))]
+    fig = go.Figure([go.Bar(x=idx, y=r.serial.output, name="serial", marker_color=PAIR[0]),
+                     go.Bar(x=idx, y=r.parallel.output, name="parallel (shared norm)", marker_color=PAIR[1])])
+    return _layout(fig, "Same branches, different block outputs", "output coordinate", "value (unitless)",
+                   barmode="group")
+
+
+ROLE_COLORS = {"input": COLORS["embeddings"], "target": COLORS["output_head"], "input+target": "#9D755D",
+               "absent": COLORS["ffn"]}
+
+
+def token_role(r: AbsentTokenGrad, j: int) -> str:
+    if j in r.tokens and j == r.target:
+        return "input+target"
+    return "input" if j in r.tokens else "target" if j == r.target else "absent"
+
+
+def absent_gradient_figure(r: AbsentTokenGrad) -> go.Figure:
+    """Gradient size on every output-head row, coloured by the token's role in this one prediction."""
+    norms = [sum(v * v for v in row) ** 0.5 for row in r.head_grad]
+    roles = [token_role(r, j) for j in range(len(norms))]
+    fig = go.Figure(go.Bar(x=[f"token {j}" for j in range(len(norms))], y=norms,
+                           marker_color=[ROLE_COLORS[role] for role in roles], text=roles, textposition="outside",
+                           customdata=r.probs, hovertemplate="%{x}: |grad| %{y:.4f}, p %{customdata:.4f}<extra></extra>"))
+    return _layout(fig, "Every output row gets a gradient, absent tokens included", "vocabulary row",
+                   "gradient norm (loss units per weight)")
+
+
+def norm_figure(r: NormComparison) -> go.Figure:
+    idx = [f"x[{i}]" for i in range(len(r.x))]
+    fig = go.Figure([go.Bar(x=idx, y=r.rmsnorm, name="RMSNorm", marker_color=PAIR[0]),
+                     go.Bar(x=idx, y=r.layernorm, name="LayerNorm", marker_color=PAIR[1])])
+    return _layout(fig, "RMSNorm rescales; LayerNorm also centers", "coordinate", "normalized value (unitless)",
+                   barmode="group")
+
+
+def rope_grid_figure(grid: list[list[float]], theta_deg: float) -> go.Figure:
+    """Scores for every (query position, key position): equal along each diagonal."""
+    n = len(grid)
+    fig = go.Figure(go.Heatmap(z=grid, x=list(range(n)), y=list(range(n)), colorscale="RdBu", zmid=0,
+                               texttemplate="%{z:.2f}", colorbar=dict(title="score")))
+    fig.update_yaxes(autorange="reversed")
+    return _layout(fig, f"RoPE score q·k at θ = {theta_deg:g}° per position", "key position j",
+                   "query position i")
+
+
+def softcap_figure(curve: dict[str, list[float]], cap: float) -> go.Figure:
+    fig = go.Figure([go.Scatter(x=curve["z"], y=curve["z"], name="no cap", line=dict(color="#A0A0A0", dash="dot")),
+                     go.Scatter(x=curve["z"], y=curve["capped"], name=f"{cap:g}·tanh(z/{cap:g})",
+                                line=dict(color=COLORS["output_head"], width=3)),
+                     go.Scatter(x=curve["z"], y=curve["slope"], name="slope (right axis)", yaxis="y2",
+                                line=dict(color=COLORS["attention"], dash="dash"))])
+    ymax = 1.3 * cap
+    return _layout(fig, f"Soft-capping bounds logits to (−{cap:g}, {cap:g})", "logit z (nats)", "capped logit (nats)",
+                   yaxis=dict(range=[-ymax, ymax]),
+                   yaxis2=dict(title="slope d cap / dz", overlaying="y", side="right", range=[0, 1.05]))
+
+
+def mask_order_figure(r: MaskOrder) -> go.Figure:
+    keys = [f"key {i}" + (" (masked)" if m else "") for i, m in enumerate(r.masked)]
+    fig = go.Figure([go.Bar(x=keys, y=r.cap_then_mask, name="cap, then mask", marker_color=PAIR[0]),
+                     go.Bar(x=keys, y=r.mask_then_cap, name="mask, then cap", marker_color=PAIR[1])])
+    return _layout(fig, "A masked key must get probability 0", "key", "attention probability", barmode="group")
+
+
+def kv_figure(variants: list[KVVariant]) -> go.Figure:
+    gib = 1024 ** 3
+    fig = go.Figure(go.Bar(x=[v.kind for v in variants], y=[v.bytes / gib for v in variants],
+                           marker_color=COLORS["attention"], text=[fmt_bytes(v.bytes) for v in variants],
+                           textposition="outside"))
+    return _layout(fig, "KV cache with the same query heads", "attention kind", "KV cache (GiB)")
+
+
+def depth_figure(r: DepthWidth) -> go.Figure:
+    """Second shape relative to the first: equal block parameters, unequal cache and depth."""
+    a, b = r.shapes
+    labels = ["block parameters", "KV cache", "sequential blocks"]
+    fig = go.Figure(go.Bar(x=labels, y=[r.block_ratio, r.kv_ratio, r.depth_ratio], marker_color=PAIR[1],
+                           text=[f"{v:g}×" for v in (r.block_ratio, r.kv_ratio, r.depth_ratio)],
+                           textposition="outside"))
+    fig.add_hline(y=1, line=dict(color="#888888", dash="dash"))
+    return _layout(fig, f"L={b.n_layers}, D={b.d_model} relative to L={a.n_layers}, D={a.d_model}", "quantity",
+                   "ratio (×)")
+
+
+_MICRO_GROUP = {"wte": "token_embedding", "wpe": "positions", "lm_head": "output_head"}
+
+
+def microgpt_figure(t: MicroTable) -> go.Figure:
+    colors = [COLORS[COMPONENT_GROUP[_MICRO_GROUP.get(r.name, "ffn" if "mlp" in r.name else "attention_q")]]
+              for r in t.rows]
+    fig = go.Figure(go.Bar(x=[r.name for r in t.rows], y=[r.count for r in t.rows], marker_color=colors,
+                           text=[fmt_count(r.count) for r in t.rows], textposition="outside"))
+    return _layout(fig, f"microgpt by hand: {t.hand_total:,} parameters", "matrix", "parameters")

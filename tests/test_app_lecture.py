@@ -1,0 +1,125 @@
+"""AppTest of the Lecture page: every section renders its worked numbers, the URL selects the section, present mode.
+
+(AppTest sees st.plotly_chart only as an unknown element; the figures are tested in test_lecture_charts.)
+"""
+import pytest
+
+from app.lecture_sections import SECTIONS
+
+LECTURE = "pages/lecture.py"
+
+# section -> metric label -> the value the page must show (the worked numbers of the teaching material)
+EXPECTED = {
+    "activations": {"GELU(-1)": "-0.158655", "ReLU(-1)": "0.000000", "SiLU(2)": "1.7616"},
+    "gating": {"dense, d_ff 3,072": "4,718,592", "gated, d_ff 2,048": "4,718,592", "gated, d_ff 3,072": "7,077,888"},
+    "parallel": {"serial: FFN reads this block's attention": "yes", "parallel: FFN reads this block's attention": "no"},
+    "tying": {"shared Parameter: unique params": "15", "detached clone: unique params": "30",
+              "handout nanoGPT config, tied": "1,872", "same config, untied": "1,932",
+              "parameters saved (V·D)": "24,576,000", "bf16 weights": "46.875 MiB",
+              "training at 12 B/param": "281.250 MiB", "+ fp32 master copy": "93.750 MiB"},
+    "gradient": {"absent rows: max |grad − p_j·h|": "0.0e+00"},
+    "norms": {"RMSNorm(x)": "(0.8485, 1.1314)", "LayerNorm(x)": "(-1.0000, 1.0000)"},
+    "rope": {"score at positions (0, 1)": "0.8660", "score at positions (2, 3)": "0.8660"},
+    "zloss": {"probabilities": "(0.5000, 0.5000)", "probabilities, shifted": "(0.5000, 0.5000)",
+              "log Z": "0.6931", "log Z, shifted": "10.6931"},
+    "softcap": {"masked key, cap then mask": "0.0000", "engine: weight on a future key": "0.0000"},
+    "kvcache": {"MHA (32 KV heads)": "4.00 GiB", "GQA-8 (8 KV heads)": "1.00 GiB", "MQA (1 KV heads)": "128.00 MiB"},
+    "heads": {"attention width A = H·d_h": "12", "D mod H": "1", "q_proj weight": "12 × 10", "o_proj weight": "10 × 12",
+              "logits": "1 × 5 × 16"},
+    "depth": {"block params L=12, D=768": "84,934,656", "block params L=48, D=384": "84,934,656",
+              "KV cache ratio": "2×", "sequential depth ratio": "4×"},
+    "microgpt": {"by hand": "4,224", "engine closed form": "4,224", "engine, built model": "4,224"},
+}
+
+
+def metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def clean(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert not at.warning, [w.value for w in at.warning]
+
+
+def test_expected_covers_every_section():
+    assert set(EXPECTED) == set(SECTIONS)
+
+
+def test_every_section_renders_its_numbers(new_app):
+    at = new_app(page=LECTURE)
+    at.run()
+    for i, section in enumerate(SECTIONS):
+        clean(at)
+        assert at.header[0].value.startswith(f"{i + 1}. "), section
+        shown = metrics(at)
+        for label, value in EXPECTED[section].items():
+            assert shown.get(label) == value, (section, label, shown.get(label))
+        assert at.query_params["section"] == section
+        if i < len(SECTIONS) - 1:
+            at.button(key="lecture_next").click().run()
+    assert at.button(key="lecture_next").disabled
+    at.button(key="lecture_prev").click().run()
+    assert at.query_params["section"] == "depth"
+
+
+def test_section_query_param_selects_the_section(new_app):
+    at = new_app(page=LECTURE, section="kvcache", d_model="1024")
+    at.run()
+    clean(at)
+    assert at.header[0].value == "10. KV cache: MHA, GQA, MQA"
+    assert at.selectbox(key="lecture_pick").value == "kvcache"
+    assert metrics(at)["MQA (1 KV heads)"] == "128.00 MiB"
+    assert at.query_params["section"] == "kvcache" and at.query_params["d_model"] == "1024"  # config kept
+
+
+def test_unknown_section_is_reported(new_app):
+    at = new_app(page=LECTURE, section="nope")
+    at.run()
+    assert "section: 'nope' is not one of activations" in at.warning[0].value
+    assert at.header[0].value.startswith("1. ")
+
+
+def test_present_mode_from_the_url(new_app):
+    at = new_app(page=LECTURE, section="rope", present="1")
+    at.run()
+    clean(at)
+    assert at.toggle(key="lecture_present").value is True
+    assert "Total parameters" not in metrics(at)              # the config metric row gives way to the example
+    assert metrics(at)["score at positions (2, 3)"] == "0.8660"
+    assert not at.main.get("download_button") and not at.main.expander   # no handout or chart downloads on stage
+    assert any('[data-testid="stSidebar"]' in h.proto.body for h in at.get("html"))   # the sidebar is hidden
+    assert at.query_params["present"] == "1" and at.query_params["section"] == "rope"
+    at.toggle(key="lecture_present").set_value(False).run()
+    assert "present" not in at.query_params and "Total parameters" in metrics(at)
+    assert not any("stSidebar" in h.proto.body for h in at.get("html"))
+
+
+def test_present_toggle_and_bad_flag(new_app):
+    at = new_app(page=LECTURE, present="maybe")
+    at.run()
+    assert "present: 'maybe' is not 1 or 0" in at.warning[0].value
+    assert at.toggle(key="lecture_present").value is False
+    at.toggle(key="lecture_present").set_value(True).run()
+    assert at.query_params["present"] == "1"
+
+
+@pytest.mark.parametrize("section,key,bad,message", [
+    ("parallel", "lec_par_x", "1, two", "x: '1, two' is not a comma-separated list of numbers"),
+    ("parallel", "lec_par_x", "5", "x: needs at least 2 coordinates"),
+    ("zloss", "lec_z_logits", "", "logits: '' is not a comma-separated list of numbers"),
+])
+def test_bad_input_names_the_field(new_app, section, key, bad, message):
+    at = new_app(page=LECTURE, section=section)
+    at.run()
+    at.text_input(key=key).set_value(bad).run()
+    assert not at.exception
+    assert message in at.error[0].value
+
+
+def test_kv_variants_follow_the_head_count(new_app):
+    at = new_app(page=LECTURE, section="kvcache")
+    at.run()
+    at.number_input(key="lec_kv_h").set_value(30).run()       # 8 KV heads do not divide 30: only MHA and MQA
+    clean(at)
+    assert "GQA-8 (8 KV heads)" not in metrics(at) and "MQA (1 KV heads)" in metrics(at)

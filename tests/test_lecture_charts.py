@@ -1,0 +1,63 @@
+"""The Lecture page's figure builders draw the engine's numbers (AppTest cannot look inside st.plotly_chart)."""
+import pytest
+
+from app import lecture_charts as charts
+from app.charts import COLORS
+from engine import lecture
+
+
+def axes_named(fig) -> bool:
+    return bool(fig.layout.xaxis.title.text) and bool(fig.layout.yaxis.title.text)
+
+
+def test_activation_figure_plots_engine_curves_and_marks():
+    curves = lecture.activation_curves(-2, 2, 9)
+    fig = charts.activation_figure(curves, (-1.0, 2.0))
+    assert [t.name for t in fig.data] == ["relu", "gelu", "gelu_tanh", "silu"]
+    assert list(fig.data[1].y) == curves["gelu"] and len(fig.layout.shapes) == 2 and axes_named(fig)
+
+
+def test_gating_figure_bars():
+    fig = charts.gating_figure(lecture.gating_match(768))
+    assert list(fig.data[0].y) == [4_718_592, 4_718_592, 7_077_888]
+    assert list(fig.data[0].text) == ["4,718,592", "4,718,592", "7,077,888"] and axes_named(fig)
+
+
+def test_serial_parallel_and_norm_figures():
+    r = lecture.serial_vs_parallel()
+    fig = charts.serial_parallel_figure(r)
+    assert list(fig.data[0].y) == r.serial.output and list(fig.data[1].y) == r.parallel.output
+    n = charts.norm_figure(lecture.norm_comparison())
+    assert list(n.data[1].y) == pytest.approx([-1, 1]) and axes_named(n)
+
+
+def test_absent_gradient_figure_colours_roles():
+    r = lecture.absent_token_gradient((0, 2), 1)
+    fig = charts.absent_gradient_figure(r)
+    assert list(fig.data[0].text) == ["input", "target", "input", "absent", "absent"]
+    assert fig.data[0].marker.color[3] == charts.ROLE_COLORS["absent"]
+    assert fig.data[0].y[3] > 0
+
+
+def test_rope_heatmap_is_constant_along_diagonals():
+    grid = lecture.rope_score_grid(30, 6)
+    fig = charts.rope_grid_figure(grid, 30)
+    z = fig.data[0].z
+    assert z[0][1] == pytest.approx(z[4][5], abs=1e-6) and axes_named(fig)
+
+
+def test_softcap_and_mask_order_figures():
+    fig = charts.softcap_figure(lecture.softcap_curve(30, -120, 120, 9), 30)
+    assert max(fig.data[1].y) < 30 and fig.layout.yaxis2.title.text
+    m = charts.mask_order_figure(lecture.mask_order())
+    assert m.data[0].y[2] == 0 and m.data[1].y[2] > 0
+
+
+def test_size_figures():
+    kv = charts.kv_figure(lecture.kv_cache_variants())
+    assert list(kv.data[0].y) == [4, 1, 0.125] and list(kv.data[0].text) == ["4.00 GiB", "1.00 GiB", "128.00 MiB"]
+    dw = charts.depth_figure(lecture.depth_vs_width())
+    assert list(dw.data[0].y) == [1, 2, 4]
+    mg = charts.microgpt_figure(lecture.microgpt_table())
+    assert sum(mg.data[0].y) == 4224 and mg.data[0].marker.color[0] == COLORS["embeddings"]
+    assert "4,224" in mg.layout.title.text
