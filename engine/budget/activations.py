@@ -61,16 +61,20 @@ def _attention(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, imp
     if cfg.position == "rope" and e != 4:
         add("rope_tables", 4 * T * cfg.rotary_dim * e)
     scores = B * H * T * T * e
-    if impl == "sdpa" and cfg.attn_softcap is None and not drop:
+    explicit = impl == "explicit" or cfg.attn_softcap is not None
+    if not explicit and not drop:
         add("attn_qkv", N * (A + 2 * K) * e)
-        add("attn_out", N * A * e)                 # o_proj's input is a view of the kernel's output
+        # the kernel's output takes q's layout: a view of q_proj ([B,T,H,hd] memory) makes o_proj's input a
+        # view of it; q rebuilt by QK-norm or partial RoPE is [B,H,T,hd]-contiguous, so o_proj gets a copy
+        q_rebuilt = cfg.qk_norm or 0 < cfg.rotary_dim < hd
+        add("attn_out", N * A * e * (2 if q_rebuilt else 1))
         add("attn_lse", B * H * T * STAT)
         if window is not None:
             add("attn_mask", T * T * e)            # the bool window mask, converted to an additive float mask
         return
     add("attn_qkv", 3 * N * A * e)                 # q, k^T and v, broadcast to all H heads
     add("attn_out", N * A * e)                     # the [B,T,A] copy o_proj reads
-    if impl == "sdpa":                             # math fallback (dropout): probs, noise, dropped probs
+    if not explicit:                               # SDPA's math fallback (dropout): probs, noise, dropped probs
         add("attn_scores", 3 * scores)
         return
     add("attn_mask", T * T)                        # bool, one per layer

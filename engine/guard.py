@@ -1,0 +1,69 @@
+"""Refuse, with the numbers, to build a model that would not fit, instead of crashing the process.
+
+Before a real (non-meta) model is built, the closed-form estimate is compared with the memory free on the
+target device: CUDA via torch.cuda.mem_get_info, CPU via /proc/meminfo MemAvailable.
+"""
+from __future__ import annotations
+
+import os
+
+import torch
+
+from engine.budget.memory import DTYPE_BYTES, memory_budget
+from engine.budget.params import count_params
+from engine.config import ModelConfig
+from engine.units import fmt_bytes
+
+HEADROOM = 0.9      # use at most this share of the free memory
+_TORCH_DTYPES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
+
+
+class MemoryRefusal(Exception):
+    """The estimate exceeds the free memory; the message states both numbers."""
+
+    def __init__(self, message: str, estimate: int, free: int):
+        super().__init__(message)
+        self.estimate, self.free = estimate, free
+
+
+def free_bytes(device: str | torch.device) -> int:
+    """Bytes free for a new allocation on `device`."""
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        return torch.cuda.mem_get_info(dev)[0]
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def needed_bytes(cfg: ModelConfig, batch: int, seq: int, dtype: str, training: bool) -> int:
+    """Training: weights, grads, AdamW state and activations in `dtype` (pure precision, no master copy).
+    Inference: weights, KV cache and the logits of the whole sequence."""
+    if training:
+        return memory_budget(cfg, batch, seq, dtype, "fp32" if dtype == "fp32" else "bf16").train_total_bytes
+    b = memory_budget(cfg, batch, seq, dtype)
+    return b.infer_total_bytes + batch * seq * cfg.vocab_size * DTYPE_BYTES[dtype]
+
+
+def check_fits(cfg: ModelConfig, device: str | torch.device, batch: int, seq: int,
+               dtype: str | torch.dtype = "fp32", training: bool = True) -> None:
+    """Raise MemoryRefusal if the estimate exceeds HEADROOM of the free memory on `device`; meta always fits."""
+    dev = torch.device(device)
+    if dev.type == "meta":
+        return
+    name = _TORCH_DTYPES.get(dtype, dtype) if isinstance(dtype, torch.dtype) else dtype
+    if name not in DTYPE_BYTES:
+        raise ValueError(f"dtype: {dtype!r} is not one of {', '.join(DTYPE_BYTES)}")
+    need = needed_bytes(cfg, batch, seq, name, training)
+    free = free_bytes(dev)
+    if need > HEADROOM * free:
+        what = "training step" if training else "inference"
+        raise MemoryRefusal(
+            f"refusing to build {cfg.name} ({count_params(cfg).total:,} params) on {dev}: a {what} at "
+            f"batch={batch}, seq={seq} in {name} needs about {fmt_bytes(need)}, but only {fmt_bytes(free)} is "
+            f"free ({int(HEADROOM * 100)}% usable = {fmt_bytes(HEADROOM * free)})", need, free)

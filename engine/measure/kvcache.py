@@ -1,0 +1,28 @@
+"""KV-cache bytes of a real decode step: prefill T-1 tokens into a KVCache, decode one more, sum the tensors."""
+from __future__ import annotations
+
+import torch
+
+from engine.budget.memory import kv_cache_bytes
+from engine.config import ModelConfig
+from engine.guard import check_fits
+from engine.measure import Measurement
+from engine.model import KVCache, build_model
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+@torch.no_grad()
+def measure_kv_cache(cfg: ModelConfig, batch: int, tokens: int, dtype: str = "fp32", device: str = "cpu",
+                     seed: int = 0) -> Measurement:
+    """Cache bytes after `tokens` positions (window layers keep only their last `window` keys)."""
+    check_fits(cfg, device, batch, tokens, dtype, training=False)
+    model = build_model(cfg, device=device, dtype=DTYPES[dtype], seed=seed).eval()
+    g = torch.Generator().manual_seed(seed)
+    idx = torch.randint(0, cfg.vocab_size, (batch, tokens), generator=g).to(device)
+    cache = KVCache(cfg.n_layers)
+    if tokens > 1:
+        model(idx[:, :-1], cache)
+    model(idx[:, -1:], cache)
+    return Measurement("KV-cache bytes", kv_cache_bytes(cfg, batch, tokens, dtype), cache.nbytes(),
+                       f"KVCache.nbytes() after a decode step, {dtype} on {device}")

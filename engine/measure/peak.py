@@ -1,0 +1,45 @@
+"""Peak memory of one real training step on CUDA (torch.cuda.max_memory_allocated) beside the estimate.
+
+CPU has no allocator statistics in torch, so on CPU this reports that it is unavailable instead of guessing.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from engine.budget.memory import memory_budget
+from engine.config import ModelConfig
+from engine.guard import check_fits
+from engine.measure import Measurement
+from engine.measure.kvcache import DTYPES
+from engine.model import build_model
+
+
+class MeasurementUnavailable(Exception):
+    """The measurement needs hardware or statistics this machine does not have."""
+
+
+def measure_peak(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp32", device: str = "cuda",
+                 impl: str = "sdpa", seed: int = 0) -> Measurement:
+    """Peak allocated bytes over build + forward + cross-entropy + backward + one AdamW step, against
+    the training total of the pure-`dtype` policy (weights, grads, two AdamW states, activations)."""
+    dev = torch.device(device)
+    if dev.type != "cuda" or not torch.cuda.is_available():
+        raise MeasurementUnavailable(f"peak memory needs a CUDA device (torch.cuda.max_memory_allocated); "
+                                     f"{device} has no allocator statistics")
+    check_fits(cfg, dev, batch, seq, dtype, training=True)
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats(dev)
+    base = torch.cuda.memory_allocated(dev)
+    model = build_model(cfg, device=dev, dtype=DTYPES[dtype], seed=seed).train()
+    model.set_attention(impl)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False)
+    g = torch.Generator().manual_seed(seed)
+    idx, targets = torch.randint(0, cfg.vocab_size, (2, batch, seq), generator=g).to(dev)
+    F.cross_entropy(model(idx).flatten(0, 1), targets.flatten()).backward()
+    opt.step()
+    torch.cuda.synchronize(dev)
+    peak = torch.cuda.max_memory_allocated(dev) - base
+    est = memory_budget(cfg, batch, seq, dtype, "fp32" if dtype == "fp32" else "bf16", "adamw").train_total_bytes
+    return Measurement("peak training memory", est, peak,
+                       f"torch.cuda.max_memory_allocated over one AdamW step, {dtype} on {dev}")

@@ -1,0 +1,49 @@
+"""The activation closed form against saved_tensors_hooks, for every pair of variant choices, both paths."""
+import pytest
+
+from engine.budget.activations import activation_estimate
+from engine.measure.activations import measure_activations
+from engine.measure.variants import AXES, make, pairwise_variants, variant_configs
+
+CONFIGS = variant_configs()
+
+
+def test_grid_covers_every_pair_of_choices():
+    import itertools
+    grid = pairwise_variants()
+    for a, b in itertools.combinations(AXES, 2):
+        seen = {(g[a], g[b]) for g in grid}
+        assert seen == set(itertools.product(AXES[a], AXES[b])), (a, b)
+
+
+@pytest.mark.parametrize("impl", ["sdpa", "explicit"])
+@pytest.mark.parametrize("i", range(len(CONFIGS)))
+def test_activation_estimate_within_2_percent(i, impl):
+    cfg = CONFIGS[i]
+    m = measure_activations(cfg, batch=2, seq=6, impl=impl)
+    assert abs(m.error_pct) <= 2.0, (cfg, m)
+
+
+@pytest.mark.parametrize("batch,seq", [(1, 1), (3, 2), (1, 9)])
+def test_other_sizes(batch, seq):
+    cfg = make({"attn_window": 4, "position": "rope", "rope_fraction": 0.5, "n_kv_heads": 2, "dropout": 0.1})
+    for impl in ("sdpa", "explicit"):
+        m = measure_activations(cfg, batch, seq, impl)
+        assert abs(m.error_pct) <= 2.0, (batch, seq, impl, m)
+
+
+def test_recompute_is_ordered_and_full_keeps_block_inputs():
+    cfg = make({"dropout": 0.1})
+    none, sel, full = (activation_estimate(cfg, 2, 6, "fp32", "explicit", r) for r in ("none", "selective", "full"))
+    assert full.total < sel.total < none.total
+    tok = 2 * 6 * cfg.d_model * 4
+    assert full.per_layer == [tok] * cfg.n_layers
+    assert full.total == full.embedding + full.head + cfg.n_layers * tok + max(none.per_layer)
+    assert none.total - sel.total == none.terms["attn_scores"] + none.terms["attn_mask"]
+
+
+def test_per_layer_and_parts_add_up():
+    est = activation_estimate(make({"attn_window": 3, "global_every": 2}), 2, 6, "bf16", "sdpa")
+    assert est.total == est.embedding + sum(est.per_layer) + est.head
+    assert est.per_layer[0] > est.per_layer[1]          # layer 2 is global: no window mask
+    assert sum(est.terms.values()) == est.total
