@@ -54,7 +54,7 @@ def _bench(args: argparse.Namespace) -> None:
         raise UsageError(str(e)) from None
     if args.json:
         return print_json(r.as_dict())
-    mfu = f"MFU {100 * r.mfu:.1f}% of {r.profile}" if r.mfu is not None else "MFU: no peak known for this device"
+    mfu = f"MFU {100 * r.mfu:.3g}% of {r.profile}" if r.mfu is not None else "MFU: no peak known for this device"
     print(f"{r.name} {r.mode}, batch {r.batch} x seq {r.seq}, {r.dtype} on {r.device}:")
     print(f"  median {r.median_ms:.3f} ms (IQR {r.iqr_ms:.3f} ms, {r.runs} runs), {r.tokens_per_s:,.0f} tokens/s, "
           f"{r.achieved_tflops:.4f} TFLOP/s, {mfu}")

@@ -161,7 +161,7 @@ def prepare(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp32", device:
     """Validate, refuse what would not fit (MemoryRefusal with the numbers), then build the real model."""
     _check(cfg, batch, seq, dtype, mode)
     dev = resolve_device(device)
-    check_fits(cfg, dev.type, batch, seq, dtype, mode == "train")
+    check_fits(cfg, dev, batch, seq, dtype, mode == "train")
     model = build_model(cfg, device=dev, dtype=DTYPES[dtype])
     model.train(mode == "train")
     return model, dev
