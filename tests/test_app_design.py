@@ -1,0 +1,93 @@
+"""AppTest: the entry point, sidebar editor, URL sync and the Design page."""
+from engine.budget.params import count_params
+from engine.presets import PRESETS
+
+
+def metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def test_default_renders_gpt2(new_app):
+    at = new_app()
+    at.run()
+    assert not at.exception
+    assert metrics(at)["Total parameters"] == f"{PRESETS['gpt2'].reference_params:,}"
+    assert "matches the reference" in " ".join(c.value for c in at.caption)
+
+
+def test_preset_in_url_and_knob_updates_total_and_url(new_app):
+    at = new_app(preset="llama-3-8b")
+    at.run()
+    assert metrics(at)["Total parameters"] == "8,030,261,248"
+    at.sidebar.number_input(key="field_n_layers").set_value(16).run()
+    want = count_params(PRESETS["llama-3-8b"].config.replace(n_layers=16)).total
+    assert metrics(at)["Total parameters"] == f"{want:,}"
+    assert at.query_params["preset"] == "llama-3-8b" and at.query_params["n_layers"] == "16"
+    assert set(at.query_params) == {"preset", "n_layers"}   # only the fields that differ from the preset
+
+
+def test_url_overrides_open_that_config(new_app):
+    at = new_app(preset="llama-3-8b", n_layers="16")
+    at.run()
+    want = count_params(PRESETS["llama-3-8b"].config.replace(n_layers=16)).total
+    assert metrics(at)["Total parameters"] == f"{want:,}"
+    assert at.sidebar.number_input(key="field_n_layers").value == 16
+
+
+def test_bad_url_value_is_a_message(new_app):
+    at = new_app(preset="gpt2", n_layers="zero")
+    at.run()
+    assert not at.exception
+    assert any("n_layers" in w.value for w in at.warning)
+    assert metrics(at)["Total parameters"] == "124,439,808"
+
+
+def test_invalid_value_keeps_last_valid_view(new_app):
+    at = new_app(preset="llama-3-8b")
+    at.run()
+    at.sidebar.number_input(key="field_n_kv_heads").set_value(5).run()
+    assert not at.exception
+    assert any("n_kv_heads: 5 does not divide n_heads=32" in e.value for e in at.sidebar.error)
+    assert metrics(at)["Total parameters"] == "8,030,261,248"
+    at.sidebar.number_input(key="field_d_model").set_value(0).run()
+    assert any(e.value.startswith("d_model:") for e in at.sidebar.error)
+
+
+def test_rmsnorm_switch_forces_norm_bias_off(new_app):
+    at = new_app()   # gpt2: layernorm with bias
+    at.run()
+    assert at.sidebar.checkbox(key="field_norm_bias").value is True
+    at.sidebar.selectbox(key="field_norm").set_value("rmsnorm").run()
+    assert not at.sidebar.error and not at.exception
+    box = at.sidebar.checkbox(key="field_norm_bias")
+    assert box.value is False and box.disabled
+    assert at.session_state["cfg"].norm == "rmsnorm"
+
+
+def test_float_and_optional_fields(new_app):
+    at = new_app()
+    at.run()
+    at.sidebar.text_input(key="field_logit_softcap").input("30").run()
+    assert at.session_state["cfg"].logit_softcap == 30.0
+    at.sidebar.text_input(key="field_logit_softcap").input("null").run()
+    assert at.session_state["cfg"].logit_softcap is None
+    at.sidebar.text_input(key="field_norm_eps").input("abc").run()
+    assert any(e.value.startswith("norm_eps:") for e in at.sidebar.error)
+
+
+def test_preset_picker_loads_preset(new_app):
+    at = new_app()
+    at.run()
+    at.sidebar.selectbox(key="preset_pick").set_value("mistral-7b").run()
+    assert metrics(at)["Total parameters"] == "7,241,732,096"
+    assert dict(at.query_params) == {"preset": "mistral-7b"}
+
+
+def test_two_sessions_are_isolated(new_app):
+    a, b = new_app(), new_app()
+    a.run()
+    b.run()
+    a.sidebar.number_input(key="field_n_layers").set_value(2).run()
+    b.run()
+    assert metrics(a)["Total parameters"] != metrics(b)["Total parameters"]
+    assert metrics(b)["Total parameters"] == "124,439,808"

@@ -1,0 +1,99 @@
+"""Figure and table builders, called directly (AppTest cannot read Plotly figures)."""
+import pytest
+
+from app import budget_charts, charts, tables
+from app.budget_view import POLICY_DTYPE, kv_variants, token_grid
+from engine.activation_curves import activation_curves, gated_surface
+from engine.budget.devices import DEVICE_PROFILES, roofline
+from engine.budget.flops import flops_budget
+from engine.budget.memory import POLICIES, kv_cache_bytes, memory_budget
+from engine.budget.params import COMPONENTS, count_params
+from engine.presets import PRESETS
+
+LLAMA = PRESETS["llama-3-8b"].config
+
+
+def test_colors_cover_every_component():
+    assert set(charts.COMPONENT_GROUP) == set(COMPONENTS)
+    assert set(charts.COMPONENT_GROUP.values()) <= set(charts.COLORS)
+
+
+def test_sunburst_sums_to_total():
+    pc = count_params(LLAMA)
+    fig = charts.params_sunburst(pc)
+    sb = fig.data[0]
+    roots = [v for v, p in zip(sb.values, sb.parents) if p == ""]
+    assert sum(roots) == pc.total
+    assert "8,030,261,248" in fig.layout.title.text
+    assert sb.marker.colors[list(sb.ids).index("ffn")] == charts.COLORS["ffn"]
+
+
+def test_params_table_has_separators_and_total():
+    df = tables.params_table(count_params(PRESETS["gpt2"].config))
+    assert df.iloc[-1]["parameters"] == "124,439,808"
+    assert "output head" not in set(df["component"])      # tied: zero rows are left out
+
+
+def test_memory_figure_stacks_engine_terms():
+    train = {p: memory_budget(LLAMA, 1, 2048, POLICY_DTYPE[p], p) for p in POLICIES}
+    infer = memory_budget(LLAMA, 1, 2048, "bf16", "bf16")
+    fig = budget_charts.memory_figure(train, infer, "inference (bf16)")
+    assert fig.layout.yaxis.title.text == "memory (GiB)"
+    weights = next(t for t in fig.data if t.name == "weights")
+    assert weights.y[0] * 2**30 == pytest.approx(train["fp32"].weights_bytes)
+    assert list(weights.x) == list(POLICIES) + ["inference (bf16)"]
+    kv = next(t for t in fig.data if t.name == "KV cache")
+    assert kv.y[-1] * 2**30 == pytest.approx(kv_cache_bytes(LLAMA, 1, 2048))
+
+
+def test_byte_unit():
+    assert budget_charts.byte_unit(1023) == (1, "B")
+    assert budget_charts.byte_unit(2**30) == (2**30, "GiB")
+
+
+def test_kv_figure_variants():
+    variants = kv_variants(LLAMA)
+    assert any(k.startswith("MHA") for k in variants) and any(k.startswith("MQA") for k in variants)
+    assert list(variants.values())[0] == LLAMA and len(set(variants.values())) == len(variants)
+    grid = token_grid(LLAMA.context_length)
+    assert grid[0] == 1 and grid[-1] == LLAMA.context_length
+    series = {k: [kv_cache_bytes(v, 1, t) for t in grid] for k, v in variants.items()}
+    fig = budget_charts.kv_figure(list(grid), series, next(iter(variants)))
+    assert fig.layout.xaxis.title.text == "context length (tokens)"
+    mha = next(t for t in fig.data if t.name.startswith("MHA"))
+    assert mha.y[-1] == pytest.approx(4.0)                  # 32 layers, 8192 tokens, 32 x 128, bf16: 4 GiB
+
+
+def test_flops_and_roofline_figures():
+    fb = flops_budget(LLAMA, 1, 2048)
+    fig = budget_charts.flops_figure(fb)
+    assert sum(t.y[0] for t in fig.data) == fb.train_flops
+    rules = budget_charts.flops_rules_figure(fb)
+    assert list(rules.data[0].y) == [fb.flops_per_token, fb.six_n_per_token, fb.palm_per_token]
+    points = roofline(LLAMA, "H100", 1, 2048)
+    roof = budget_charts.roofline_figure(DEVICE_PROFILES["H100"], points, "bf16")
+    assert roof.layout.xaxis.type == "log" and "FLOP per byte" in roof.layout.xaxis.title.text
+    assert {t.name for t in roof.data} >= {"prefill", "decode"}
+
+
+def test_compare_bars_and_table():
+    configs = {"a": PRESETS["gpt2"].config, "b": LLAMA}
+    fig = budget_charts.compare_bars("P", list(configs), {"total": [1, 2]}, "count")
+    assert [t.name for t in fig.data] == ["a", "b"] and fig.layout.barmode == "group"
+    with pytest.raises(ValueError, match="kind"):
+        budget_charts.compare_bars("P", ["a"], {"x": [1]}, "watts")
+    df, differing = tables.compare_table(configs)
+    assert "d_model" in differing and "dropout" not in differing
+    assert df.loc["d_model", "b"] == "4096" and df.loc["n_kv_heads", "a"] == "null"
+
+
+def test_activation_and_stats_figures():
+    curves = activation_curves(("relu", "swiglu"), -2, 2, 5)
+    fig = charts.activation_figure(curves, "t")
+    assert len(fig.data) == 4 and fig.layout.hovermode == "x unified"
+    heat = charts.gated_surface_figure(gated_surface("geglu", -1, 1, 3))
+    assert heat.data[0].zmid == 0
+    assert charts.residual_rms_figure([1.0, 2.0]).layout.xaxis.title.text.startswith("layer")
+    ent = charts.entropy_figure([[0.1, 0.2]], [0.7])
+    assert ent.layout.coloraxis is not None and ent.data[0].colorbar.title.text == "nats"
+    assert "layer 1, head 0" in charts.attention_map_figure([[1.0, 0.0], [0.5, 0.5]], 1, 0).layout.title.text

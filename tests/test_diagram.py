@@ -1,0 +1,58 @@
+"""The block diagram's DOT follows the config: layout, norm placement, gated FFN, GQA, QK-norm, soft-caps."""
+import re
+
+import pytest
+
+from app.diagram import block_dot
+from engine.config import ModelConfig
+from engine.layers.block import block_norm_count
+from engine.presets import PRESETS
+
+BASE = ModelConfig(vocab_size=100, context_length=32, d_model=64, n_layers=2, n_heads=4)
+
+
+def node_labels(dot: str) -> list[str]:
+    return re.findall(r'\[label="([^"]*)"', dot)
+
+
+
+@pytest.mark.parametrize("placement", ["pre", "post", "sandwich"])
+@pytest.mark.parametrize("layout", ["serial", "parallel"])
+@pytest.mark.parametrize("shared", [False, True])
+def test_norm_nodes_match_the_block(placement, layout, shared):
+    cfg = BASE.replace(norm_placement=placement, block=layout, parallel_shared_norm=shared, final_norm=False)
+    dot = block_dot(cfg)
+    assert dot.startswith("digraph") and dot.rstrip().endswith("}")
+    labels = node_labels(dot)
+    norms = [lab for lab in labels if "LayerNorm" in lab and not lab.startswith(("final", "embedding"))]
+    assert len(norms) == block_norm_count(cfg)
+    assert ("sum" in dot) == (layout == "parallel")
+    assert ("post-attn" in dot) == (placement == "sandwich")
+
+
+def test_serial_and_parallel_differ():
+    assert block_dot(BASE) != block_dot(BASE.replace(block="parallel"))
+
+
+def test_gated_ffn_has_a_gate_and_product():
+    dense, gated = block_dot(BASE), block_dot(BASE.replace(ffn="swiglu"))
+    assert "gate" not in dense and "b_gate" in gated and '"×"' in gated
+    assert "gated FFN (swiglu)" in gated and "dense FFN (gelu_tanh)" in dense
+
+
+def test_attention_variants_show():
+    gqa = block_dot(BASE.replace(n_kv_heads=2))
+    assert "Attention (GQA-2)" in gqa and "4 q heads, 2 kv heads" in gqa
+    assert "Attention (MQA)" in block_dot(BASE.replace(n_kv_heads=1))
+    assert "q_norm" in block_dot(BASE.replace(qk_norm=True)) and "q_norm" not in block_dot(BASE)
+    capped = block_dot(BASE.replace(attn_softcap=50.0, logit_softcap=30.0))
+    assert "50·tanh(s/50)" in capped and "30·tanh(z/30)" in capped
+    assert "RoPE" in block_dot(BASE.replace(position="rope")) and "RoPE" not in block_dot(BASE)
+    assert "window 8" in block_dot(BASE.replace(attn_window=8, global_every=2))
+
+
+def test_every_preset_draws():
+    for name, p in PRESETS.items():
+        dot = block_dot(p.config)
+        assert dot.count("{") == dot.count("}"), name
+        assert f"× {p.config.n_layers}" in dot
