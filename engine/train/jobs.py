@@ -1,0 +1,80 @@
+"""Background training for the app, and the A/B pairs it compares.
+
+A TrainJob trains one or more configs one after another (same data, same seed, same settings) in a daemon
+thread, so the page stays responsive while it polls `records`, `progress` and `results`. One after another,
+not at once: two runs sharing the CPU would each report half the tokens/s.
+"""
+from __future__ import annotations
+
+import threading
+
+from engine.config import ModelConfig
+from engine.train.data import Dataset
+from engine.train.loop import RunResult, StepRecord, TrainConfig, train
+
+
+def matched_gated_dff(d_ff: int) -> int:
+    """A gated FFN has three d_model x d_ff matrices, a dense one two: 2/3 of the dense width matches params."""
+    return max(1, round(2 * d_ff / 3))
+
+
+def _ffn_pair(cfg: ModelConfig) -> dict[str, ModelConfig]:
+    dense = cfg.replace(ffn="gelu", d_ff=4 * cfg.d_model)
+    return {"dense GELU": dense, "SwiGLU (matched params)": cfg.replace(ffn="swiglu", d_ff=matched_gated_dff(dense.d_ff))}
+
+
+AB_CHOICES = {
+    "LayerNorm vs RMSNorm": lambda c: {"LayerNorm": c.replace(norm="layernorm"),
+                                       "RMSNorm": c.replace(norm="rmsnorm", norm_bias=False)},
+    "dense vs SwiGLU": _ffn_pair,
+    "pre-norm vs post-norm": lambda c: {"pre-norm": c.replace(norm_placement="pre"),
+                                        "post-norm": c.replace(norm_placement="post")},
+    "learned positions vs RoPE": lambda c: {"learned": c.replace(position="learned"),
+                                            "RoPE": c.replace(position="rope", rope_fraction=1.0)},
+}
+
+
+def ab_configs(cfg: ModelConfig, choice: str) -> dict[str, ModelConfig]:
+    """Two configs that differ only in the compared knob (and, for the FFN, the width that matches params)."""
+    if choice not in AB_CHOICES:
+        raise ValueError(f"comparison: {choice!r} is not one of {', '.join(AB_CHOICES)}")
+    return {label: c.replace(name=f"{cfg.name} {label}") for label, c in AB_CHOICES[choice](cfg).items()}
+
+
+class TrainJob:
+    def __init__(self, configs: dict[str, ModelConfig], tc: TrainConfig, data: Dataset, store=None,
+                 device: str = "auto"):
+        self.configs, self.tc, self.data, self.store, self.device = configs, tc, data, store, device
+        self.records: dict[str, list[StepRecord]] = {label: [] for label in configs}
+        self.results: dict[str, RunResult] = {}
+        self.error: str | None = None
+        self.stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="explorer-train")
+
+    def start(self) -> "TrainJob":
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            for label, cfg in self.configs.items():
+                if self.stop.is_set():
+                    break
+                self.results[label] = train(cfg, self.tc, self.data, device=self.device,
+                                            on_step=self.records[label].append, stop=self.stop, store=self.store)
+        except Exception as e:  # noqa: BLE001 -- shown on the page; a thread has nobody else to raise to
+            self.error = f"{type(e).__name__}: {e}"
+
+    def join(self, timeout: float | None = None) -> None:
+        self._thread.join(timeout)
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    @property
+    def progress(self) -> float:
+        """Share of all steps of all runs done (a run that ended early counts as complete)."""
+        total = self.tc.steps * len(self.configs)
+        done = sum(self.tc.steps if label in self.results else len(recs) for label, recs in self.records.items())
+        return min(1.0, done / total)

@@ -1,0 +1,52 @@
+"""Background training jobs and the A/B pairs: matched parameters, one knob changed, stop, error capture."""
+from __future__ import annotations
+
+import pytest
+
+from engine.budget.params import count_params
+from engine.config import ModelConfig
+from engine.presets import get_preset
+from engine.train.data import load_names
+from engine.train.jobs import AB_CHOICES, TrainJob, ab_configs, matched_gated_dff
+from engine.train.loop import TrainConfig, small_version
+
+SMALL = small_version(get_preset("gpt2").config)
+TC = TrainConfig(steps=6, batch=8, seq=8, eval_every=3, samples=2)
+
+
+@pytest.mark.parametrize("choice", list(AB_CHOICES))
+def test_ab_pairs_differ_in_the_compared_knob_only(choice):
+    a, b = ab_configs(SMALL, choice).values()
+    diff = {k for k, v in a.to_dict().items() if b.to_dict()[k] != v} - {"name"}
+    expected = {"LayerNorm vs RMSNorm": {"norm", "norm_bias"}, "dense vs SwiGLU": {"ffn", "d_ff"},
+                "pre-norm vs post-norm": {"norm_placement"}, "learned positions vs RoPE": {"position"}}[choice]
+    assert diff <= expected and diff & expected
+
+
+def test_dense_vs_swiglu_match_parameters():
+    a, b = ab_configs(SMALL, "dense vs SwiGLU").values()
+    assert matched_gated_dff(256) == 171
+    ffn = lambda c: count_params(c).components["ffn"]  # noqa: E731
+    assert abs(ffn(a) - ffn(b)) / ffn(a) < 0.01
+    with pytest.raises(ValueError, match="comparison: 'x' is not one of"):
+        ab_configs(SMALL, "x")
+
+
+def test_a_job_trains_each_config_in_turn_on_the_same_data():
+    job = TrainJob(ab_configs(SMALL, "LayerNorm vs RMSNorm"), TC, load_names(), device="cpu").start()
+    job.join(120)
+    assert not job.running and job.error is None and job.progress == 1.0
+    assert list(job.results) == ["LayerNorm", "RMSNorm"]
+    assert [len(r) for r in job.records.values()] == [6, 6]
+    la, ra = (job.records[k][0].train_loss for k in ("LayerNorm", "RMSNorm"))
+    assert la != ra and abs(la - ra) < 0.1          # same batch, same seed, different norm
+
+
+def test_a_stopped_job_ends_early_and_errors_are_kept():
+    job = TrainJob({"a": SMALL, "b": SMALL}, TC.replace(steps=10_000), load_names(), device="cpu")
+    job.stop.set()
+    job.start().join(60)
+    assert job.results == {} and job.progress == 0.0
+    bad = TrainJob({"a": SMALL.replace(position="learned")}, TC.replace(seq=4000), load_names(), device="cpu")
+    bad.start().join(60)
+    assert bad.error is not None and not bad.running
