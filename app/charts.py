@@ -47,8 +47,8 @@ def _layout(fig: go.Figure, title: str, **kw) -> go.Figure:
     return fig
 
 
-def params_sunburst(pc: ParamCount) -> go.Figure:
-    """Where the parameters live: component groups, then the engine's components inside each group."""
+def params_treemap(pc: ParamCount) -> go.Figure:
+    """Where the parameters live: component groups (coloured by COLORS), the engine's components inside."""
     ids, labels, parents, values, colors = [], [], [], [], []
     for group, color in COLORS.items():
         members = {k: v for k, v in pc.components.items() if COMPONENT_GROUP[k] == group and v}
@@ -66,11 +66,11 @@ def params_sunburst(pc: ParamCount) -> go.Figure:
                 parents.append(group)
                 values.append(n)
                 colors.append(color)
-    fig = go.Figure(go.Sunburst(ids=ids, labels=labels, parents=parents, values=values, branchvalues="total",
-                                marker=dict(colors=colors), hovertemplate="%{label}<br>%{value:,} parameters"
-                                "<br>%{percentRoot:.1%} of total<extra></extra>", texttemplate="%{label}<br>"
-                                "%{percentRoot:.1%}"))
-    return _layout(fig, f"Where the {pc.total:,} parameters live")
+    fig = go.Figure(go.Treemap(ids=ids, labels=labels, parents=parents, values=values, branchvalues="total",
+                               marker=dict(colors=colors), tiling=dict(pad=2),
+                               hovertemplate="%{label}<br>%{value:,} parameters<br>%{percentRoot:.1%} of total"
+                               "<extra></extra>", texttemplate="<b>%{label}</b><br>%{value:,}<br>%{percentRoot:.1%}"))
+    return _layout(fig, f"Where the {pc.total:,} parameters live", height=460)
 
 
 # ---- activations -----------------------------------------------------------------------------------------

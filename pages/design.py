@@ -27,7 +27,7 @@ st.markdown(f"**{fmt_count(pc.total)}** parameters in total, **{fmt_count(pc.non
 
 left, right = st.columns([3, 2])
 with left:
-    st.plotly_chart(charts.params_sunburst(pc), width="stretch")
+    st.plotly_chart(charts.params_treemap(pc), width="stretch")
     st.dataframe(tables.params_table(pc), hide_index=True, width="stretch")
 with right:
     st.subheader("Block diagram")

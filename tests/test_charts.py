@@ -18,9 +18,9 @@ def test_colors_cover_every_component():
     assert set(charts.COMPONENT_GROUP.values()) <= set(charts.COLORS)
 
 
-def test_sunburst_sums_to_total():
+def test_treemap_sums_to_total():
     pc = count_params(LLAMA)
-    fig = charts.params_sunburst(pc)
+    fig = charts.params_treemap(pc)
     sb = fig.data[0]
     roots = [v for v, p in zip(sb.values, sb.parents) if p == ""]
     assert sum(roots) == pc.total
