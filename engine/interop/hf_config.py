@@ -21,8 +21,9 @@ _INERT = frozenset({
     "output_hidden_states", "output_attentions", "return_dict", "chunk_size_feed_forward", "is_encoder_decoder",
     "is_decoder", "id2label", "label2id", "num_labels", "problem_type", "classifier_dropout", "tokenizer_class",
     "prefix", "task_specific_params", "finetuning_task", "tie_encoder_decoder", "torchscript", "use_bfloat16",
-    "auto_map", "max_length", "min_length", "do_sample", "num_beams", "temperature", "top_k", "top_p",
-    "repetition_penalty", "length_penalty", "no_repeat_ngram_size", "early_stopping", "bad_words_ids",
+    "auto_map", "cache_implementation", "attn_implementation", "_attn_implementation_autoset", "max_length",
+    "min_length", "do_sample", "num_beams", "temperature", "top_k", "top_p", "repetition_penalty",
+    "length_penalty", "no_repeat_ngram_size", "early_stopping", "bad_words_ids",
     "pretraining_tp",        # Llama: a tensor-parallel slicing of the same matmuls (unused by transformers 5)
     "n_ctx",                 # GPT-2: legacy duplicate of n_positions, unused
     "summary_type", "summary_use_proj", "summary_activation", "summary_proj_to_labels", "summary_first_dropout",
@@ -83,7 +84,8 @@ class _Reader:
         """The value, or the class default when the key is missing or null (transformers' reading)."""
         self.read.add(key)
         value = self.d.get(key)
-        return value if value is not None else self.defaults.get(key, default)
+        value = self.defaults.get(key) if value is None else value
+        return default if value is None else value
 
     def nullable(self, key: str) -> Any:
         """For keys where null is meaningful (no window, no cap): only a missing key takes the default."""
@@ -193,6 +195,7 @@ def _qwen(r: _Reader) -> dict[str, Any]:
     default = ["sliding_attention" if window is not None and i >= first else "full_attention"
                for i in range(base["n_layers"])]
     base.update(_layer_windows(r, base["n_layers"], window, default), ffn=r.act("hidden_act", GATED_ACTS))
+    r.expect("use_mrope", (None, False), "multimodal RoPE sections are not modelled")
     if r.family == "qwen2":
         return dict(base, bias=False, qkv_bias=True)
     r.expect("attention_bias", (False,), "Qwen3 puts it on q, k, v and o but not the MLP")
@@ -205,8 +208,11 @@ def _gemma(r: _Reader) -> dict[str, Any]:
     r.expect("use_bidirectional_attention", (None, False), "the model is causal")
     base.update(bias=False, embed_scale=True)
     if r.family == "gemma":   # transformers maps the legacy "gelu" of the Gemma releases to the tanh GELU
-        act = r("hidden_act")
-        return dict(base, ffn="geglu_tanh" if act == "gelu" else r.act("hidden_act", GATED_ACTS))
+        ffn = "geglu_tanh" if r("hidden_act") == "gelu" else r.act("hidden_act", GATED_ACTS)
+        legacy = r.nullable("hidden_activation")   # read by transformers 4 only; must not disagree
+        if legacy is not None and GATED_ACTS.get(legacy) != ffn:
+            r.bad("hidden_activation", legacy, f"disagrees with hidden_act, which transformers 5 uses ({ffn})")
+        return dict(base, ffn=ffn)
     hd = base["head_dim"] or base["d_model"] // base["n_heads"]
     r.expect("query_pre_attn_scalar", (hd,), f"scores are scaled by 1/sqrt(head_dim={hd})")
     r.read.add("hidden_act")   # Gemma-2 reads hidden_activation; transformers ignores hidden_act
