@@ -30,12 +30,18 @@ class KVCache:
         return sum(layer.nbytes() for layer in self.layers)
 
 
+def _embedding(n: int, d: int) -> nn.Embedding:
+    """An uninitialised table (init_weights fills it): nn.Embedding's own normal_ init is wasted work, and on
+    the meta device it imports torch._dynamo, about 1.5 s on the first build in a process."""
+    return nn.Embedding(n, d, _weight=torch.empty(n, d))
+
+
 class DecoderLM(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.cfg = cfg
-        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
-        self.pos_emb = nn.Embedding(cfg.context_length, cfg.d_model) if cfg.position == "learned" else None
+        self.tok_emb = _embedding(cfg.vocab_size, cfg.d_model)
+        self.pos_emb = _embedding(cfg.context_length, cfg.d_model) if cfg.position == "learned" else None
         self.emb_norm = make_norm(cfg) if cfg.embed_norm else None
         self.blocks = nn.ModuleList(Block(cfg, w) for w in cfg.layer_windows)
         self.final_norm = make_norm(cfg) if cfg.final_norm else None
