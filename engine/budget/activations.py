@@ -163,7 +163,8 @@ def _formula(cfg, B, T, e, impl, recompute, layer0, emb, head) -> str:
     body = " + ".join(f"{k} {v:,}" for k, v in layer0.items())
     extra = {"none": "", "selective": "; selective recompute drops attn_scores and attn_mask (modelled)",
              "full": "; full recompute keeps only block inputs N*d*e per layer + one block rebuilt (modelled)"}
+    windows = "; layers differ only by their window masks" if cfg.attn_window is not None else ""
     return (f"saved by autograd ({impl} attention, N=B*T={B * T}, e={e} B): layer 1 = {body} B "
-            f"(x {L} layers, window layers differ by their mask); embedding "
+            f"(x {L} layers{windows}); embedding "
             + " + ".join(f"{k} {v:,}" for k, v in emb.items()) + "; head "
             + " + ".join(f"{k} {v:,}" for k, v in head.items()) + extra[recompute])

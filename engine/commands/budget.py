@@ -1,0 +1,137 @@
+"""memory, flops: closed-form budgets, and with --measure the same quantities measured beside them."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from engine.budget.devices import DEVICE_PROFILES, roofline
+from engine.budget.flops import arithmetic_intensity, flops_budget
+from engine.budget.memory import DTYPE_BYTES, OPTIMIZERS, POLICIES, RECOMPUTE, memory_budget
+from engine.cli import UsageError, add_config_args, load_config, print_json
+from engine.guard import MemoryRefusal
+from engine.measure import Measurement
+from engine.units import fmt_bytes, fmt_flops
+
+MEMORY_KEYS = ("weights_bytes", "grads_bytes", "optimizer_bytes", "master_bytes", "activations_bytes",
+               "kv_cache_bytes", "train_total_bytes", "infer_total_bytes")
+FLOP_KEYS = ("forward_flops", "backward_flops", "flops_per_token", "attention_flops", "matmul_flops",
+             "six_n_per_token", "palm_per_token")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("memory", help="memory budget of training and inference (closed form, --measure)")
+    _common(p)
+    p.add_argument("--dtype", choices=tuple(DTYPE_BYTES), default="bf16", help="activations and KV cache")
+    p.add_argument("--policy", choices=POLICIES, default="mixed-bf16", help="precision of the training state")
+    p.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
+    p.add_argument("--recompute", choices=RECOMPUTE, default="none", help="activation recomputation (modelled)")
+    p.set_defaults(run=_memory)
+    p = sub.add_parser("flops", help="FLOPs per step and per token, roofline (closed form, --measure)")
+    _common(p)
+    p.add_argument("--causal", action="store_true", help="count only visible query-key pairs")
+    p.add_argument("--device-profile", choices=tuple(DEVICE_PROFILES), default="H100", help="for the roofline")
+    p.add_argument("--dtype", choices=tuple(DTYPE_BYTES), default="bf16", help="for the roofline")
+    p.set_defaults(run=_flops)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    add_config_args(p)
+    p.add_argument("--batch", type=int, default=1, help="sequences per step (default 1)")
+    p.add_argument("--seq", type=int, default=None, help="tokens per sequence (default: context_length)")
+    p.add_argument("--attention", choices=("sdpa", "explicit"), default="sdpa", help="attention path")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--measure", action="store_true", help="also measure and print estimate, measurement, %% error")
+
+
+def _sizes(args: argparse.Namespace):
+    cfg = load_config(args)
+    seq = cfg.context_length if args.seq is None else args.seq
+    for name, v in (("batch", args.batch), ("seq", seq)):
+        if v < 1:
+            raise UsageError(f"{name}: {v} is not an integer >= 1")
+    if cfg.position == "learned" and seq > cfg.context_length:
+        raise UsageError(f"seq: {seq} exceeds context_length={cfg.context_length} (learned positions have no row "
+                         f"for it); use --seq <= {cfg.context_length}")
+    return cfg, args.batch, seq
+
+
+def _memory(args: argparse.Namespace) -> int:
+    cfg, B, T = _sizes(args)
+    b = memory_budget(cfg, B, T, args.dtype, args.policy, args.optimizer, args.recompute, args.attention)
+    measured, note, refusal = _measure_memory(cfg, B, T, args) if args.measure else ({}, None, None)
+    if args.json:
+        print_json({**{k: getattr(b, k) for k in MEMORY_KEYS}, "activations_per_layer": b.activations_per_layer,
+                    "logits_bytes": b.logits_bytes, "embedding_bytes": b.embedding_bytes, "formulas": b.formulas,
+                    **({"measurements": {k: m.as_dict() for k, m in measured.items()}, "peak_note": note}
+                       if args.measure else {})})
+    else:
+        print(f"{cfg.name}: batch {B}, seq {T}, {args.dtype} activations, {args.policy} {args.optimizer}, "
+              f"recompute {args.recompute}")
+        for k in MEMORY_KEYS:
+            print(f"  {k.removesuffix('_bytes'):<12} {fmt_bytes(getattr(b, k)):>12}  {b.formulas[k]}")
+        _print_measurements(measured, fmt_bytes)
+        if note:
+            print(f"  peak memory: {note}")
+    if refusal:
+        print(f"error: {refusal}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _measure_memory(cfg, B, T, args) -> tuple[dict[str, Measurement], str | None, str | None]:
+    """Activations (saved tensors, CPU) and KV cache (a real decode step), then the peak of a training step
+    on CUDA where there is one. Returns (measurements, why the peak is missing, refusal message)."""
+    import torch
+
+    from engine.guard import check_fits
+    from engine.measure.activations import measure_activations
+    from engine.measure.kvcache import measure_kv_cache
+    from engine.measure.peak import MeasurementUnavailable, measure_peak
+    out: dict[str, Measurement] = {}
+    try:
+        check_fits(cfg, "cpu", B, T, args.dtype, training=True)
+        out["activations_bytes"] = measure_activations(cfg, B, T, args.attention, args.dtype)
+        out["kv_cache_bytes"] = measure_kv_cache(cfg, B, T, args.dtype)
+        out["peak_train_bytes"] = measure_peak(cfg, B, T, args.dtype, "cuda" if torch.cuda.is_available()
+                                               else "cpu", args.attention)
+    except MemoryRefusal as e:
+        return out, None, str(e)
+    except MeasurementUnavailable as e:
+        return out, f"unavailable: {e}", None
+    return out, None, None
+
+
+def _print_measurements(measured: dict[str, Measurement], fmt) -> None:
+    if not measured:
+        return
+    print("measured:")
+    for k, m in measured.items():
+        print(f"  {m.quantity:<22} estimate {fmt(m.estimate):>14}  measured {fmt(m.measured):>14}  "
+              f"error {m.error_pct:+.2f}%  ({m.method})")
+
+
+def _flops(args: argparse.Namespace) -> int:
+    cfg, B, T = _sizes(args)
+    f = flops_budget(cfg, B, T, causal=args.causal)
+    roof = roofline(cfg, args.device_profile, B, T, args.dtype)
+    measured = {}
+    if args.measure:
+        from engine.measure.flops import measure_flops
+        measured = measure_flops(cfg, B, T, args.attention)
+    if args.json:
+        print_json({**{k: getattr(f, k) for k in FLOP_KEYS}, "train_flops": f.train_flops, "formulas": f.formulas,
+                    "arithmetic_intensity": {k: v.flops_per_byte
+                                             for k, v in arithmetic_intensity(cfg, B, T, args.dtype).items()},
+                    "roofline": {k: {"bound": r.bound, "flops_per_byte": r.flops_per_byte, "ridge": r.ridge,
+                                     "time_s": r.time_s} for k, r in roof.items()},
+                    **({"measurements": {k: m.as_dict() for k, m in measured.items()}} if args.measure else {})})
+        return 0
+    print(f"{cfg.name}: batch {B}, seq {T}, attention {'causal pairs' if args.causal else 'full square'}")
+    for k in FLOP_KEYS:
+        print(f"  {k:<16} {fmt_flops(getattr(f, k)):>14}  {f.formulas[k]}")
+    for r in roof.values():
+        print(f"  {r.verdict}; about {r.time_s * 1e3:,.3f} ms")
+    if measured and args.causal:
+        print("note: FlopCounterMode counts the full square; the measurement is compared with causal=False")
+    _print_measurements(measured, fmt_flops)
+    return 0
