@@ -1,0 +1,105 @@
+"""`python -m engine import-hf PATH [--check]` on tiny checkpoint folders written by the test (no network)."""
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+from engine.cli import main  # noqa: E402
+from engine.config import ModelConfig  # noqa: E402
+from engine.interop import hf_model_from_config, scramble_  # noqa: E402
+
+transformers.logging.set_verbosity_error()
+_IDS = dict(bos_token_id=None, eos_token_id=None, pad_token_id=None)
+LLAMA = dict(vocab_size=61, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+             num_key_value_heads=2, max_position_embeddings=64, **_IDS)
+
+
+def _save(tmp_path, model_type, config, seed=0):
+    hf = hf_model_from_config(model_type, config)
+    scramble_(hf, seed=seed)
+    hf.save_pretrained(tmp_path)
+    return hf
+
+
+def _run(capsys, *argv):
+    code = main(["import-hf", *map(str, argv)])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _gap(out):
+    return float(re.search(r"max \|logits gap\| vs transformers: (\S+)", out).group(1))
+
+
+def test_prints_yaml_config(tmp_path, capsys):
+    _save(tmp_path, "llama", LLAMA)
+    code, out, _ = _run(capsys, tmp_path)
+    cfg = ModelConfig.from_yaml(out)
+    assert code == 0 and cfg == ModelConfig.from_hf_config(json.loads((tmp_path / "config.json").read_text()))
+    assert (cfg.n_layers, cfg.kv_heads, cfg.ffn, cfg.position) == (2, 2, "swiglu", "rope")
+
+
+def test_check_with_safetensors_weights(tmp_path, capsys):
+    _save(tmp_path, "llama", LLAMA)
+    assert (tmp_path / "model.safetensors").is_file()
+    code, out, _ = _run(capsys, tmp_path, "--check", "--tokens", "24")
+    assert code == 0 and "weights from model.safetensors" in out
+    assert _gap(out) < 1e-4
+
+
+def test_check_without_weights_uses_random_init_and_notes_the_window(tmp_path, capsys):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "mistral", **LLAMA, "sliding_window": 8}))
+    code, out, _ = _run(capsys, tmp_path, "--check", "--tokens", "8")
+    assert code == 0 and "random init" in out and "do not reach the sliding window of 8" in out
+    assert _gap(out) < 1e-4
+
+
+def test_pytorch_bin_and_legacy_key_names(tmp_path, capsys):
+    """GPT-2 checkpoints from the Hub store `h.0...` without the `transformer.` prefix plus unused mask buffers."""
+    hf = _save(tmp_path, "gpt2", dict(vocab_size=61, n_embd=32, n_layer=2, n_head=4, n_positions=32, **_IDS))
+    (tmp_path / "model.safetensors").unlink()
+    state = {k.removeprefix("transformer."): v for k, v in hf.state_dict().items() if k != "lm_head.weight"}
+    state["h.0.attn.bias"] = torch.ones(1, 1, 32, 32)
+    torch.save(state, tmp_path / "pytorch_model.bin")
+    code, out, _ = _run(capsys, tmp_path, "--check")
+    assert code == 0 and "pytorch_model.bin" in out and _gap(out) < 1e-4
+
+
+class _Payload:
+    def __reduce__(self):
+        return (print, ("this must never run",))
+
+
+@pytest.mark.parametrize("setup,message", [
+    (lambda p: None, "no config.json"),
+    (lambda p: (p / "config.json").write_text("{not json"), "cannot read it"),
+    (lambda p: (p / "config.json").write_text(json.dumps({"model_type": "bert"})), "model_type: 'bert'"),
+    (lambda p: (p / "config.json").write_text(json.dumps({"model_type": "llama", "rope_scaling": {
+        "rope_type": "llama3", "factor": 8.0}})), "rope_scaling: 'llama3'"),
+    (lambda p: ((p / "config.json").write_text(json.dumps({"model_type": "llama", **LLAMA})),
+                torch.save({"x": _Payload()}, p / "pytorch_model.bin")), "cannot load weights"),
+])
+def test_bad_folders_exit_2_with_a_message(tmp_path, capsys, setup, message):
+    setup(tmp_path)
+    code, out, err = _run(capsys, tmp_path, "--check")
+    assert code == 2 and message in err and "Traceback" not in err + out and "must never run" not in out
+
+
+def test_weights_that_do_not_fit_the_config_exit_2(tmp_path, capsys):
+    hf = _save(tmp_path, "llama", LLAMA)
+    (tmp_path / "model.safetensors").unlink()
+    state = {k: v for k, v in hf.state_dict().items() if "layers.1.mlp" not in k}
+    torch.save(state, tmp_path / "pytorch_model.bin")
+    code, _, err = _run(capsys, tmp_path, "--check")
+    assert code == 2 and "missing" in err and "layers.1.mlp" in err
+
+
+def test_real_process_exit_status_and_no_traceback(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "engine", "import-hf", str(tmp_path / "nowhere")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "not a folder" in r.stderr and "Traceback" not in r.stderr
