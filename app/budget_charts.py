@@ -103,7 +103,10 @@ def roofline_figure(profile: DeviceProfile, points: dict[str, Roofline], dtype: 
                                              else COLORS["positions"]),
                                  hovertemplate=f"{p.verdict}<br>attainable {fmt_flops(p.attainable_flops, 'FLOP/s')}"
                                  f"<br>time ≥ {p.time_s * 1e3:.3g} ms<extra></extra>"))
-    fig.add_vline(x=peak / bw, line_dash="dot", annotation_text=f"ridge {peak / bw:,.0f} FLOP/B")
+    ridge = peak / bw     # a trace, not add_vline: shapes on log axes take log10 coordinates
+    fig.add_trace(go.Scatter(x=[ridge, ridge], y=[min(xs) * bw, peak], mode="lines+text", name="ridge point",
+                             line=dict(color="#888888", dash="dot"), text=["", f"ridge {ridge:,.0f} FLOP/B"],
+                             textposition="top left", hovertemplate=f"ridge {ridge:,.1f} FLOP/B<extra></extra>"))
     fig.update_xaxes(type="log", title_text="arithmetic intensity (FLOP per byte moved)")
     fig.update_yaxes(type="log", title_text="attainable throughput (FLOP/s)", tickformat="~s")
     return _layout(fig, f"Roofline: {profile.name}, {dtype} peak {fmt_flops(peak, 'FLOP/s')}, "

@@ -81,8 +81,20 @@ def widget_value(name: str, value: Any) -> Any:
     return value
 
 
+def _through_entry_point() -> None:
+    """Streamlit treats the `pages/` folder next to streamlit_app.py as its old folder-based multipage mode
+    until the first st.navigation call in the process: a fresh server's first request straight to /budgets
+    would run that page alone, without the sidebar. Leave that mode and rerun through the entry point."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def current_config() -> ModelConfig:
     """The session's last valid config (what every page shows)."""
+    _through_entry_point()
     ensure_state()
     return st.session_state[CFG]
 
