@@ -10,8 +10,8 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from engine.budget.params import count_params  # noqa: E402
-from engine.interop import (from_transformers, hf_model_from_config, ours_to_hf, scramble_,  # noqa: E402
-                            to_hf_config, to_transformers)
+from engine.interop import (from_transformers, hf_model_from_config, scramble_, to_hf_config,  # noqa: E402
+                            to_transformers)
 from engine.model import build_model  # noqa: E402
 
 transformers.logging.set_verbosity_error()
