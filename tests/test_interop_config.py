@@ -8,7 +8,8 @@ import pytest
 
 from engine.budget.params import count_params
 from engine.config import ConfigError, ModelConfig
-from engine.interop import FAMILIES, from_hf_config, to_hf_config
+from engine.interop import FAMILIES, from_hf_config, to_hf_config, to_transformers
+from engine.model import build_model
 from engine.presets import PRESETS
 
 # config.json as published on the Hugging Face Hub (the generation-only keys left out)
@@ -180,6 +181,15 @@ def test_post_norm_with_gqa_is_not_expressible():
                      model_type="falcon")
     with pytest.raises(ConfigError, match="model_type"):
         to_hf_config(cfg, model_type="bert")
+
+
+def test_to_transformers_reports_post_norm_with_gqa():
+    tiny = ModelConfig(name="post-gqa", vocab_size=50, context_length=32, d_model=32, n_layers=1, n_heads=4,
+                       n_kv_heads=2, norm="rmsnorm", norm_bias=False, bias=False, position="rope", ffn="swiglu",
+                       d_ff=48, tie_embeddings=False, norm_placement="post")
+    with pytest.raises(ConfigError) as e:
+        to_transformers(build_model(tiny))
+    assert any(p.startswith("norm_placement: 'post' is not expressible in llama") for p in e.value.problems)
 
 
 def test_import_hf_runs_without_transformers(tmp_path):
