@@ -24,6 +24,14 @@ def test_activation_estimate_within_2_percent(i, impl):
     assert abs(m.error_pct) <= 2.0, (cfg, m)
 
 
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("impl", ["sdpa", "explicit"])
+@pytest.mark.parametrize("i", range(0, len(CONFIGS), 4))
+def test_low_precision_within_2_percent(i, impl, dtype):
+    m = measure_activations(CONFIGS[i], batch=2, seq=6, impl=impl, dtype=dtype)
+    assert abs(m.error_pct) <= 2.0, (CONFIGS[i], dtype, m)
+
+
 @pytest.mark.parametrize("batch,seq", [(1, 1), (3, 2), (1, 9)])
 def test_other_sizes(batch, seq):
     cfg = make({"attn_window": 4, "position": "rope", "rope_fraction": 0.5, "n_kv_heads": 2, "dropout": 0.1})

@@ -5,21 +5,23 @@ excluded), and held against torch.autograd.graph.saved_tensors_hooks by engine/m
 N = B*T tokens, e = element bytes, d = d_model, A = n_heads*head_dim, K = kv_heads*head_dim, f = d_ff,
 H = n_heads, V = vocab. What each op saves for backward:
   linear            its input (shared when several linears read the same tensor)
-  LayerNorm         input + mean + rstd (fp32, one per row);   RMSNorm  input + rstd (+ the normalized x
-                    when there is a gain, saved by the gain multiply)
+  LayerNorm         input + mean + rstd (one per row, input dtype on CPU);   RMSNorm  input + fp32 rstd
+                    (+ the fp32 normalized x when there is a gain); in bf16/fp16 it computes in fp32 and
+                    saves its own fp32 copy of the input instead of the input
   GELU/SiLU         input;  ReLU  output (the same tensor the next linear saves)
   gated FFN         act input (not ReLU), act output, up output, their product
   SDPA (CPU flash)  q, k, v as passed (K-wide for GQA), output, logsumexp B*H*T fp32, window mask T*T*e
-  SDPA + dropout    falls back to the math path: q, k^T, v broadcast to A, probs, dropout noise, dropped
-                    probs (3 x B*H*T*T*e), and a copy of the output for o_proj
-  explicit path     q, k^T, v (A-wide after repeat), bool mask T*T, (tanh of capped scores), softmax output,
-                    (dropout noise + dropped probs), output copy
+  SDPA + dropout    falls back to the math path, in fp32 on CPU: q, k^T, v broadcast to A, probs, dropout
+                    noise, dropped probs (3 x B*H*T*T*4), and a copy of the output for o_proj
+  explicit path     q, k^T, v (A-wide after repeat), bool mask T*T, (tanh of capped scores), fp32 softmax
+                    output, then dropout noise + dropped probs, or the probs cast to e; output copy
   dropout (CPU)     the scaled noise tensor, e bytes per element (CUDA keeps a 1-byte mask instead)
   RoPE              the cos and sin tables [T, rotary_dim] (fp32, shared by all layers; other dtypes cast
                     per call: 4 tables per layer)
   cross-entropy     log-softmax output N*V*e, targets N*8, a scalar; logit soft-cap adds tanh output N*V*e
-Exact for fp32 on CPU (the tests measure it); for bf16/fp16 the element size is swapped in (CPU kernels'
-internal upcasts are not modelled). Recompute is modelled (Korthikanti et al. 2022), not measured:
+Exact on CPU for fp32, bf16 and fp16 (the tests measure every variant pair); CUDA kernels save differently
+(flash/efficient SDPA, 1-byte dropout masks, fp32 LayerNorm statistics), so there it is an estimate.
+Recompute is modelled (Korthikanti et al. 2022), not measured:
 "full" keeps each block's input plus one block's activations while it is recomputed in backward;
 "selective" drops the T*T attention tensors (scores, probabilities, masks, dropout noise).
 """
@@ -46,10 +48,19 @@ class ActivationEstimate:
 
 
 def _norm_stats(cfg: ModelConfig, rows: int, width: int, e: int) -> int:
-    """What a norm saves besides its input: statistics, and RMSNorm's normalized x when it has a gain."""
+    """What a norm saves besides its input: LayerNorm's mean and rstd (input dtype on CPU); RMSNorm's fp32
+    rstd and, with a gain, the fp32 normalized x that the gain multiply saves."""
     if cfg.norm == "layernorm":
-        return 2 * rows * STAT
-    return rows * STAT + (rows * width * e if cfg.norm_affine else 0)
+        return 2 * rows * e
+    return rows * STAT + (rows * width * STAT if cfg.norm_affine else 0)
+
+
+def _normed(cfg: ModelConfig, rows: int, width: int, e: int, readers: int = 1) -> int:
+    """Bytes saved by `readers` norms reading one tensor that nothing else saves, input included. RMSNorm in
+    bf16/fp16 computes in fp32 and saves its own fp32 copy of the input (one per norm) instead of the input."""
+    own_copy = cfg.norm == "rmsnorm" and e != STAT
+    inp = readers * rows * width * STAT if own_copy else rows * width * e
+    return inp + readers * _norm_stats(cfg, rows, width, e)
 
 
 def _attention(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, impl: str, add) -> None:
@@ -57,7 +68,7 @@ def _attention(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, imp
     N, A, K, H, hd = B * T, cfg.attn_width, cfg.kv_width, cfg.n_heads, cfg.head_width
     drop = cfg.dropout > 0
     if cfg.qk_norm:
-        add("qk_norm", N * (A + K) * e + _norm_stats(cfg, N * H, hd, e) + _norm_stats(cfg, N * cfg.kv_heads, hd, e))
+        add("qk_norm", _normed(cfg, N * H, hd, e) + _normed(cfg, N * cfg.kv_heads, hd, e))
     if cfg.position == "rope" and e != 4:
         add("rope_tables", 4 * T * cfg.rotary_dim * e)
     scores = B * H * T * T * e
@@ -72,14 +83,16 @@ def _attention(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, imp
         if window is not None:
             add("attn_mask", T * T * e)            # the bool window mask, converted to an additive float mask
         return
-    add("attn_qkv", 3 * N * A * e)                 # q, k^T and v, broadcast to all H heads
     add("attn_out", N * A * e)                     # the [B,T,A] copy o_proj reads
-    if not explicit:                               # SDPA's math fallback (dropout): probs, noise, dropped probs
-        add("attn_scores", 3 * scores)
+    if not explicit:                               # SDPA's math fallback (dropout) computes in fp32 on CPU:
+        add("attn_qkv", 3 * N * A * STAT)          # q, k^T, v broadcast to all H heads,
+        add("attn_scores", 3 * B * H * T * T * STAT)   # probabilities, dropout noise, dropped probabilities
         return
+    add("attn_qkv", 3 * N * A * e)                 # q, k^T and v, broadcast to all H heads
     add("attn_mask", T * T)                        # bool, one per layer
-    add("attn_scores", B * H * T * T * STAT + (scores if e != 4 else 0)   # fp32 softmax (+ its cast)
-        + (scores if cfg.attn_softcap is not None else 0) + (2 * scores if drop else 0))
+    add("attn_scores", B * H * T * T * STAT        # softmax output (fp32), then either dropout (noise and
+        + (2 * scores if drop else scores if e != STAT else 0)   # dropped probs) or the cast probs
+        + (scores if cfg.attn_softcap is not None else 0))       # tanh of the capped scores
 
 
 def _ffn(cfg: ModelConfig, N: int, e: int) -> int:
@@ -91,25 +104,25 @@ def _ffn(cfg: ModelConfig, N: int, e: int) -> int:
 def _layer(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, impl: str, add) -> None:
     N, d = B * T, cfg.d_model
     tok = N * d * e
-    stats = _norm_stats(cfg, N, d, e)
+    normed = _normed(cfg, N, d, e)
     noise = tok if cfg.dropout > 0 else 0
-    branches = 2
-    add("block_input", tok)
     _attention(cfg, B, T, e, window, impl, add)
     add("ffn", _ffn(cfg, N, e))
-    add("dropout", branches * noise)
-    if cfg.norm_placement == "sandwich":          # post-branch norms save the branch output and stats
-        add("norms", branches * (tok + stats))
-    if cfg.norm_placement == "post":              # linears read x; the norm reads the residual sum
-        sums = 1 if cfg.block == "parallel" else 2
-        ffn_input = 0 if cfg.block == "parallel" else tok
-        add("norms", sums * (tok + stats) + ffn_input)
+    add("dropout", 2 * noise)
+    if cfg.norm_placement == "sandwich":          # post-branch norms read the branch outputs
+        add("norms", 2 * normed)
+    if cfg.norm_placement == "post":              # the linears read x itself; norms read residual sums
+        add("block_input", tok)
+        if cfg.block == "parallel":               # N1(x + attn + ffn)
+            add("norms", normed)
+        else:                                     # N1(x + attn) feeds the FFN; N2(x1 + ffn)
+            add("norms", 2 * normed + tok)
         return
     if cfg.block == "parallel":                   # N1 (and N2) read x; their outputs feed the branches
-        norms = 1 if cfg.parallel_shared_norm else 2
-        add("norms", norms * (stats + tok))
+        readers = 1 if cfg.parallel_shared_norm else 2
+        add("norms", _normed(cfg, N, d, e, readers) + readers * tok)
         return
-    add("norms", 2 * (stats + tok) + tok)         # N1(x) out, x1 = x + attn, N2(x1) out
+    add("norms", 2 * (normed + tok))              # N1(x) and its output, N2(x + attn) and its output
 
 
 def activation_estimate(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp32", impl: str = "sdpa",
@@ -130,7 +143,7 @@ def activation_estimate(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp
     emb: dict[str, int] = {}
     add = adder(emb)
     add("token_ids", N * IDX + (T * IDX if cfg.position == "learned" else 0))
-    add("embedding", (e if cfg.embed_scale else 0) + (tok + _norm_stats(cfg, N, d, e) if cfg.embed_norm else 0)
+    add("embedding", (e if cfg.embed_scale else 0) + (_normed(cfg, N, d, e) if cfg.embed_norm else 0)
         + (tok if cfg.dropout > 0 else 0))
     if cfg.position == "rope" and e == 4:
         add("rope_tables", 2 * T * cfg.rotary_dim * STAT)
@@ -141,7 +154,7 @@ def activation_estimate(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp
         layers.append(bucket)
     head: dict[str, int] = {}
     add = adder(head)
-    add("head_input", tok + (_norm_stats(cfg, N, d, e) + tok if cfg.final_norm else 0))
+    add("head_input", _normed(cfg, N, d, e) + tok if cfg.final_norm else tok)
     add("logits", N * V * e * (2 if cfg.logit_softcap is not None else 1) + N * IDX + e)
 
     full = [sum(b.values()) for b in layers]
