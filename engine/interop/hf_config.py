@@ -135,7 +135,10 @@ def _rope(r: _Reader, head_dim: int, *, theta_keys=("rope_theta",), fraction_key
         r.bad("partial_rotary_factor", fraction, f"{r.family} rotates the whole head")
         fraction = 1.0
     rotary_dim = int(head_dim * fraction)   # transformers truncates
-    return dict(rope_base=float(theta), rope_fraction=rotary_dim / head_dim if rotary_dim else 1.0)
+    if rotary_dim <= 0:
+        r.bad("partial_rotary_factor", fraction, "rotates no dimension of the head")
+        return dict(rope_base=float(theta), rope_fraction=1.0)
+    return dict(rope_base=float(theta), rope_fraction=rotary_dim / head_dim)
 
 
 def windows_to_fields(r: _Reader, windows: list[int | None], key: str) -> dict[str, Any]:
@@ -312,7 +315,10 @@ def from_hf_config(d: dict[str, Any]) -> ModelConfig:
         raise ConfigError([f"model_type: {family!r} is not one of the families we import exactly: "
                            f"{', '.join(FAMILIES)}"])
     r = _Reader(d, family)
-    fields = _READERS[family](r)
+    try:
+        fields = _READERS[family](r)
+    except (TypeError, ValueError, ZeroDivisionError, AttributeError) as e:   # e.g. "hidden_size": "big"
+        raise ConfigError([f"config.json: a {family} size or setting has the wrong type or value ({e})"]) from None
     problems = r.problems + r.unknown()
     if problems:
         raise ConfigError(problems)
