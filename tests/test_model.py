@@ -16,6 +16,7 @@ from test_params import LAYOUTS, KV, configs
 
 from engine.config import FIELDS, ModelConfig
 from engine.layers.norm import LayerNorm, RMSNorm
+from engine.layers.position import apply_rope, rope_tables
 from engine.model import KVCache, build_model
 
 BASE = ModelConfig(name="tiny", vocab_size=11, context_length=8, d_model=8, n_layers=2, n_heads=2,
@@ -49,20 +50,36 @@ def logits(cfg: ModelConfig, idx: torch.Tensor | None = None, **kw) -> torch.Ten
     return build(cfg, **kw)(tokens() if idx is None else idx)
 
 
+def assert_every_parameter_learns(model, out: torch.Tensor) -> None:
+    """A module that is built but never used would still count as parameters: every one must get a gradient."""
+    out.square().mean().backward()
+    for name, p in model.named_parameters():
+        assert p.grad is not None and p.grad.abs().sum() > 0, f"{name} gets no gradient"
+
+
+def choice_combinations(positions=FIELDS["position"].choices, kvs=tuple(KV)):
+    for norm, placement, layout, ffn, position, kv in itertools.product(
+            FIELDS["norm"].choices, FIELDS["norm_placement"].choices, LAYOUTS, FIELDS["ffn"].choices, positions, kvs):
+        yield BASE.replace(n_layers=1, n_heads=4, norm=norm, norm_bias=norm == "layernorm",
+                           norm_placement=placement, **LAYOUTS[layout], ffn=ffn, position=position,
+                           n_kv_heads=KV[kv])
+
+
 def test_logits_shape_and_causality_for_every_choice_combination():
     idx, later = tokens(2, 5), tokens(2, 5, seed=2)
     later[:, :3] = idx[:, :3]                       # same first 3 tokens, different future
-    for norm, placement, layout, ffn, position, kv in itertools.product(
-            FIELDS["norm"].choices, FIELDS["norm_placement"].choices, LAYOUTS, FIELDS["ffn"].choices,
-            FIELDS["position"].choices, KV):
-        cfg = BASE.replace(n_layers=1, n_heads=4, norm=norm, norm_bias=norm == "layernorm",
-                           norm_placement=placement, **LAYOUTS[layout], ffn=ffn, position=position,
-                           n_kv_heads=KV[kv])
-        model = build(cfg)
+    both = torch.cat([idx, later])
+    for cfg in choice_combinations():
         with torch.no_grad():
-            out, out_later = model(idx), model(later)
-        assert out.shape == (2, 5, 11) and out.dtype == torch.float32 and out.isfinite().all(), cfg
-        torch.testing.assert_close(out[:, :3], out_later[:, :3], msg=lambda m: f"{cfg}: future leaks\n{m}")
+            out = build(cfg)(both)
+        assert out.shape == (4, 5, 11) and out.dtype == torch.float32 and out.isfinite().all(), cfg
+        torch.testing.assert_close(out[:2, :3], out[2:, :3], msg=lambda m: f"{cfg}: future leaks\n{m}")
+
+
+def test_every_parameter_learns_in_every_norm_layout_and_ffn():
+    for cfg in choice_combinations(positions=["learned"], kvs=["GQA"]):   # these decide which modules run
+        model = build(cfg)
+        assert_every_parameter_learns(model, model(tokens(2, 5)))
 
 
 # field -> (overrides of BASE that make the knob active, a different value); each must change the model
@@ -81,8 +98,9 @@ KNOBS = {
 
 def fingerprint(cfg: ModelConfig):
     model = build(cfg)
-    with torch.no_grad():
-        return [(n, p.shape) for n, p in model.named_parameters()], model(tokens())
+    out = model(tokens())
+    assert_every_parameter_learns(model, out)
+    return [(n, p.shape) for n, p in model.named_parameters()], out.detach()
 
 
 def test_every_knob_is_real():
@@ -133,6 +151,7 @@ def test_attention_softcap_bounds_the_scores():
         ratio = p.masked_fill(~visible, float("nan")).nan_to_num(nan=-1).amax(-1) / \
             p.masked_fill(~visible, float("inf")).amin(-1)
         assert (ratio.max() <= math.exp(2 * c) * (1 + 1e-5)) == (cap is not None)
+        assert (p[..., ~visible] == 0).all()          # the mask comes after the cap: the future stays hidden
 
 
 def test_logit_softcap_bounds_the_logits():
@@ -153,6 +172,22 @@ def test_qk_norm_modules_normalize_each_head():
     layer = build(BASE.replace(qk_norm=True)).blocks[0].attn
     assert isinstance(layer.k_norm, LayerNorm) and layer.k_norm.weight.shape == (4,)
     assert build(BASE).blocks[0].attn.q_norm is None
+
+
+def test_rope_depends_only_on_relative_position_and_rotates_only_rotary_dims():
+    q, k = torch.randn(2, 1, 1, 1, 8, generator=torch.Generator().manual_seed(0))
+
+    def at(x, pos, rotary_dim=8):
+        return apply_rope(x, *rope_tables(torch.tensor([pos]), rotary_dim, 100.0))
+
+    dots = [(at(q, m) * at(k, n)).sum() for m, n in [(0, 3), (5, 8), (40, 43)]]
+    torch.testing.assert_close(dots[1], dots[0])
+    torch.testing.assert_close(dots[2], dots[0])
+    assert not torch.allclose((at(q, 0) * at(k, 4)).sum(), dots[0])
+    partial = at(q, 7, rotary_dim=4)
+    assert torch.equal(partial[..., 4:], q[..., 4:]) and not torch.allclose(partial[..., :4], q[..., :4])
+    torch.testing.assert_close(partial[..., :4].norm(), q[..., :4].norm())   # a rotation keeps lengths
+    torch.testing.assert_close(at(q, 0), q)
 
 
 def test_embed_scale_multiplies_token_embeddings_by_sqrt_d():
@@ -274,6 +309,7 @@ def test_every_valid_config_builds_runs_and_trains(cfg):
     out = model(idx)
     assert out.shape == (2, T, cfg.vocab_size) and out.isfinite().all()
     out.square().mean().backward()
+    assert all(p.grad is not None for p in model.parameters())    # every built parameter is used
     model.eval()
     with torch.no_grad():
         cache = KVCache(cfg.n_layers)
