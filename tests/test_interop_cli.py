@@ -100,3 +100,10 @@ def test_weights_that_do_not_fit_the_config_exit_2(tmp_path, capsys):
 def test_missing_folder_exit_2(tmp_path, capsys):
     code, out, err = _run(capsys, tmp_path / "nowhere")
     assert code == 2 and "not a folder" in err and out == ""
+
+
+def test_weights_of_the_wrong_shape_exit_2(tmp_path, capsys):
+    _save(tmp_path, "llama", dict(LLAMA, intermediate_size=64))
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama", **LLAMA}))
+    code, _, err = _run(capsys, tmp_path, "--check")
+    assert code == 2 and "do not match the config" in err and "size mismatch" in err

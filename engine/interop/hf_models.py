@@ -147,7 +147,10 @@ def load_into(hf_model: nn.Module, state: dict[str, torch.Tensor]) -> None:
     unexpected = sorted(set(renamed) - set(expected))
     if missing or unexpected:
         raise ValueError(f"weights do not match the config: missing {missing[:5]}, unexpected {unexpected[:5]}")
-    hf_model.load_state_dict(renamed, strict=False)
+    try:
+        hf_model.load_state_dict(renamed, strict=False)
+    except RuntimeError as e:   # a tensor of the wrong shape
+        raise ValueError(f"weights do not match the config: {str(e).splitlines()[-1].strip()}") from None
 
 
 @torch.no_grad()
