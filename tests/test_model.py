@@ -246,6 +246,14 @@ def test_sdpa_path_equals_explicit_path(cfg):
     torch.testing.assert_close(sdpa, explicit, atol=1e-5, rtol=1e-5)
 
 
+def test_explicit_path_keeps_float64_precision():
+    model, idx = build(BASE.replace(attn_window=3)).double(), tokens()
+    with torch.no_grad():
+        sdpa = model(idx)
+        model.set_attention("explicit")
+        torch.testing.assert_close(model(idx), sdpa, atol=1e-12, rtol=1e-12)
+
+
 def test_tied_head_is_the_embedding_and_learns_from_both_roles():
     tied = build(BASE)
     assert tied.head.weight is tied.tok_emb.weight

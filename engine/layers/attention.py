@@ -86,7 +86,7 @@ class Attention(nn.Module):
         if self.softcap is not None:
             scores = self.softcap * torch.tanh(scores / self.softcap)   # cap first, then mask
         scores = scores.masked_fill(~allowed, float("-inf"))
-        probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+        probs = torch.softmax(scores, dim=-1, dtype=torch.promote_types(q.dtype, torch.float32)).to(q.dtype)
         if self.keep_probs:
             self.probs = probs.detach()
         probs = F.dropout(probs, self.dropout, self.training)
