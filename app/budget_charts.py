@@ -116,8 +116,10 @@ def roofline_figure(profile: DeviceProfile, points: dict[str, Roofline], dtype: 
 PIN_COLORS = ("#4C78A8", "#F58518", "#54A24B", "#E45756")
 
 
-def compare_bars(title: str, labels: list[str], metrics: dict[str, list[float]], kind: str) -> go.Figure:
-    """Grouped bars: one group per metric, one bar per pinned config. kind: 'count', 'bytes' or 'flops'."""
+def compare_bars(title: str, labels: list[str], metrics: dict[str, list[float]], kind: str,
+                 log: bool = False) -> go.Figure:
+    """Grouped bars: one group per metric, one bar per pinned config. kind: 'count', 'bytes' or 'flops';
+    `log` puts the value axis on a log scale so a 100M and a 70B model are both readable."""
     if kind not in ("count", "bytes", "flops"):
         raise ValueError(f"kind: {kind!r} is not one of count, bytes, flops")
     largest = max((v for vs in metrics.values() for v in vs), default=1)
@@ -128,8 +130,10 @@ def compare_bars(title: str, labels: list[str], metrics: dict[str, list[float]],
         values = [vs[i] for vs in metrics.values()]
         fig.add_trace(go.Bar(x=list(metrics), y=[v / div for v in values], name=label,
                              marker_color=PIN_COLORS[i % len(PIN_COLORS)], customdata=[text(v) for v in values],
+                             text=[text(v) for v in values], textposition="outside", cliponaxis=False,
                              hovertemplate=f"{label}: %{{customdata}}<extra>%{{x}}</extra>"))
     axis = {"count": "parameters (count)", "bytes": f"memory ({unit})", "flops": "FLOPs per token (FLOP)"}[kind]
     fig.update_layout(barmode="group")
-    fig.update_yaxes(title_text=axis, tickformat="~s" if kind != "bytes" else None, rangemode="tozero")
-    return _layout(fig, title, height=400)
+    fig.update_yaxes(title_text=axis + (", log scale" if log else ""), type="log" if log else "linear",
+                     tickformat="~s" if kind != "bytes" else None)
+    return _layout(fig, title, height=420)

@@ -75,7 +75,7 @@ def params_treemap(pc: ParamCount) -> go.Figure:
 
 # ---- activations -----------------------------------------------------------------------------------------
 ACTIVATION_COLORS = {"relu": "#4C78A8", "gelu": "#F58518", "gelu_tanh": "#E45756", "silu": "#54A24B",
-                     "reglu": "#4C78A8", "geglu": "#F58518", "geglu_tanh": "#E45756", "swiglu": "#54A24B"}
+                     "reglu": "#9D755D", "geglu": "#B279A2", "geglu_tanh": "#FF9DA6", "swiglu": "#17BECF"}
 
 
 def activation_figure(curves: dict, title: str) -> go.Figure:

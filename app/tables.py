@@ -36,10 +36,13 @@ def compare_table(configs: dict[str, ModelConfig]) -> tuple[pd.DataFrame, list[s
     """Fields as rows, configs as columns (values as YAML would print them); and the fields that differ."""
     dicts = {label: cfg.to_dict() for label, cfg in configs.items()}
     fields = list(next(iter(dicts.values())))
-    df = pd.DataFrame({label: ["null" if d[f] is None else str(d[f]) for f in fields] for label, d in dicts.items()},
-                      index=fields)
+    df = pd.DataFrame({label: [_yaml_scalar(d[f]) for f in fields] for label, d in dicts.items()}, index=fields)
     differing = [f for f in fields if len({repr(d[f]) for d in dicts.values()}) > 1]
     return df, differing
+
+
+def _yaml_scalar(value) -> str:
+    return "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def highlight_rows(df: pd.DataFrame, rows: list[str], color: str = "#FFF3B0"):

@@ -63,23 +63,26 @@ if not unpin:
 
 configs = {lab: c for lab, c in st.session_state[PINS]}
 labels = list(configs)
+log = st.toggle("Logarithmic value axis", value=True, key="cmp_log",
+                help="Models of very different sizes stay readable side by side; switch off for linear bars.")
 params = [compute.params(c) for c in configs.values()]
 st.plotly_chart(budget_charts.compare_bars(
     "Parameters", labels, {"total": [p.total for p in params], "non-embedding": [p.non_embedding for p in params]},
-    "count"), width="stretch")
+    "count", log), width="stretch")
 mem_cols = st.columns(2)
 weights = [compute.memory(c, 1, c.context_length, "bf16", "bf16").weights_bytes for c in configs.values()]
 kv = [compute.kv_cache(c, 1, c.context_length, "bf16") for c in configs.values()]
 train = [compute.memory(c, 1, min(c.context_length, 2048)).train_total_bytes for c in configs.values()]
 mem_cols[0].plotly_chart(budget_charts.compare_bars(
-    "Memory", labels, {"bf16 weights": weights, "KV cache, full context (bf16)": kv,
-                       "training step, mixed-bf16 AdamW, batch 1, seq ≤ 2,048": train}, "bytes"), width="stretch")
+    "Memory", labels, {"bf16 weights": weights, "KV cache": kv, "training step": train}, "bytes", log),
+    width="stretch")
 fpt = [compute.flops(c, 1, c.context_length).flops_per_token for c in configs.values()]
 six = [compute.flops(c, 1, c.context_length).six_n_per_token for c in configs.values()]
 mem_cols[1].plotly_chart(budget_charts.compare_bars(
-    "FLOPs per token", labels, {"counted (training, full context)": fpt, "6N rule": six}, "flops"), width="stretch")
-st.caption("All closed forms (engine/budget): exact parameter counts, memory at batch 1, FLOPs per training token "
-           "at each config's own context length.")
+    "FLOPs per token", labels, {"counted": fpt, "6N rule": six}, "flops", log), width="stretch")
+st.caption("All closed forms (engine/budget): exact parameter counts; memory at batch 1 (KV cache in bf16 at the "
+           "config's full context, training step with mixed-bf16 AdamW at sequence min(context, 2,048)); training "
+           "FLOPs per token at each config's own context length beside the 6N rule.")
 
 st.subheader("Side by side")
 df, differing = tables.compare_table(configs)

@@ -85,6 +85,10 @@ def test_compare_bars_and_table():
     df, differing = tables.compare_table(configs)
     assert "d_model" in differing and "dropout" not in differing
     assert df.loc["d_model", "b"] == "4096" and df.loc["n_kv_heads", "a"] == "null"
+    assert df.loc["bias", "a"] == "true" and df.loc["bias", "b"] == "false"       # as YAML writes them
+    log = budget_charts.compare_bars("M", ["a", "b"], {"kv": [2**20, 2**30]}, "bytes", log=True)
+    assert log.layout.yaxis.type == "log" and log.layout.yaxis.title.text == "memory (GiB), log scale"
+    assert list(log.data[0].text) == ["1.00 MiB"]
 
 
 def test_activation_and_stats_figures():
