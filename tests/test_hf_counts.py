@@ -4,7 +4,7 @@ our closed form and our own meta-built model."""
 import pytest
 import torch
 
-transformers = pytest.importorskip("transformers")
+transformers = pytest.importorskip("transformers", minversion="5.0")
 
 from engine.budget.params import count_params  # noqa: E402
 from engine.interop import to_hf_config  # noqa: E402

@@ -5,7 +5,7 @@ import re
 import pytest
 import torch
 
-transformers = pytest.importorskip("transformers")
+transformers = pytest.importorskip("transformers", minversion="5.0")
 
 from engine.cli import main  # noqa: E402
 from engine.config import ModelConfig  # noqa: E402

@@ -7,7 +7,7 @@ CPU, fp32, 2 x 16 tokens: longer than every sliding window used (5 and 6), so wi
 import pytest
 import torch
 
-transformers = pytest.importorskip("transformers")
+transformers = pytest.importorskip("transformers", minversion="5.0")
 
 from engine.budget.params import count_params  # noqa: E402
 from engine.interop import (from_transformers, hf_model_from_config, scramble_, to_hf_config,  # noqa: E402

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-transformers = pytest.importorskip("transformers")
+transformers = pytest.importorskip("transformers", minversion="5.0")
 
 from engine.interop import (from_transformers, hf_model_from_config, rope_half_to_interleaved,  # noqa: E402
                             rope_interleaved_to_half, scramble_)

@@ -2,7 +2,8 @@
 
 transformers is a dev/test dependency: it is imported inside the functions that need it, never at module
 import, so the app and the rest of the engine run without it. Checkpoint weights are read only with
-safetensors or `torch.load(weights_only=True)` (no pickle code runs).
+safetensors or `torch.load(weights_only=True)` (no pickle code runs). Module and config names follow
+transformers 5 (e.g. `rope_parameters`, GPT-NeoX's `lm_head`); older checkpoints' tensor names are mapped.
 """
 from __future__ import annotations
 
