@@ -57,13 +57,14 @@ def _check(cfg: ModelConfig, config: dict, state: dict | None, source: str, args
             load_into(hf, state)
         except ValueError as e:
             raise UsageError(str(e)) from None
-    hf.eval().float()
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    hf.eval().float().to(device)
     ours = from_transformers(hf)
     tokens = args.tokens if cfg.position != "learned" else min(args.tokens, cfg.context_length)
     with torch.inference_mode():
         gap = logits_gap(hf, ours, tokens)
     windows = [w for w in cfg.layer_windows if w is not None]
-    print(f"# check: weights from {source}; fp32, 2 x {tokens} random tokens")
+    print(f"# check: weights from {source}; fp32 on {device}, 2 x {tokens} random tokens")
     if windows and tokens <= max(windows):
         print(f"# note: {tokens} tokens do not reach the sliding window of {max(windows)}; pass --tokens "
               f"{max(windows) + 16} to test it")
