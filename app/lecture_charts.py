@@ -4,6 +4,7 @@ Colours follow app.charts.COLORS where a component is shown; every axis names it
 """
 from __future__ import annotations
 
+import pandas  # noqa: F401  loaded in full before plotly peeks at sys.modules (a cold server can race on it)
 import plotly.graph_objects as go
 
 from app.charts import COLORS, COMPONENT_GROUP, FONT

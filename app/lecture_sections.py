@@ -32,8 +32,8 @@ def _vector(where, label: str, default: str, key: str) -> tuple[float, ...]:
 
 
 def _table(header: list[str], rows: list[list[str]]) -> None:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    st.markdown("\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows]))
+    line = lambda cells: "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"  # noqa: E731
+    st.markdown("\n".join([line(header), "|" + "---|" * len(header)] + [line(r) for r in rows]))
 
 
 def _nums(values: list[float], digits: int = 4) -> str:

@@ -61,10 +61,10 @@ def write_view_params(section: str) -> None:
 _CSS = """<style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"],
 [data-testid="stSidebarCollapseButton"] {display: none !important;}
-[data-testid="stMainBlockContainer"] {max-width: 100%; padding: 1.5rem 3rem;}
+[data-testid="stMainBlockContainer"] {max-width: 100%; padding: 4.5rem 3rem 2rem;}
 [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li {font-size: 1.7rem; line-height: 1.4;}
 [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p {font-size: 1.45rem;}
-[data-testid="stMetricValue"] {font-size: 3rem;}
+[data-testid="stMetricValue"], [data-testid="stMetricValue"] p {font-size: 3rem;}
 [data-testid="stMetricLabel"] p {font-size: 1.35rem;}
 h1, h2 {font-size: 2.8rem !important;}
 h3 {font-size: 2.1rem !important;}

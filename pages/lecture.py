@@ -5,9 +5,17 @@ toggle) hides the sidebar and enlarges everything for a projector. PageDown / Pa
 as a presentation clicker does.
 """
 import streamlit as st
+from streamlit.runtime.pages_manager import PagesManager
 
-from app import export, present, state, widgets
-from app.lecture_sections import SECTIONS
+if PagesManager.uses_pages_directory:
+    # A fresh server whose first request is a deep link (/lecture?section=...) runs this file alone, in Streamlit's
+    # legacy pages/ mode, without streamlit_app.py. Switch to st.navigation mode and rerun this same page through
+    # the entry script (same URL path, same query string), before anything here touches the URL.
+    PagesManager.uses_pages_directory = False
+    st.rerun()
+
+from app import export, present, state, widgets  # noqa: E402
+from app.lecture_sections import SECTIONS  # noqa: E402
 
 IDS = list(SECTIONS)
 PICK, TOGGLE = "lecture_pick", "lecture_present"
@@ -48,7 +56,7 @@ if not on_stage:
 
 index = IDS.index(section)
 st.session_state[PICK], st.session_state[TOGGLE] = section, on_stage
-prev_col, pick_col, next_col, toggle_col = st.columns([1, 4, 1, 1.4], vertical_alignment="bottom")
+prev_col, pick_col, next_col, toggle_col = st.columns([1.6, 3.4, 1.6, 1.6], vertical_alignment="bottom")
 prev_col.button("Previous", key="lecture_prev", on_click=_go, args=(-1,), disabled=index == 0, shortcut="PageUp",
                 icon=":material/arrow_back:", width="stretch")
 pick_col.selectbox("Section", IDS, key=PICK, on_change=_picked, label_visibility="collapsed",

@@ -1,0 +1,111 @@
+"""The Lecture page in a real browser: present mode from the URL (sidebar hidden, large type), stepping through the
+sections with the clicker key, navigation by the URL's section, and the exports opening with the network cut off."""
+import json
+import re
+
+import pytest
+
+from app import export
+from app.lecture_charts import activation_figure
+from app.lecture_sections import SECTIONS
+from engine.lecture import activation_curves
+from engine.presets import get_preset
+from tests.test_app_lecture import EXPECTED
+
+pytestmark = pytest.mark.browser
+LOAD = 60_000
+
+METRICS_JS = """() => Object.fromEntries([...document.querySelectorAll('[data-testid="stMetric"]')].map(m => [
+    m.querySelector('[data-testid="stMetricLabel"]').innerText.trim(),
+    m.querySelector('[data-testid="stMetricValue"]').innerText.trim()]))"""
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    yield context.new_page()
+    context.close()
+
+
+def heading(page, section: str):
+    number = list(SECTIONS).index(section) + 1
+    return page.get_by_role("heading", name=f"{number}. {SECTIONS[section][0]}", exact=True)
+
+
+def test_present_mode_deep_link(served_app, page):
+    from playwright.sync_api import expect
+    page.goto(f"{served_app}/lecture?section=rope&present=1")
+    heading(page, "rope").wait_for(timeout=LOAD)
+    expect(page.get_by_test_id("stSidebar")).to_be_hidden()
+    value = page.get_by_test_id("stMetricValue").first
+    expect(value).to_have_text("0.8660", timeout=LOAD)
+    assert float(value.evaluate("e => parseFloat(getComputedStyle(e).fontSize)")) >= 40   # projector-sized
+    expect(page).to_have_url(re.compile(r"/lecture\?.*section=rope"))
+    expect(page).to_have_url(re.compile(r"present=1"))
+
+    page.keyboard.press("PageDown")                                   # a presentation clicker's "next"
+    heading(page, "zloss").wait_for(timeout=LOAD)
+    expect(page.get_by_test_id("stMetricValue").filter(has_text="10.6931")).to_be_visible(timeout=LOAD)
+    expect(page).to_have_url(re.compile(r"section=zloss"))
+
+    page.goto(f"{served_app}/lecture?section=kvcache&present=1")     # a slide's link straight to a section
+    heading(page, "kvcache").wait_for(timeout=LOAD)
+    expect(page.get_by_test_id("stSidebar")).to_be_hidden()
+    for text in ("4.00 GiB", "1.00 GiB", "128.00 MiB"):
+        expect(page.get_by_test_id("stMetricValue").filter(has_text=text)).to_be_visible(timeout=LOAD)
+
+
+@pytest.mark.slow
+def test_every_section_shows_its_numbers(served_app, page):
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    page.goto(f"{served_app}/lecture?section=activations&present=1")
+    for i, section in enumerate(SECTIONS):
+        heading(page, section).wait_for(timeout=LOAD)
+        want = json.dumps(EXPECTED[section])
+        try:   # the page streams in: wait until every expected metric shows its value
+            page.wait_for_function(f"() => {{ const m = ({METRICS_JS})(); const w = {want}; "
+                                   "return Object.keys(w).every(k => m[k] === w[k]); }", timeout=LOAD)
+        except PlaywrightTimeout:
+            pass   # the assertion below names what is missing
+        shown = page.evaluate(METRICS_JS)
+        for label, value in EXPECTED[section].items():
+            assert shown.get(label) == value, (section, label, shown.get(label))
+        if i < len(SECTIONS) - 1:
+            page.get_by_role("button", name=re.compile("Next")).click()
+
+
+def test_toggle_leaves_and_enters_present_mode(served_app, page):
+    from playwright.sync_api import expect
+    page.goto(f"{served_app}/lecture?section=microgpt")
+    heading(page, "microgpt").wait_for(timeout=LOAD)
+    expect(page.get_by_test_id("stSidebar")).to_be_visible()
+    expect(page.get_by_test_id("stMetricValue").filter(has_text="4,224").first).to_be_visible(timeout=LOAD)
+    page.get_by_text("Present mode").click()
+    expect(page.get_by_test_id("stSidebar")).to_be_hidden()
+    expect(page).to_have_url(re.compile(r"present=1"))
+
+
+def test_exports_open_without_network(browser, tmp_path):
+    chart = tmp_path / "chart.html"
+    chart.write_text(export.figure_html(activation_figure(activation_curves())))
+    handout = tmp_path / "handout.html"
+    handout.write_text(export.handout_html(get_preset("gpt2").config))
+    context = browser.new_context()
+    fetched = []
+
+    def offline(route):
+        if route.request.url.startswith("file:"):
+            return route.continue_()
+        fetched.append(route.request.url)
+        return route.abort()
+
+    context.route("**/*", offline)
+    page = context.new_page()
+    page.goto(chart.as_uri())
+    page.wait_for_selector(".main-svg", timeout=LOAD)                  # plotly.js ran from the file itself
+    assert page.locator(".scatterlayer .trace").count() == 4
+    page.goto(handout.as_uri())
+    page.get_by_text("124,439,808").first.wait_for(timeout=LOAD)
+    assert page.locator("svg").count() >= 1
+    context.close()
+    assert fetched == []
