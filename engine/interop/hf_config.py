@@ -1,7 +1,7 @@
 """Hugging Face config.json -> ModelConfig, for the nine families we can express exactly.
 
-Read the way transformers reads it: a missing key (or null) means the config class default, so the tables
-below copy those defaults. Every key is either understood, known not to change the forward pass (ids,
+Read the way transformers reads it: a missing key (or null) means the config class default, so hf_defaults.py
+copies those defaults. Every key is either understood, known not to change the forward pass (ids,
 bookkeeping, init), or reported: a value we cannot express (scaled RoPE, ALiBi, a query scale other than
 1/sqrt(head_dim), biases on attention but not the MLP, ...) is a ConfigError naming the HF key, never a silent
 approximation. Pure stdlib: importing a config needs no transformers.
@@ -11,64 +11,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from engine.config import ConfigError, ModelConfig
+from engine.interop.hf_defaults import DEFAULTS, DENSE_ACTS, GATED_ACTS, INERT
 
 FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gpt2", "gpt_neox", "falcon")
-
-# Keys that never change what the causal-LM forward pass computes.
-_INERT = frozenset({
-    "_name_or_path", "model_type", "architectures", "transformers_version", "dtype", "torch_dtype", "use_cache",
-    "initializer_range", "pad_token_id", "bos_token_id", "eos_token_id", "sep_token_id", "decoder_start_token_id",
-    "output_hidden_states", "output_attentions", "return_dict", "chunk_size_feed_forward", "is_encoder_decoder",
-    "is_decoder", "id2label", "label2id", "num_labels", "problem_type", "classifier_dropout", "tokenizer_class",
-    "prefix", "task_specific_params", "finetuning_task", "tie_encoder_decoder", "torchscript", "use_bfloat16",
-    "auto_map", "cache_implementation", "attn_implementation", "_attn_implementation_autoset", "max_length",
-    "min_length", "do_sample", "num_beams", "temperature", "top_k", "top_p", "repetition_penalty",
-    "length_penalty", "no_repeat_ngram_size", "early_stopping", "bad_words_ids",
-    "pretraining_tp",        # Llama: a tensor-parallel slicing of the same matmuls (unused by transformers 5)
-    "n_ctx",                 # GPT-2: legacy duplicate of n_positions, unused
-    "summary_type", "summary_use_proj", "summary_activation", "summary_proj_to_labels", "summary_first_dropout",
-    "reorder_and_upcast_attn",  # GPT-2: computes the same scores in fp32 (a precision choice, same math)
-})
-
-_LLAMA = dict(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
-              num_attention_heads=32, hidden_act="silu", max_position_embeddings=2048, rms_norm_eps=1e-6,
-              tie_word_embeddings=False, attention_bias=False, mlp_bias=False, attention_dropout=0.0)
-_QWEN = dict(_LLAMA, vocab_size=151936, intermediate_size=22016, max_position_embeddings=32768,
-             num_key_value_heads=32, use_sliding_window=False, sliding_window=4096, max_window_layers=28,
-             layer_types=None)
-_GEMMA = dict(_LLAMA, vocab_size=256000, hidden_size=3072, intermediate_size=24576, num_hidden_layers=28,
-              num_attention_heads=16, num_key_value_heads=16, head_dim=256, hidden_act="gelu_pytorch_tanh",
-              max_position_embeddings=8192, tie_word_embeddings=True, use_bidirectional_attention=None)
-DEFAULTS: dict[str, dict[str, Any]] = {   # the transformers config-class defaults we rely on
-    "llama": _LLAMA,
-    "mistral": dict(_LLAMA, intermediate_size=14336, num_key_value_heads=8, max_position_embeddings=131072,
-                    sliding_window=4096),
-    "qwen2": _QWEN,
-    "qwen3": dict(_QWEN, head_dim=128),
-    "gemma": _GEMMA,
-    "gemma2": dict(_GEMMA, hidden_size=2304, intermediate_size=9216, num_hidden_layers=26, num_attention_heads=8,
-                   num_key_value_heads=4, hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=256,
-                   sliding_window=4096, layer_types=None, final_logit_softcapping=30.0,
-                   attn_logit_softcapping=50.0),
-    "gpt2": dict(vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12, n_inner=None,
-                 activation_function="gelu_new", resid_pdrop=0.1, embd_pdrop=0.1, attn_pdrop=0.1,
-                 layer_norm_epsilon=1e-5, scale_attn_weights=True, scale_attn_by_inverse_layer_idx=False,
-                 add_cross_attention=False, tie_word_embeddings=True),
-    "gpt_neox": dict(vocab_size=50432, hidden_size=6144, num_hidden_layers=44, num_attention_heads=64,
-                     intermediate_size=24576, hidden_act="gelu", attention_dropout=0.0, hidden_dropout=0.0,
-                     max_position_embeddings=2048, layer_norm_eps=1e-5, tie_word_embeddings=False,
-                     use_parallel_residual=True, attention_bias=True),
-    "falcon": dict(vocab_size=65024, hidden_size=4544, num_hidden_layers=32, num_attention_heads=71,
-                   num_ln_in_parallel_attn=None, layer_norm_epsilon=1e-5, hidden_dropout=0.0,
-                   attention_dropout=0.0, num_kv_heads=None, alibi=False, new_decoder_architecture=False,
-                   multi_query=True, parallel_attn=True, bias=False, max_position_embeddings=2048,
-                   ffn_hidden_size=None, activation="gelu", tie_word_embeddings=True,
-                   apply_residual_connection_post_layernorm=False),
-}
-GATED_ACTS = {"silu": "swiglu", "swish": "swiglu", "gelu": "geglu", "gelu_pytorch_tanh": "geglu_tanh",
-              "gelu_new": "geglu_tanh", "relu": "reglu"}
-DENSE_ACTS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu",
-              "silu": "silu", "swish": "silu"}
 _ROPE_KEYS = {"rope_type", "type", "rope_theta", "partial_rotary_factor"}
 
 
@@ -110,7 +55,7 @@ class _Reader:
 
     def unknown(self) -> list[str]:
         return [f"{k}: unknown {self.family} config key; refusing to guess what it changes"
-                for k in self.d if k not in self.read and k not in _INERT]
+                for k in self.d if k not in self.read and k not in INERT]
 
 
 def _rope(r: _Reader, head_dim: int, *, theta_keys=("rope_theta",), fraction_keys=("partial_rotary_factor",),
