@@ -91,3 +91,18 @@ def test_two_sessions_are_isolated(new_app):
     b.run()
     assert metrics(a)["Total parameters"] != metrics(b)["Total parameters"]
     assert metrics(b)["Total parameters"] == "124,439,808"
+
+
+def test_plain_apptest_of_the_entry_point_keeps_the_sidebar():
+    """AppTest.from_file on streamlit_app.py runs a page alone (the pages/ folder mode) from the second run
+    on; current_config() reruns it through the entry point, so the sidebar and the URL config survive."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.conftest import APP
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.query_params["preset"] = "llama-3-8b"
+    at.run()
+    at.switch_page("pages/budgets.py").run()
+    assert not at.exception
+    assert at.title[0].value == "Budgets: llama-3-8b"
+    assert at.sidebar.number_input(key="field_n_layers").value == 32

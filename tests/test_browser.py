@@ -26,6 +26,11 @@ def slug(href: str, base: str) -> str:
 
 def test_every_page(served_app, browser):
     page = browser.new_page(viewport={"width": 1600, "height": 1000})
+    # A shared link straight to a page, first request of a fresh server: still the full app with the sidebar.
+    page.goto(f"{served_app}/budgets?preset=llama-3-8b&n_layers=16")
+    settle(page)
+    assert page.get_by_text("Budgets: llama-3-8b").first.is_visible()
+    assert page.locator('[data-testid="stSidebar"] input[aria-label="n_layers"]').input_value() == "16"
     page.goto(f"{served_app}/?preset=llama-3-8b")
     settle(page)
     assert page.get_by_text("8,030,261,248").first.is_visible()
