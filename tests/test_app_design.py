@@ -106,3 +106,23 @@ def test_plain_apptest_of_the_entry_point_keeps_the_sidebar():
     assert not at.exception
     assert at.title[0].value == "Budgets: llama-3-8b"
     assert at.sidebar.number_input(key="field_n_layers").value == 32
+
+
+def test_yaml_upload_applies_config_and_reports_problems(new_app):
+    at = new_app()
+    at.run()
+    cfg = PRESETS["mistral-7b"].config.replace(n_layers=4)
+    up = next(u for u in at.get("file_uploader") if "yaml_upload" in u.key)
+    up.set_value(("m.yaml", cfg.to_yaml().encode(), "application/x-yaml")).run()
+    assert not at.exception
+    assert metrics(at)["Total parameters"] == f"{count_params(cfg).total:,}"
+    assert at.query_params["n_layers"] == "4"
+    up = next(u for u in at.get("file_uploader") if "yaml_upload" in u.key)
+    up.set_value(("bad.yaml", b"d_model: -3\nwidth: 5\n", "application/x-yaml")).run()
+    assert not at.exception
+    errors = [e.value for e in at.sidebar.error]
+    assert any("d_model" in e for e in errors) and any("unknown key `width`" in e for e in errors)
+    assert metrics(at)["Total parameters"] == f"{count_params(cfg).total:,}"
+    up = next(u for u in at.get("file_uploader") if "yaml_upload" in u.key)
+    up.set_value(("big.yaml", b"#" * 70000, "application/x-yaml")).run()
+    assert any("the limit is 65,536 bytes" in e.value for e in at.sidebar.error)
