@@ -73,7 +73,7 @@ r2.plotly_chart(budget_charts.roofline_figure(DEVICE_PROFILES[device], points, i
 
 st.header("Estimate vs measurement")
 dev = default_device()
-m_seq = min(seq, 256)
+m_seq = budget_view.measure_seq(seq)
 st.caption(f"Builds the model for real on **{dev}** at batch 1, sequence {m_seq} in {infer_dtype} and compares: "
            "activation bytes (saved-tensor hooks), KV-cache bytes (KVCache.nbytes after a decode step); FLOPs are "
            "counted by FlopCounterMode on the meta device (any size).")

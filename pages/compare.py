@@ -1,7 +1,7 @@
 """Compare: pin up to four configs (current, presets, uploaded YAML) and see them side by side."""
 import streamlit as st
 
-from app import budget_charts, compute, tables
+from app import budget_charts, budget_view, compute, tables
 from app.editor import read_yaml
 from app.state import current_config
 from app.widgets import metric_row
@@ -72,7 +72,7 @@ st.plotly_chart(budget_charts.compare_bars(
 mem_cols = st.columns(2)
 weights = [compute.memory(c, 1, c.context_length, "bf16", "bf16").weights_bytes for c in configs.values()]
 kv = [compute.kv_cache(c, 1, c.context_length, "bf16") for c in configs.values()]
-train = [compute.memory(c, 1, min(c.context_length, 2048)).train_total_bytes for c in configs.values()]
+train = [compute.memory(c, 1, budget_view.compare_train_seq(c)).train_total_bytes for c in configs.values()]
 mem_cols[0].plotly_chart(budget_charts.compare_bars(
     "Memory", labels, {"bf16 weights": weights, "KV cache": kv, "training step": train}, "bytes", log),
     width="stretch")
@@ -89,4 +89,4 @@ df, differing = tables.compare_table(configs)
 st.caption(f"{len(differing)} of {len(df)} fields differ (highlighted).")
 only = st.toggle("Show only differing fields", key="cmp_only")
 shown = df.loc[differing] if only else df
-st.dataframe(tables.highlight_rows(shown, differing), width="stretch", height=min(36 * (len(shown) + 1), 1200))
+st.dataframe(tables.highlight_rows(shown, differing), width="stretch", height="content")
