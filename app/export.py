@@ -79,13 +79,14 @@ def _sections(cfg: ModelConfig, batch: int, seq: int, dtype: str, policy: str, o
     pc = count_params(cfg)
     mem = memory_budget(cfg, batch, seq, dtype=dtype, policy=policy, optimizer=optimizer)
     fl = flops_budget(cfg, batch, seq)
-    config_rows = [[f"`{name}`", _value(getattr(cfg, name)), spec.help]
+    config_rows = [[f"`{name}`", _value(getattr(cfg, name)), spec.help.replace("*", "\\*")]
                    for group in GROUPS for name, spec in FIELDS.items() if spec.group == group]
     param_rows = [[LABELS[name], fmt_count(n), f"{n / pc.total:.2%}"] for name, n in pc.components.items() if n]
     param_rows += [["**total**", f"**{fmt_count(pc.total)}**", "100.00%"],
                    ["non-embedding", fmt_count(pc.non_embedding), f"{pc.non_embedding / pc.total:.2%}"]]
     tying = "saves" if pc.tied else "would save"
-    mem_rows = [[label, fmt_bytes(getattr(mem, key)), mem.formulas.get(key, "")] for key, label in (
+    formula = lambda key: f"`{mem.formulas[key]}`" if mem.formulas.get(key) else ""  # noqa: E731  (code: keeps * literal)
+    mem_rows = [[label, fmt_bytes(getattr(mem, key)), formula(key)] for key, label in (
         ("weights_bytes", "weights"), ("grads_bytes", "gradients"), ("optimizer_bytes", "optimizer state"),
         ("master_bytes", "fp32 master copy"), ("activations_bytes", "activations (saved for backward)"),
         ("train_total_bytes", "**training total**"), ("kv_cache_bytes", "KV cache"),
@@ -127,7 +128,7 @@ def handout_markdown(cfg: ModelConfig, batch: int = 1, seq: int | None = None, d
 
 _CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;
-vertical-align:top}th{background:#f3f3f3}code,pre{background:#f6f6f6}pre{padding:8px;overflow-x:auto}
+vertical-align:top}td:nth-child(2){white-space:nowrap}th{background:#f3f3f3}code,pre{background:#f6f6f6}pre{padding:8px;overflow-x:auto}
 svg{max-width:100%;height:auto}"""
 
 

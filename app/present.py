@@ -66,6 +66,7 @@ _CSS = """<style>
 [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p {font-size: 1.45rem;}
 [data-testid="stMetricValue"], [data-testid="stMetricValue"] p {font-size: 3rem;}
 [data-testid="stMetricLabel"] p {font-size: 1.35rem;}
+[data-testid="stMain"] input, [data-testid="stMain"] [data-baseweb="select"] div {font-size: 1.4rem !important;}
 h1, h2 {font-size: 2.8rem !important;}
 h3 {font-size: 2.1rem !important;}
 </style>"""
@@ -82,6 +83,10 @@ PRESENT_FONT, PRESENT_HEIGHT = 22, 640
 
 def scale(fig: go.Figure) -> go.Figure:
     """Charts for the back row: larger fonts and a taller plot in present mode (unchanged otherwise)."""
-    if is_present():
-        fig.update_layout(font=dict(size=PRESENT_FONT), height=PRESENT_HEIGHT, title_font=dict(size=PRESENT_FONT + 6))
+    if is_present():   # explicit sizes: Streamlit's chart theme would otherwise keep its own tick and legend fonts
+        fig.update_layout(font=dict(size=PRESENT_FONT), height=PRESENT_HEIGHT, title_font=dict(size=PRESENT_FONT + 6),
+                          legend_font=dict(size=PRESENT_FONT))
+        axis = dict(tickfont=dict(size=PRESENT_FONT), title_font=dict(size=PRESENT_FONT))
+        fig.update_xaxes(**axis)
+        fig.update_yaxes(**axis)
     return fig

@@ -61,3 +61,13 @@ def test_size_figures():
     mg = charts.microgpt_figure(lecture.microgpt_table())
     assert sum(mg.data[0].y) == 4224 and mg.data[0].marker.color[0] == COLORS["embeddings"]
     assert "4,224" in mg.layout.title.text
+
+
+def test_present_mode_scales_figures(monkeypatch):
+    from app import present
+    fig = charts.kv_figure(lecture.kv_cache_variants())
+    monkeypatch.setattr(present, "is_present", lambda: False)
+    assert present.scale(fig).layout.height is None
+    monkeypatch.setattr(present, "is_present", lambda: True)
+    big = present.scale(fig)
+    assert big.layout.height == present.PRESENT_HEIGHT and big.layout.xaxis.tickfont.size == present.PRESENT_FONT
