@@ -139,3 +139,12 @@ def test_bench_cli_refuses_with_a_message(capsys, argv, message):
     assert main(["bench", *argv, "--device", "cpu"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(message) and "Traceback" not in err
+
+
+def test_memory_estimate_is_the_closed_form_of_what_is_timed():
+    from engine.budget.memory import memory_budget
+    b = memory_budget(TINY, 2, 16, "bf16", "bf16")
+    fwd, how_f = lat.memory_estimate(TINY, 2, 16, "bf16", "forward")
+    trn, how_t = lat.memory_estimate(TINY, 2, 16, "bf16", "train")
+    assert fwd == b.weights_bytes + 2 * 16 * 64 * 2 and "logits" in how_f
+    assert trn == b.weights_bytes + b.grads_bytes + b.activations_bytes and "gradients" in how_t

@@ -19,6 +19,7 @@ import torch.utils.benchmark as benchmark
 
 from engine.budget.devices import DEVICE_PROFILES
 from engine.budget.flops import flops_budget
+from engine.budget.memory import DTYPE_BYTES, memory_budget
 from engine.config import ModelConfig
 from engine.guard import check_fits
 from engine.model import DecoderLM, KVCache, build_model
@@ -94,6 +95,17 @@ def peak_flops(profile: str | None, dtype: str) -> float | None:
         return None
     peak = DEVICE_PROFILES[profile].peak_flops.get(dtype)
     return peak if peak else None
+
+
+def memory_estimate(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp32",
+                    mode: str = "forward") -> tuple[int, str]:
+    """Closed-form bytes the timed call should peak at (to set beside CUDA's measured peak) and how."""
+    b = memory_budget(cfg, batch, seq, dtype, "fp32" if dtype == "fp32" else "bf16")
+    if mode == "train":
+        return (b.weights_bytes + b.grads_bytes + b.activations_bytes,
+                "closed form: weights + gradients + saved activations (no optimizer state is timed)")
+    logits = batch * seq * cfg.vocab_size * DTYPE_BYTES[dtype]
+    return b.weights_bytes + logits, "closed form: weights + the batch's logits (no grad, no KV cache kept)"
 
 
 def _check(cfg: ModelConfig, batch: int, seq: int, dtype: str, mode: str = "forward") -> None:

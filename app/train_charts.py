@@ -1,0 +1,127 @@
+"""Pure figure builders for the Latency and Training pages (no Streamlit, so tests call them directly).
+
+Inputs are engine results: LatencyResult / DecodePoint lists, and training steps as mappings with the
+StepRecord fields (a live run's records or a stored run's rows). Every axis names its unit.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, is_dataclass
+from typing import Any, Mapping, Sequence
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from app.charts import COLORS, _layout
+
+SERIES_COLORS = list(COLORS.values())   # one colour per compared series, from the shared palette
+
+
+def _color(i: int) -> str:
+    return SERIES_COLORS[i % len(SERIES_COLORS)]
+
+
+def _rows(steps: Sequence[Any]) -> list[Mapping[str, Any]]:
+    return [asdict(s) if is_dataclass(s) else s for s in steps]
+
+
+# ---- latency -------------------------------------------------------------------------------------------------
+def _by_batch(results: Sequence[Any]) -> dict[int, list[Any]]:
+    out: dict[int, list[Any]] = {}
+    for r in sorted(results, key=lambda r: (r.batch, r.seq)):
+        out.setdefault(r.batch, []).append(r)
+    return out
+
+
+def latency_figure(results: Sequence[Any]) -> go.Figure:
+    """Median time per call vs sequence length, one line per batch size, IQR as error bars; log-log axes."""
+    fig = go.Figure()
+    for i, (batch, rs) in enumerate(_by_batch(results).items()):
+        fig.add_trace(go.Scatter(
+            x=[r.seq for r in rs], y=[r.median_ms for r in rs], mode="lines+markers", name=f"batch {batch}",
+            line=dict(color=_color(i)), error_y=dict(type="data", array=[r.iqr_ms for r in rs], visible=True),
+            customdata=[[r.iqr_ms, r.runs] for r in rs],
+            hovertemplate="seq %{x}: %{y:.3f} ms<br>IQR %{customdata[0]:.3f} ms, %{customdata[1]} runs<extra></extra>"))
+    fig.update_xaxes(type="log", title_text="sequence length (tokens, log)")
+    fig.update_yaxes(type="log", title_text="median latency per call (ms, log)")
+    mode = results[0].mode if results else "forward"
+    return _layout(fig, f"Measured {'forward + backward' if mode == 'train' else 'forward'} latency", height=420)
+
+
+def throughput_figure(results: Sequence[Any]) -> go.Figure:
+    """Tokens per second vs sequence length, one line per batch size (hover: TFLOP/s and MFU)."""
+    fig = go.Figure()
+    for i, (batch, rs) in enumerate(_by_batch(results).items()):
+        mfu = [f"{100 * r.mfu:.3g}%" if r.mfu is not None else "n/a" for r in rs]
+        fig.add_trace(go.Scatter(
+            x=[r.seq for r in rs], y=[r.tokens_per_s for r in rs], mode="lines+markers", name=f"batch {batch}",
+            line=dict(color=_color(i)), customdata=[[r.achieved_tflops, m] for r, m in zip(rs, mfu)],
+            hovertemplate="seq %{x}: %{y:,.0f} tokens/s<br>%{customdata[0]:.4f} TFLOP/s, MFU %{customdata[1]}"
+                          "<extra></extra>"))
+    fig.update_xaxes(type="log", title_text="sequence length (tokens, log)")
+    fig.update_yaxes(type="log", title_text="throughput (tokens/s, log)")
+    return _layout(fig, "Measured throughput", height=420)
+
+
+def decode_figure(curves: Mapping[str, Sequence[Any]]) -> go.Figure:
+    """Time for one new token vs tokens already in the KV cache, one line per attention variant."""
+    fig = go.Figure()
+    for i, (label, points) in enumerate(curves.items()):
+        fig.add_trace(go.Scatter(
+            x=[p.context for p in points], y=[p.median_ms for p in points], mode="lines+markers", name=label,
+            line=dict(color=_color(i)), customdata=[[p.cache_bytes / 2**20, p.iqr_ms] for p in points],
+            hovertemplate=f"{label}, context %{{x}}: %{{y:.3f}} ms/token<br>KV cache %{{customdata[0]:.2f}} MiB"
+                          ", IQR %{customdata[1]:.3f} ms<extra></extra>"))
+    fig.update_xaxes(type="log", title_text="context already cached (tokens, log)")
+    fig.update_yaxes(type="log", title_text="decode step latency (ms per token, log)")
+    return _layout(fig, "Decode step vs context: MHA, GQA, MQA", height=420)
+
+
+# ---- training --------------------------------------------------------------------------------------------------
+def loss_figure(runs: Mapping[str, Sequence[Any]]) -> go.Figure:
+    """Train loss per step (line) and val loss where evaluated (markers), one colour per run."""
+    fig = go.Figure()
+    for i, (label, steps) in enumerate(runs.items()):
+        rows = _rows(steps)
+        fig.add_trace(go.Scatter(x=[r["step"] for r in rows], y=[r["train_loss"] for r in rows], mode="lines",
+                                 name=f"{label} train", legendgroup=label, line=dict(color=_color(i)),
+                                 hovertemplate=f"{label} step %{{x}}: train %{{y:.4f}} nats<extra></extra>"))
+        val = [r for r in rows if r["val_loss"] is not None]
+        fig.add_trace(go.Scatter(x=[r["step"] for r in val], y=[r["val_loss"] for r in val], mode="lines+markers",
+                                 name=f"{label} val", legendgroup=label,
+                                 line=dict(color=_color(i), dash="dash"), marker=dict(size=8),
+                                 hovertemplate=f"{label} step %{{x}}: val %{{y:.4f}} nats<extra></extra>"))
+    fig.update_xaxes(title_text="optimizer step")
+    fig.update_yaxes(title_text="cross-entropy loss (nats per token)")
+    return _layout(fig, "Loss", height=420, hovermode="x")
+
+
+DIAGNOSTICS = (("lr", "learning rate"), ("grad_norm", "gradient norm (before clipping)"),
+               ("max_logit", "largest logit"), ("log_z", "mean log Z (nats)"))
+
+
+def diagnostics_figure(runs: Mapping[str, Sequence[Any]]) -> go.Figure:
+    """lr schedule, gradient norm, max logit and log Z per step: the quantities z-loss and soft-capping act on."""
+    fig = make_subplots(rows=2, cols=2, subplot_titles=[t for _, t in DIAGNOSTICS], vertical_spacing=0.15)
+    for i, (label, steps) in enumerate(runs.items()):
+        rows = _rows(steps)
+        for k, (key, title) in enumerate(DIAGNOSTICS):
+            fig.add_trace(go.Scatter(x=[r["step"] for r in rows], y=[r[key] for r in rows], mode="lines",
+                                     name=label, legendgroup=label, showlegend=k == 0, line=dict(color=_color(i)),
+                                     hovertemplate=f"{label} step %{{x}}: {title} %{{y:.4g}}<extra></extra>"),
+                          row=k // 2 + 1, col=k % 2 + 1)
+    fig.update_xaxes(title_text="optimizer step")
+    fig.update_yaxes(title_text="lr (per step)", row=1, col=1)
+    fig.update_yaxes(title_text="L2 norm", row=1, col=2)
+    fig.update_yaxes(title_text="logit (nats)", row=2, col=1)
+    fig.update_yaxes(title_text="log Z (nats)", row=2, col=2)
+    return _layout(fig, "Optimizer and logit diagnostics", height=560)
+
+
+def speed_figure(tokens_per_s: Mapping[str, float]) -> go.Figure:
+    """Mean training throughput per run (A/B: same data, same seed, run one after the other)."""
+    labels = list(tokens_per_s)
+    fig = go.Figure(go.Bar(x=labels, y=[tokens_per_s[k] for k in labels],
+                           marker_color=[_color(i) for i in range(len(labels))],
+                           hovertemplate="%{x}: %{y:,.0f} tokens/s<extra></extra>"))
+    fig.update_yaxes(title_text="training throughput (tokens/s)")
+    return _layout(fig, "Training speed", height=320)

@@ -1,0 +1,69 @@
+"""Latency page (AppTest, tiny preset): sweep with results table, decode curves, refusal with numbers; and its
+figure builders (log axes, units)."""
+from __future__ import annotations
+
+import pytest
+
+from app import train_charts
+from engine.measure.latency import DecodePoint, LatencyResult
+
+
+def result(batch: int, seq: int, ms: float) -> LatencyResult:
+    return LatencyResult("t", "forward", "cpu", "fp32", batch, seq, ms, ms / 10, 5, batch * seq / ms * 1e3, 1e6,
+                         1e6 / ms * 1e3 / 1e12, 0.01, "CPU (measured)", None)
+
+
+def test_latency_and_throughput_figures():
+    rs = [result(4, 64, 2.0), result(1, 64, 1.0), result(1, 16, 0.5)]
+    fig = train_charts.latency_figure(rs)
+    assert [t.name for t in fig.data] == ["batch 1", "batch 4"]
+    assert list(fig.data[0].x) == [16, 64] and list(fig.data[0].y) == [0.5, 1.0]
+    assert list(fig.data[0].error_y.array) == [0.05, 0.1]
+    assert fig.layout.xaxis.type == fig.layout.yaxis.type == "log"
+    assert "ms" in fig.layout.yaxis.title.text and "tokens" in fig.layout.xaxis.title.text
+    tp = train_charts.throughput_figure(rs)
+    assert "tokens/s" in tp.layout.yaxis.title.text and list(tp.data[1].y) == [rs[0].tokens_per_s]
+
+
+def test_decode_figure_one_line_per_variant():
+    pts = [DecodePoint(16, 1.0, 0.1, 1000.0, 2**20), DecodePoint(256, 2.0, 0.1, 500.0, 2**24)]
+    fig = train_charts.decode_figure({"MHA": pts, "MQA": pts[:1]})
+    assert [t.name for t in fig.data] == ["MHA", "MQA"] and list(fig.data[0].x) == [16, 256]
+    assert fig.layout.xaxis.type == "log" and "ms per token" in fig.layout.yaxis.title.text
+    assert fig.data[0].customdata[1][0] == 16.0        # MiB in the hover
+
+
+def test_page_sweeps_and_decodes_a_tiny_model(new_app):
+    at = new_app("pages/latency.py", preset="microgpt")
+    at.run()
+    assert not at.exception and at.title[0].value == "Latency: microgpt"
+    at.button(key="lat_run").click().run()
+    assert not at.exception and not at.error
+    key, results = at.session_state["lat_sweep"]
+    assert [(r.batch, r.seq) for r in results] == [(1, 8), (1, 16), (4, 8), (4, 16)]
+    table = at.dataframe[-1].value
+    assert list(table["peak memory (measured)"]) == ["not available on CPU"] * 4
+    at.button(key="lat_decode").click().run()
+    assert not at.exception and not at.error
+    _, curves = at.session_state["lat_decode_curves"]
+    assert list(curves) == ["MHA", "MQA"] and [p.context for p in curves["MQA"]] == [15]
+
+
+def test_page_refuses_a_model_that_does_not_fit(new_app):
+    at = new_app("pages/latency.py", preset="llama-3-70b")
+    at.run()
+    assert not at.exception
+    assert any("refusing to build llama-3-70b" in e.value and "free" in e.value for e in at.error)
+    assert not [b for b in at.button if b.key == "lat_run"]
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_browser_sweep_draws_charts(served_app, browser):
+    page = browser.new_page(viewport={"width": 1600, "height": 1000})
+    page.goto(f"{served_app}/latency?preset=microgpt")
+    page.get_by_role("button", name="Measure the sweep").click(timeout=60000)
+    page.wait_for_selector(".js-plotly-plot", timeout=120000)
+    page.get_by_text("Peak memory is measured on CUDA only").first.wait_for(timeout=60000)
+    assert page.locator('[data-testid="stException"]').count() == 0
+    page.close()
