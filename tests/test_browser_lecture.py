@@ -27,6 +27,11 @@ def page(browser):
     context.close()
 
 
+def idle(page) -> None:
+    """Wait until the app's script run is over, so a click is not lost in a re-render."""
+    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=LOAD)
+
+
 def heading(page, section: str):
     number = list(SECTIONS).index(section) + 1
     return page.get_by_role("heading", name=f"{number}. {SECTIONS[section][0]}", exact=True)
@@ -43,6 +48,7 @@ def test_present_mode_deep_link(served_app, page):
     expect(page).to_have_url(re.compile(r"/lecture\?.*section=rope"))
     expect(page).to_have_url(re.compile(r"present=1"))
 
+    idle(page)
     page.keyboard.press("PageDown")                                   # a presentation clicker's "next"
     heading(page, "zloss").wait_for(timeout=LOAD)
     expect(page.get_by_test_id("stMetricValue").filter(has_text="10.6931")).to_be_visible(timeout=LOAD)
@@ -71,6 +77,7 @@ def test_every_section_shows_its_numbers(served_app, page):
         for label, value in EXPECTED[section].items():
             assert shown.get(label) == value, (section, label, shown.get(label))
         if i < len(SECTIONS) - 1:
+            idle(page)
             page.get_by_role("button", name=re.compile("Next")).click()
 
 
@@ -80,6 +87,7 @@ def test_toggle_leaves_and_enters_present_mode(served_app, page):
     heading(page, "microgpt").wait_for(timeout=LOAD)
     expect(page.get_by_test_id("stSidebar")).to_be_visible()
     expect(page.get_by_test_id("stMetricValue").filter(has_text="4,224").first).to_be_visible(timeout=LOAD)
+    idle(page)
     page.get_by_text("Present mode").click()
     expect(page.get_by_test_id("stSidebar")).to_be_hidden()
     expect(page).to_have_url(re.compile(r"present=1"))
