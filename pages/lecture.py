@@ -5,17 +5,9 @@ toggle) hides the sidebar and enlarges everything for a projector. PageDown / Pa
 as a presentation clicker does.
 """
 import streamlit as st
-from streamlit.runtime.pages_manager import PagesManager
 
-if PagesManager.uses_pages_directory:
-    # A fresh server whose first request is a deep link (/lecture?section=...) runs this file alone, in Streamlit's
-    # legacy pages/ mode, without streamlit_app.py. Switch to st.navigation mode and rerun this same page through
-    # the entry script (same URL path, same query string), before anything here touches the URL.
-    PagesManager.uses_pages_directory = False
-    st.rerun()
-
-from app import export, present, state, widgets  # noqa: E402
-from app.lecture_sections import SECTIONS  # noqa: E402
+from app import export, present, state, widgets
+from app.lecture_sections import SECTIONS
 
 IDS = list(SECTIONS)
 PICK, TOGGLE = "lecture_pick", "lecture_present"
@@ -43,6 +35,7 @@ def _toggled() -> None:
     st.session_state[PRESENT_KEY] = "1" if st.session_state[TOGGLE] else "0"
 
 
+cfg = state.current_config()   # first: on a fresh server's deep link this reruns through the entry point
 section = _current()
 _, problem = present.parse_present(st.session_state.get(PRESENT_KEY))
 if problem:
@@ -50,7 +43,6 @@ if problem:
     st.session_state[PRESENT_KEY] = "0"
 present.apply_style()
 on_stage = present.is_present()
-cfg = state.current_config()
 if not on_stage:
     widgets.metric_row(cfg)
 
