@@ -23,8 +23,6 @@ PAGES = [  # (file, title, icon); a page whose file is not there yet is skipped
 st.set_page_config(page_title="Transformer Architecture Explorer", page_icon=":material/hub:", layout="wide")
 pages = [st.Page(ROOT / path, title=title, icon=icon, default=path == "pages/design.py")
          for path, title, icon in PAGES if (ROOT / path).exists()]
-from app.present import capture_view_params  # noqa: E402  ?section= and ?present= are view params, not config
-capture_view_params()
 page = st.navigation(pages)
 with st.sidebar:
     editor.sidebar()

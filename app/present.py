@@ -1,34 +1,27 @@
-"""Present mode for a projector, and the view state in the URL (`?section=rope&present=1`).
+"""Present mode for a projector, and the Lecture view in the URL (`?section=rope&present=1`).
 
-The URL's config params belong to app.state; `section` and `present` are view params. `capture_view_params()`
-runs in streamlit_app.py before navigation and moves them from the URL into the session, so the config parser
-never sees them; the Lecture page writes them back (`write_view_params`) after app.state has synced the config,
-so a copied link reopens the same section in the same mode.
+`section` and `present` are view params (app.state.VIEW_PARAMS): the config parser skips them and the URL sync
+keeps them, so they live in st.query_params itself and a copied link reopens the same section in the same mode.
 """
 from __future__ import annotations
 
 import plotly.graph_objects as go
 import streamlit as st
 
-VIEW_KEYS = ("section", "present")
-_WRITTEN = "view_written"        # what the app itself last put in the URL
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
 
 
-def view_key(name: str) -> str:
-    return f"view_{name}"
+def view_param(name: str) -> str | None:
+    return st.query_params.get(name)
 
 
-def capture_view_params() -> None:
-    """Take `section` / `present` out of the URL. A value the app did not write itself (a deep link, a hand-edited
-    URL) replaces the session's; the app's own echo of its state is just dropped."""
-    written = st.session_state.setdefault(_WRITTEN, {})
-    for name in VIEW_KEYS:
+def set_view_param(name: str, value: str | None) -> None:
+    """Put `value` in the URL (None removes the key); untouched when already so, to send no needless update."""
+    if value is None:
         if name in st.query_params:
-            value = st.query_params[name]
-            if written.get(name) != value:
-                st.session_state[view_key(name)] = value
             del st.query_params[name]
+    elif st.query_params.get(name) != value:
+        st.query_params[name] = value
 
 
 def parse_present(raw: object) -> tuple[bool, str | None]:
@@ -42,20 +35,11 @@ def parse_present(raw: object) -> tuple[bool, str | None]:
 
 
 def is_present() -> bool:
-    return parse_present(st.session_state.get(view_key("present")))[0]
+    return parse_present(view_param("present"))[0]
 
 
-def write_view_params(section: str) -> None:
-    """Put the section (and present=1 when on) back into the URL, and remember that the app wrote them."""
-    want = {"section": section}
-    if is_present():
-        want["present"] = "1"
-    for name in VIEW_KEYS:
-        if name in want:
-            st.query_params[name] = want[name]
-        elif name in st.query_params:
-            del st.query_params[name]
-    st.session_state[_WRITTEN] = want
+def set_present(on: bool) -> None:
+    set_view_param("present", "1" if on else None)
 
 
 _CSS = """<style>

@@ -1,7 +1,10 @@
 """The session's config: last valid ModelConfig in st.session_state, mirrored in the URL query params.
 
 The URL holds `preset=NAME` plus only the fields that differ from that preset, so a copied link reproduces the
-exact config. Everything is per session (st.session_state); nothing is kept in module globals.
+exact config. A few keys choose what a page shows rather than the model (VIEW_PARAMS, e.g. the Lecture page's
+`section` and `present`): the config parser ignores them and `sync_url` leaves them in place, so the page that owns
+them reads and writes st.query_params directly. Everything is per session (st.session_state); nothing is kept in
+module globals.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from engine.presets import PRESETS
 
 DEFAULT_PRESET = "gpt2"
 CFG, PRESET, PROBLEMS = "cfg", "preset", "cfg_problems"
+VIEW_PARAMS = ("section", "present")   # URL keys that are not config fields (Lecture: which section, projector mode)
 
 
 def widget_key(name: str) -> str:
@@ -46,7 +50,7 @@ def config_from_params(params: dict[str, str]) -> tuple[str, ModelConfig, list[s
     if preset not in PRESETS:
         problems.append(f"preset: {preset!r} is not one of {', '.join(PRESETS)}")
         preset = DEFAULT_PRESET
-    overrides = {k: v for k, v in params.items() if k != "preset"}
+    overrides = {k: v for k, v in params.items() if k != "preset" and k not in VIEW_PARAMS}
     try:
         cfg = ModelConfig.from_dict(overrides, base=preset_config(preset))
     except ConfigError as e:
@@ -105,7 +109,8 @@ def current_preset() -> str:
 
 
 def sync_url() -> None:
-    """Write the current config into the URL, touching st.query_params only when it changed."""
-    want = url_params(current_config(), current_preset())
-    if st.query_params.to_dict() != want:
+    """Write the current config into the URL (view params kept), touching st.query_params only when it changed."""
+    now = st.query_params.to_dict()
+    want = url_params(current_config(), current_preset()) | {k: now[k] for k in VIEW_PARAMS if k in now}
+    if now != want:
         st.query_params.from_dict(want)

@@ -10,43 +10,45 @@ from app import export, present, state, widgets
 from app.lecture_sections import SECTIONS
 
 IDS = list(SECTIONS)
-PICK, TOGGLE = "lecture_pick", "lecture_present"
-SECTION_KEY, PRESENT_KEY = present.view_key("section"), present.view_key("present")
+PICK, TOGGLE, LAST = "lecture_pick", "lecture_present", "lecture_last_section"
 
 
-def _current() -> str:
-    raw = st.session_state.get(SECTION_KEY)
-    if raw is not None and raw not in SECTIONS:
-        st.warning(f"section: {raw!r} is not one of {', '.join(IDS)}; showing the first section.")
-        st.session_state[SECTION_KEY] = IDS[0]
-    return st.session_state.get(SECTION_KEY) or IDS[0]
+def _at() -> int:
+    """Index of the URL's section; without one (the sidebar's page links drop the query string) the section this
+    session last showed; the first one when unknown."""
+    raw = present.view_param("section") or st.session_state.get(LAST)
+    return IDS.index(raw) if raw in SECTIONS else 0
 
 
 def _go(step: int) -> None:
-    i = IDS.index(st.session_state.get(SECTION_KEY) or IDS[0])
-    st.session_state[SECTION_KEY] = IDS[min(max(i + step, 0), len(IDS) - 1)]
+    present.set_view_param("section", IDS[min(max(_at() + step, 0), len(IDS) - 1)])
 
 
 def _picked() -> None:
-    st.session_state[SECTION_KEY] = st.session_state[PICK]
+    present.set_view_param("section", st.session_state[PICK])
 
 
 def _toggled() -> None:
-    st.session_state[PRESENT_KEY] = "1" if st.session_state[TOGGLE] else "0"
+    present.set_present(st.session_state[TOGGLE])
 
 
 cfg = state.current_config()   # first: on a fresh server's deep link this reruns through the entry point
-section = _current()
-_, problem = present.parse_present(st.session_state.get(PRESENT_KEY))
+raw = present.view_param("section")
+if raw is not None and raw not in SECTIONS:
+    st.warning(f"section: {raw!r} is not one of {', '.join(IDS)}; showing the first section.")
+index = _at()
+section = IDS[index]
+present.set_view_param("section", section)   # the URL always names the section shown
+st.session_state[LAST] = section
+_, problem = present.parse_present(present.view_param("present"))
 if problem:
     st.warning(problem)
-    st.session_state[PRESENT_KEY] = "0"
+    present.set_present(False)
 present.apply_style()
 on_stage = present.is_present()
 if not on_stage:
     widgets.metric_row(cfg)
 
-index = IDS.index(section)
 st.session_state[PICK], st.session_state[TOGGLE] = section, on_stage
 prev_col, pick_col, next_col, toggle_col = st.columns([1.6, 3.4, 1.6, 1.6], vertical_alignment="bottom")
 prev_col.button("Previous", key="lecture_prev", on_click=_go, args=(-1,), disabled=index == 0, shortcut="PageUp",
@@ -64,7 +66,6 @@ try:
     render()
 except ValueError as e:   # bad input (ConfigError included): say which field and what is allowed
     st.error(str(e))
-present.write_view_params(section)
 
 if not on_stage:
     with st.expander("Handout of the current config (offline HTML or Markdown)", icon=":material/description:"):

@@ -5,6 +5,8 @@
 import pytest
 
 from app.lecture_sections import SECTIONS
+from engine.presets import PRESETS
+from tests.conftest import ROOT
 
 LECTURE = "pages/lecture.py"
 
@@ -71,6 +73,22 @@ def test_section_query_param_selects_the_section(new_app):
     assert at.selectbox(key="lecture_pick").value == "kvcache"
     assert metrics(at)["MQA (1 KV heads)"] == "128.00 MiB"
     assert at.query_params["section"] == "kvcache" and at.query_params["d_model"] == "1024"  # config kept
+
+
+def test_view_params_are_not_config_and_survive_a_knob_change(new_app):
+    from app.state import config_from_params
+    preset, cfg, problems = config_from_params({"preset": "gpt2", "section": "rope", "present": "1"})
+    assert problems == [] and cfg == PRESETS["gpt2"].config
+    at = new_app(page=LECTURE, section="kvcache", preset="llama-3-8b")
+    at.run()
+    at.sidebar.number_input(key="field_n_layers").set_value(16).run()
+    clean(at)
+    assert dict(at.query_params) == {"preset": "llama-3-8b", "n_layers": "16", "section": "kvcache"}
+    assert at.header[0].value == "10. KV cache: MHA, GQA, MQA"
+    at.switch_page(str(ROOT / "pages/design.py")).run()   # the sidebar's page links drop the query string:
+    del at.query_params["section"]                         # back on the Lecture page, the same section
+    at.switch_page(str(ROOT / LECTURE)).run()
+    assert at.header[0].value == "10. KV cache: MHA, GQA, MQA" and at.query_params["section"] == "kvcache"
 
 
 def test_unknown_section_is_reported(new_app):
