@@ -37,13 +37,17 @@ def figure_html(fig: go.Figure) -> str:
                        config={"displaylogo": False, "toImageButtonOptions": {"format": "svg"}})
 
 
+CHART_DOWNLOAD = "Chart as offline HTML"
+
+
 def chart(fig: go.Figure, key: str, name: str | None = None, download: bool = True) -> None:
-    """st.plotly_chart plus a button that downloads the same figure as offline HTML (built only on click)."""
+    """st.plotly_chart plus a small link-style button that downloads the same figure as one offline HTML file
+    (built only on click). The Design, Budgets, Activations, Compare and Lecture pages draw every chart with it."""
     st.plotly_chart(fig, key=f"{key}_chart")
     if download:
-        st.download_button("Download chart (offline HTML)", data=lambda: figure_html(fig),
-                           file_name=f"{name or key}.html", mime="text/html", key=f"{key}_download",
-                           on_click="ignore", icon=":material/download:")
+        st.download_button(CHART_DOWNLOAD, data=lambda: figure_html(fig), file_name=f"{name or key}.html",
+                           mime="text/html", key=f"{key}_download", on_click="ignore", type="tertiary",
+                           icon=":material/download:", help="Interactive, plotly.js inlined: opens without network.")
 
 
 def dot_to_svg(dot: str) -> str | None:

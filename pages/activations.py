@@ -1,7 +1,7 @@
 """Activations: the FFN nonlinearities with their derivatives, and live statistics of the built model."""
 import streamlit as st
 
-from app import charts, compute
+from app import charts, compute, export
 from app.state import current_config
 from app.widgets import metric_row
 from engine.config import DENSE_FFNS, GATED_FFNS
@@ -23,7 +23,7 @@ with c2:
 with c1:
     if names and hi > lo:
         curves = compute.curves(tuple(names), lo, hi)
-        st.plotly_chart(charts.activation_figure(curves, "Activations and their slopes"), width="stretch")
+        export.chart(charts.activation_figure(curves, "Activations and their slopes"), "act_curves", "activations")
     else:
         st.info("Pick at least one curve and a non-empty range.")
 
@@ -31,7 +31,7 @@ gate = cfg.ffn if cfg.gated else "swiglu"
 with st.expander(f"Gated product {gate}: output over gate and up inputs", expanded=cfg.gated):
     st.caption("In a gated FFN each hidden unit outputs act(g)·u: the activated gate g scales the plain linear "
                "value u, so the sign and size of the output follow u wherever the gate is open.")
-    st.plotly_chart(charts.gated_surface_figure(compute.surface(gate, -3.0, 3.0)), width="stretch")
+    export.chart(charts.gated_surface_figure(compute.surface(gate, -3.0, 3.0)), "act_surface", f"{gate}-surface")
 
 st.header("Live statistics of the built model")
 device = default_device()
@@ -53,12 +53,15 @@ else:
             status.update(label=f"Measured on {stats.device}: {stats.tokens} tokens", state="complete")
         st.session_state["stats_key"] = key
         a, b = st.columns(2)
-        a.plotly_chart(charts.residual_rms_figure(stats.residual_rms), width="stretch")
-        b.plotly_chart(charts.entropy_figure(stats.entropy, stats.uniform_entropy), width="stretch")
+        with a:
+            export.chart(charts.residual_rms_figure(stats.residual_rms), "stats_rms", f"{cfg.name}-residual-rms")
+        with b:
+            export.chart(charts.entropy_figure(stats.entropy, stats.uniform_entropy), "stats_entropy",
+                         f"{cfg.name}-attention-entropy")
         st.caption("Entropy in nats: 0 means a head attends to a single key; the uniform value (hover) means it "
                    "spreads evenly over all visible keys, as untrained heads do.")
         l, h = st.columns(2)
         layer = l.number_input("Layer", 0, cfg.n_layers - 1, 0, key="map_layer")
         head = h.number_input("Head", 0, cfg.n_heads - 1, 0, key="map_head")
-        st.plotly_chart(charts.attention_map_figure(stats.probs[layer, head].tolist(), layer, head),
-                        width="stretch")
+        export.chart(charts.attention_map_figure(stats.probs[layer, head].tolist(), layer, head), "stats_map",
+                     f"{cfg.name}-attention-L{layer}-H{head}")

@@ -1,7 +1,7 @@
 """Compare: pin up to four configs (current, presets, uploaded YAML) and see them side by side."""
 import streamlit as st
 
-from app import budget_charts, budget_view, compute, tables
+from app import budget_charts, budget_view, compute, export, tables
 from app.editor import read_yaml
 from app.state import current_config
 from app.widgets import metric_row
@@ -66,20 +66,22 @@ labels = list(configs)
 log = st.toggle("Logarithmic value axis", value=True, key="cmp_log",
                 help="Models of very different sizes stay readable side by side; switch off for linear bars.")
 params = [compute.params(c) for c in configs.values()]
-st.plotly_chart(budget_charts.compare_bars(
+export.chart(budget_charts.compare_bars(
     "Parameters", labels, {"total": [p.total for p in params], "non-embedding": [p.non_embedding for p in params]},
-    "count", log), width="stretch")
+    "count", log), "cmp_params", "compare-parameters")
 mem_cols = st.columns(2)
 weights = [compute.memory(c, 1, c.context_length, "bf16", "bf16").weights_bytes for c in configs.values()]
 kv = [compute.kv_cache(c, 1, c.context_length, "bf16") for c in configs.values()]
 train = [compute.memory(c, 1, budget_view.compare_train_seq(c)).train_total_bytes for c in configs.values()]
-mem_cols[0].plotly_chart(budget_charts.compare_bars(
-    "Memory", labels, {"bf16 weights": weights, "KV cache": kv, "training step": train}, "bytes", log),
-    width="stretch")
+with mem_cols[0]:
+    export.chart(budget_charts.compare_bars(
+        "Memory", labels, {"bf16 weights": weights, "KV cache": kv, "training step": train}, "bytes", log),
+        "cmp_memory", "compare-memory")
 fpt = [compute.flops(c, 1, c.context_length).flops_per_token for c in configs.values()]
 six = [compute.flops(c, 1, c.context_length).six_n_per_token for c in configs.values()]
-mem_cols[1].plotly_chart(budget_charts.compare_bars(
-    "FLOPs per token", labels, {"counted": fpt, "6N rule": six}, "flops", log), width="stretch")
+with mem_cols[1]:
+    export.chart(budget_charts.compare_bars(
+        "FLOPs per token", labels, {"counted": fpt, "6N rule": six}, "flops", log), "cmp_flops", "compare-flops")
 st.caption("All closed forms (engine/budget): exact parameter counts; memory at batch 1 (KV cache in bf16 at the "
            "config's full context, training step with mixed-bf16 AdamW at sequence min(context, 2,048)); training "
            "FLOPs per token at each config's own context length beside the 6N rule.")

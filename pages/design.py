@@ -1,7 +1,7 @@
 """Design: the exact parameter count, where the parameters live, and the block diagram of the current config."""
 import streamlit as st
 
-from app import charts, compute, diagram, tables
+from app import charts, compute, diagram, export, tables
 from app.state import current_config, current_preset
 from app.widgets import metric_row
 from engine.presets import PRESETS
@@ -27,7 +27,7 @@ st.markdown(f"**{fmt_count(pc.total)}** parameters in total, **{fmt_count(pc.non
 
 left, right = st.columns([3, 2])
 with left:
-    st.plotly_chart(charts.params_treemap(pc), width="stretch")
+    export.chart(charts.params_treemap(pc), "design_params", f"{cfg.name}-parameters")
     st.dataframe(tables.params_table(pc), hide_index=True, width="stretch")
 with right:
     st.subheader("Block diagram")

@@ -1,4 +1,7 @@
 """AppTest: Budgets, Activations and Compare render, react to knobs and refuse big builds with a message."""
+import pytest
+
+from app.export import CHART_DOWNLOAD
 from engine.budget.params import count_params
 from engine.presets import PRESETS
 
@@ -72,3 +75,19 @@ def test_every_page_survives_an_invalid_value(new_app):
         assert not at.exception, page
         assert any(e.value.startswith("n_kv_heads:") for e in at.sidebar.error), page
         assert total(at) == "124,439,808", page
+
+
+@pytest.mark.parametrize("page,preset,clicks", [
+    ("pages/design.py", "gpt2", ()), ("pages/budgets.py", "gpt2", ()),
+    ("pages/activations.py", "microgpt", ("Build and measure",)), ("pages/compare.py", "gpt2", ()),
+])
+def test_every_chart_has_an_offline_html_download(new_app, page, preset, clicks):
+    at = new_app(page, preset=preset)
+    at.run()
+    for label in clicks:
+        next(b for b in at.button if b.label == label).click().run()
+    assert not at.exception
+    charts = at.main.get("plotly_chart")     # AppTest sees Plotly charts only as unknown elements: count them
+    downloads = [b for b in at.main.get("download_button") if b.proto.label == CHART_DOWNLOAD]
+    assert len(charts) >= (4 if page == "pages/activations.py" else 1), page
+    assert len(downloads) == len(charts), page
