@@ -36,6 +36,19 @@ def _table(header: list[str], rows: list[list[str]]) -> None:
     st.markdown("\n".join([line(header), "|" + "---|" * len(header)] + [line(r) for r in rows]))
 
 
+def _numbers(cols, *specs: tuple) -> list:
+    """Number inputs side by side, one per column: (label, min, max, default, key[, step])."""
+    return [col.number_input(label, lo, hi, default, key=key, step=step[0] if step else None)
+            for col, (label, lo, hi, default, key, *step) in zip(cols, specs)]
+
+
+def _metrics(*items: tuple) -> None:
+    """A row of metrics, one per column: (label, value[, help[, delta]]); a delta is a neutral note, no colour."""
+    for col, (label, value, *more) in zip(st.columns(len(items)), items):
+        col.metric(label, value, help=more[0] if more else None, delta=more[1] if len(more) > 1 else None,
+                   delta_color="off")
+
+
 def _nums(values: list[float], digits: int = 4) -> str:
     return "(" + ", ".join(f"{v:.{digits}f}" for v in values) + ")"
 
@@ -45,12 +58,11 @@ def activations() -> None:
     z = c1.slider("z for ReLU and GELU", -4.0, 4.0, -1.0, 0.05, key="lec_act_z")
     z2 = c2.slider("z for SiLU", -4.0, 4.0, 2.0, 0.05, key="lec_act_z2")
     a, b = lecture.activation_values(z), lecture.activation_values(z2)
-    cols = st.columns(5)
-    cols[0].metric(f"ReLU({z:g})", f"{a['relu']:.6f}")
-    cols[1].metric(f"GELU({z:g})", f"{a['gelu']:.6f}", help="Exact GELU: z·Φ(z), Φ the normal CDF.")
-    cols[2].metric(f"GELU-tanh({z:g})", f"{a['gelu_tanh']:.6f}", help="The tanh approximation (GPT-2).")
-    cols[3].metric(f"SiLU({z2:g})", f"{b['silu']:.4f}")
-    cols[4].metric(f"sigmoid({z2:g})", f"{b['sigmoid']:.4f}", help="SiLU(z) = z · sigmoid(z).")
+    _metrics((f"ReLU({z:g})", f"{a['relu']:.6f}"),
+             (f"GELU({z:g})", f"{a['gelu']:.6f}", "Exact GELU: z·Φ(z), Φ the normal CDF."),
+             (f"GELU-tanh({z:g})", f"{a['gelu_tanh']:.6f}", "The tanh approximation (GPT-2)."),
+             (f"SiLU({z2:g})", f"{b['silu']:.4f}"),
+             (f"sigmoid({z2:g})", f"{b['sigmoid']:.4f}", "SiLU(z) = z · sigmoid(z)."))
     st.caption("ReLU zeroes every negative input; GELU lets a small negative value through. Run it twice: the "
                "same input gives the same output, nothing is sampled. SiLU can exceed 1, so a SiLU gate scales "
                "its partner, it is not a probability.")
@@ -63,13 +75,12 @@ def gating() -> None:
     f = c2.number_input("dense d_ff", 1, 262144, 4 * d, key=f"lec_gate_f_{d}", help="Starts at 4 x d_model.")
     m = c3.selectbox("round gated width up to a multiple of", (1, 8, 64, 128, 256), index=4, key="lec_gate_m")
     g = lecture.gating_match(d, f, m)
-    cols = st.columns(4)
-    cols[0].metric(f"dense, d_ff {g.dense_width:,}", fmt_count(g.dense_params), help="2 · d_model · d_ff")
-    cols[1].metric(f"gated, d_ff {g.gated_width:,}", fmt_count(g.gated_params),
-                   delta=f"{g.gated_gap:+.2%} vs dense", delta_color="off", help="3 · d_model · d_ff_gated")
-    cols[2].metric(f"gated, d_ff {g.dense_width:,}", fmt_count(g.same_width_gated_params),
-                   delta=f"{g.same_width_extra:+.0%} vs dense", delta_color="off")
-    cols[3].metric("dense biases (d_ff + d_model)", fmt_count(g.dense_bias_params))
+    _metrics((f"dense, d_ff {g.dense_width:,}", fmt_count(g.dense_params), "2 · d_model · d_ff"),
+             (f"gated, d_ff {g.gated_width:,}", fmt_count(g.gated_params), "3 · d_model · d_ff_gated",
+              f"{g.gated_gap:+.2%} vs dense"),
+             (f"gated, d_ff {g.dense_width:,}", fmt_count(g.same_width_gated_params), "3 · d_model · d_ff",
+              f"{g.same_width_extra:+.0%} vs dense"),
+             ("dense biases (d_ff + d_model)", fmt_count(g.dense_bias_params)))
     st.caption(f"Three matrices instead of two: to spend the same parameters, the gated width is 2/3 of the dense "
                f"one, here {g.exact_gated_width:,.2f}, rounded up to {g.gated_width:,}. Keep the dense width and the "
                "gated FFN simply has half again as many parameters: a fair comparison matches the budget first.")
@@ -86,9 +97,8 @@ def parallel() -> None:
                            ["serial: FFN input", _nums(r.serial.ffn_input)], ["serial: y", _nums(r.serial.output)],
                            ["parallel: FFN input", _nums(r.parallel.ffn_input)],
                            ["parallel: y", _nums(r.parallel.output)]])
-    cols = st.columns(2)
-    cols[0].metric("serial: FFN reads this block's attention", "yes" if r.serial.ffn_sees_attention else "no")
-    cols[1].metric("parallel: FFN reads this block's attention", "yes" if r.parallel.ffn_sees_attention else "no")
+    _metrics(*((f"{name}: FFN reads this block's attention", "yes" if out.ffn_sees_attention else "no")
+               for name, out in (("serial", r.serial), ("parallel", r.parallel))))
     st.caption("Toy branches in the engine's own block: attention keeps the first coordinate, the FFN is the "
                "identity, norms have no gain. Serial: the FFN reads x plus the attention update. Parallel: both "
                "branches read the same normalized x, so the attention-to-FFN edge inside the block is gone, and "
@@ -102,36 +112,28 @@ def parallel() -> None:
 
 
 def tying() -> None:
-    c1, c2 = st.columns(2)
-    v = c1.number_input("vocabulary V", 1, 1000, 5, key="lec_tie_v")
-    d = c2.number_input("width D", 1, 1000, 3, key="lec_tie_d")
+    v, d = _numbers(st.columns(2), ("vocabulary V", 1, 1000, 5, "lec_tie_v"), ("width D", 1, 1000, 3, "lec_tie_d"))
     r = lecture.shared_vs_clone(v, d)
-    cols = st.columns(4)
-    cols[0].metric("shared Parameter: unique params", fmt_count(r["shared"].unique_params))
-    cols[1].metric("detached clone: unique params", fmt_count(r["clone"].unique_params))
-    cols[2].metric("shared: max |E − W| after one step", f"{r['shared'].max_diff_after:.4f}")
-    cols[3].metric("clone: max |E − W| after one step", f"{r['clone'].max_diff_after:.4f}")
+    _metrics(("shared Parameter: unique params", fmt_count(r["shared"].unique_params)),
+             ("detached clone: unique params", fmt_count(r["clone"].unique_params)),
+             ("shared: max |E − W| after one step", f"{r['shared'].max_diff_after:.4f}"),
+             ("clone: max |E − W| after one step", f"{r['clone'].max_diff_after:.4f}"))
     st.caption("Tying assigns one Parameter to both places. A detached clone starts with equal values but is a "
                "second tensor: the optimizer moves the two apart on the first step.")
     h = lecture.handout_tying()
-    cols = st.columns(2)
-    cols[0].metric("handout nanoGPT config, tied", fmt_count(h["tied"]["closed_form"]),
-                   help=f"Closed form; the meta-built model has {h['tied']['built']:,}.")
-    cols[1].metric("same config, untied", fmt_count(h["untied"]["closed_form"]),
-                   delta=f"+{h['untied']['closed_form'] - h['tied']['closed_form']:,}", delta_color="off",
-                   help=f"Closed form; the meta-built model has {h['untied']['built']:,}.")
+    built = lambda k: f"Closed form; the meta-built model has {h[k]['built']:,}."  # noqa: E731
+    _metrics(("handout nanoGPT config, tied", fmt_count(h["tied"]["closed_form"]), built("tied")),
+             ("same config, untied", fmt_count(h["untied"]["closed_form"]), built("untied"),
+              f"+{h['untied']['closed_form'] - h['tied']['closed_form']:,}"))
     st.markdown("**What tying saves** at a real vocabulary")
-    c1, c2, c3 = st.columns(3)
-    sv = c1.number_input("V", 1, 10_000_000, 32000, key="lec_tie_sv")
-    sd = c2.number_input("D", 1, 65536, 768, key="lec_tie_sd")
-    dt = c3.selectbox("weight dtype", ("bf16", "fp16", "fp32"), key="lec_tie_dt")
+    c = st.columns(3)
+    sv, sd = _numbers(c, ("V", 1, 10_000_000, 32000, "lec_tie_sv"), ("D", 1, 65536, 768, "lec_tie_sd"))
+    dt = c[2].selectbox("weight dtype", ("bf16", "fp16", "fp32"), key="lec_tie_dt")
     s = lecture.tying_savings(sv, sd, dt)
-    cols = st.columns(4)
-    cols[0].metric("parameters saved (V·D)", fmt_count(s.params))
-    cols[1].metric(f"{dt} weights", fmt_bytes(s.weight_bytes, digits=3))
-    cols[2].metric(f"training at {s.bytes_per_param_training} B/param", fmt_bytes(s.training_bytes, digits=3),
-                   help="weight + gradient in the weight dtype, two fp32 Adam moments")
-    cols[3].metric("+ fp32 master copy", fmt_bytes(s.master_bytes, digits=3))
+    _metrics(("parameters saved (V·D)", fmt_count(s.params)), (f"{dt} weights", fmt_bytes(s.weight_bytes, digits=3)),
+             (f"training at {s.bytes_per_param_training} B/param", fmt_bytes(s.training_bytes, digits=3),
+              "weight + gradient in the weight dtype, two fp32 Adam moments"),
+             ("+ fp32 master copy", fmt_bytes(s.master_bytes, digits=3)))
     st.caption("The logits still span the whole vocabulary: tying saves a matrix, not the output projection's work.")
 
 
@@ -149,10 +151,9 @@ def gradient() -> None:
         ph = p * sum(x * x for x in r.hidden) ** 0.5 if j in r.absent else None
         rows.append([f"{j}", charts.token_role(r, j), f"{p:.4f}", f"{g:.4f}", "" if ph is None else f"{ph:.4f}"])
     _table(["token", "role", "p_j", "|grad of output row j|", "|p_j · h|"], rows)
-    cols = st.columns(2)
-    cols[0].metric("absent rows: max |grad − p_j·h|", f"{r.max_error:.1e}")
-    cols[1].metric("absent token's embedding row: max |grad|", f"{r.embedding_absent_grad:.4f}",
-                   help="Non-zero only when tied: then the output row is the embedding row.")
+    _metrics(("absent rows: max |grad − p_j·h|", f"{r.max_error:.1e}"),
+             ("absent token's embedding row: max |grad|", f"{r.embedding_absent_grad:.4f}",
+              "Non-zero only when tied: then the output row is the embedding row."))
     st.caption("One prediction in the handout's nanoGPT config. A token that is neither input nor target still "
                "gets a gradient on its output row, exactly p_j times the hidden state: it learns as a wrong "
                "alternative. Tied, that row is its embedding.")
@@ -164,10 +165,8 @@ def norms() -> None:
     x = _vector(c1, "x", "3, 4", "lec_norm_x")
     eps = c2.number_input("eps", 0.0, 1.0, 0.0, format="%g", key="lec_norm_eps")
     r = lecture.norm_comparison(x, eps)
-    cols = st.columns(3)
-    cols[0].metric("RMSNorm(x)", _nums(r.rmsnorm))
-    cols[1].metric("LayerNorm(x)", _nums(r.layernorm))
-    cols[2].metric("mean after RMSNorm", f"{r.rmsnorm_mean:.4f}")
+    _metrics(("RMSNorm(x)", _nums(r.rmsnorm)), ("LayerNorm(x)", _nums(r.layernorm)),
+             ("mean after RMSNorm", f"{r.rmsnorm_mean:.4f}"))
     st.caption(f"RMSNorm divides by the root mean square ({r.rms_of_input:.4f}) and keeps the mean; LayerNorm "
                "subtracts the mean first. Same scale control, different functions. No gains here.")
     _chart(charts.norm_figure(r), "norms")
@@ -176,12 +175,11 @@ def norms() -> None:
 def rope() -> None:
     c = st.columns(5)
     theta = c[0].slider("θ per position (degrees)", 1.0, 180.0, 30.0, 1.0, key="lec_rope_theta")
-    pos = [c[k + 1].number_input(lbl, 0, 64, dv, key=f"lec_rope_{lbl}")
-           for k, (lbl, dv) in enumerate((("i₁", 0), ("j₁", 1), ("i₂", 2), ("j₂", 3)))]
-    a, b = lecture.rope_scores(theta, ((pos[0], pos[1]), (pos[2], pos[3])))
-    cols = st.columns(2)
-    for col, s in zip(cols, (a, b)):
-        col.metric(f"score at positions ({s.i}, {s.j})", f"{s.score:.4f}", help=f"relative angle {s.relative_deg:g}°")
+    i1, j1, i2, j2 = _numbers(c[1:], *((lbl, 0, 64, dv, f"lec_rope_{lbl}")
+                                       for lbl, dv in (("i₁", 0), ("j₁", 1), ("i₂", 2), ("j₂", 3))))
+    scores = lecture.rope_scores(theta, ((i1, j1), (i2, j2)))
+    _metrics(*((f"score at positions ({s.i}, {s.j})", f"{s.score:.4f}", f"relative angle {s.relative_deg:g}°")
+               for s in scores))
     st.caption("q = k = (1, 0). Both vectors rotate by their position times θ; the dot product only sees the "
                "angle between them, (j − i)·θ. Shift both positions together and the score stays put.")
     _chart(charts.rope_grid_figure(lecture.rope_score_grid(theta, 8), theta), "rope")
@@ -193,11 +191,9 @@ def zloss() -> None:
     shift = c2.number_input("add to every logit", -100.0, 100.0, 10.0, key="lec_z_shift")
     coeff = c3.selectbox("z-loss coefficient", (1e-4, 1e-3, 1e-2), key="lec_z_coeff", format_func=lambda v: f"{v:g}")
     a, b = lecture.zloss(base, coeff), lecture.zloss(tuple(v + shift for v in base), coeff)
-    cols = st.columns(4)
-    cols[0].metric("probabilities", _nums(a.probs))
-    cols[1].metric("probabilities, shifted", _nums(b.probs))
-    cols[2].metric("log Z", f"{a.log_z:.4f}", help=f"z-loss {a.z_loss:.4g}")
-    cols[3].metric("log Z, shifted", f"{b.log_z:.4f}", help=f"z-loss {b.z_loss:.4g}")
+    _metrics(("probabilities", _nums(a.probs)), ("probabilities, shifted", _nums(b.probs)),
+             ("log Z", f"{a.log_z:.4f}", f"z-loss {a.z_loss:.4g}"),
+             ("log Z, shifted", f"{b.log_z:.4f}", f"z-loss {b.z_loss:.4g}"))
     st.caption("Adding the same number to every logit leaves softmax unchanged and moves log Z by that number. "
                "Cross-entropy cannot see the drift; the z-loss, coefficient times (log Z) squared, can.")
 
@@ -210,11 +206,11 @@ def softcap() -> None:
     masked = c2.multiselect("masked keys", list(range(len(scores))), [len(scores) - 1], key="lec_cap_masked")
     mcap = c3.number_input("cap for the mask demo", 0.1, 100.0, 5.0, key="lec_cap_m")
     r = lecture.mask_order(scores, tuple(i in masked for i in range(len(scores))), mcap)
-    cols = st.columns(3)
-    cols[0].metric("masked key, cap then mask", f"{max((p for p, m in zip(r.cap_then_mask, r.masked) if m), default=0):.4f}")
-    cols[1].metric("masked key, mask then cap", f"{max((p for p, m in zip(r.mask_then_cap, r.masked) if m), default=0):.4f}")
-    cols[2].metric("engine: weight on a future key", f"{r.engine_future_weight:.4f}",
-                   help="A soft-capped model built by the engine: largest attention probability above the diagonal.")
+    on_masked = lambda probs: f"{max((p for p, m in zip(probs, r.masked) if m), default=0):.4f}"  # noqa: E731
+    _metrics(("masked key, cap then mask", on_masked(r.cap_then_mask)),
+             ("masked key, mask then cap", on_masked(r.mask_then_cap)),
+             ("engine: weight on a future key", f"{r.engine_future_weight:.4f}",
+              "A soft-capped model built by the engine: largest attention probability above the diagonal."))
     st.caption("c·tanh(z/c) keeps logits inside (−c, c) and flattens the gradient for large ones. Apply it "
                "before the mask: tanh would turn the mask's −∞ into −c, and the masked key would get weight.")
     _chart(charts.mask_order_figure(r), "mask_order")
@@ -222,69 +218,53 @@ def softcap() -> None:
 
 def kvcache() -> None:
     c = st.columns(5)
-    L = c[0].number_input("layers", 1, 512, 32, key="lec_kv_l")
-    T = c[1].number_input("tokens", 1, 10_000_000, 8192, key="lec_kv_t")
-    H = c[2].number_input("query heads", 1, 512, 32, key="lec_kv_h")
-    hd = c[3].number_input("head_dim", 1, 1024, 128, key="lec_kv_hd")
+    L, T, H, hd = _numbers(c, ("layers", 1, 512, 32, "lec_kv_l"), ("tokens", 1, 10_000_000, 8192, "lec_kv_t"),
+                           ("query heads", 1, 512, 32, "lec_kv_h"), ("head_dim", 1, 1024, 128, "lec_kv_hd"))
     dt = c[4].selectbox("dtype", ("bf16", "fp16", "fp32"), key="lec_kv_dt")
     variants = lecture.kv_cache_variants(L, T, H, hd, dtype=dt)
-    for col, v in zip(st.columns(len(variants)), variants):
-        col.metric(f"{v.kind} ({v.kv_heads} KV heads)", fmt_bytes(v.bytes), help=f"{v.vs_mha:.2%} of MHA")
+    _metrics(*((f"{v.kind} ({v.kv_heads} KV heads)", fmt_bytes(v.bytes), f"{v.vs_mha:.2%} of MHA") for v in variants))
     st.caption("2 × layers × tokens × KV heads × head_dim × bytes. Every variant keeps all query heads; only the "
                "keys and values that decoding rereads get shared.")
     _chart(charts.kv_figure(variants), "kvcache")
 
 
 def heads() -> None:
-    c = st.columns(3)
-    d = c[0].number_input("d_model D", 1, 4096, 10, key="lec_heads_d")
-    h = c[1].number_input("heads H", 1, 128, 3, key="lec_heads_h")
-    hd = c[2].number_input("head_dim d_h", 1, 1024, 4, key="lec_heads_hd")
-    r = lecture.flexible_heads(d, h, hd)
-    cols = st.columns(5)
-    cols[0].metric("attention width A = H·d_h", fmt_count(r.attn_width))
-    cols[1].metric("D mod H", f"{r.d_model % r.n_heads}")
-    cols[2].metric("q_proj weight", " × ".join(map(str, r.q_proj_shape)))
-    cols[3].metric("o_proj weight", " × ".join(map(str, r.o_proj_shape)))
-    cols[4].metric("logits", " × ".join(map(str, r.logits_shape)), help="finite" if r.finite else "not finite")
+    r = lecture.flexible_heads(*_numbers(st.columns(3), ("d_model D", 1, 4096, 10, "lec_heads_d"),
+                                         ("heads H", 1, 128, 3, "lec_heads_h"),
+                                         ("head_dim d_h", 1, 1024, 4, "lec_heads_hd")))
+    shape = lambda dims: " × ".join(map(str, dims))  # noqa: E731
+    _metrics(("attention width A = H·d_h", fmt_count(r.attn_width)), ("D mod H", f"{r.d_model % r.n_heads}"),
+             ("q_proj weight", shape(r.q_proj_shape)), ("o_proj weight", shape(r.o_proj_shape)),
+             ("logits", shape(r.logits_shape), "finite" if r.finite else "not finite"))
     st.caption(f"The engine builds and runs this model. The rule is A = H·d_h, not D = H·d_h: q, k, v map D to A "
                f"and o_proj maps A back to D. Projections cost 4·D·A = {r.projection_params:,} instead of 4·D² = "
                f"{r.square_projection_params:,}.")
 
 
 def depth() -> None:
-    c = st.columns(5)
-    L1 = c[0].number_input("L₁", 1, 512, 12, key="lec_dw_l1")
-    D1 = c[1].number_input("D₁", 64, 16384, 768, step=64, key="lec_dw_d1")
-    L2 = c[2].number_input("L₂", 1, 512, 48, key="lec_dw_l2")
-    D2 = c[3].number_input("D₂", 64, 16384, 384, step=64, key="lec_dw_d2")
-    T = c[4].number_input("tokens", 1, 1_000_000, 2048, key="lec_dw_t")
+    L1, D1, L2, D2, T = _numbers(st.columns(5), ("L₁", 1, 512, 12, "lec_dw_l1"),
+                                 ("D₁", 64, 16384, 768, "lec_dw_d1", 64), ("L₂", 1, 512, 48, "lec_dw_l2"),
+                                 ("D₂", 64, 16384, 384, "lec_dw_d2", 64),
+                                 ("tokens", 1, 1_000_000, 2048, "lec_dw_t"))
     r = lecture.depth_vs_width((L1, D1), (L2, D2), tokens=T)
     a, b = r.shapes
-    cols = st.columns(5)
-    cols[0].metric(f"block params L={a.n_layers}, D={a.d_model}", fmt_count(a.block_params))
-    cols[1].metric(f"block params L={b.n_layers}, D={b.d_model}", fmt_count(b.block_params))
-    cols[2].metric("block params ratio", f"{r.block_ratio:g}×")
-    cols[3].metric("KV cache ratio", f"{r.kv_ratio:g}×", help=f"{fmt_bytes(a.kv_cache_bytes)} vs "
-                   f"{fmt_bytes(b.kv_cache_bytes)} at {T:,} tokens, bf16")
-    cols[4].metric("sequential depth ratio", f"{r.depth_ratio:g}×")
+    _metrics(*((f"block params L={s.n_layers}, D={s.d_model}", fmt_count(s.block_params)) for s in (a, b)),
+             ("block params ratio", f"{r.block_ratio:g}×"),
+             ("KV cache ratio", f"{r.kv_ratio:g}×",
+              f"{fmt_bytes(a.kv_cache_bytes)} vs {fmt_bytes(b.kv_cache_bytes)} at {T:,} tokens, bf16"),
+             ("sequential depth ratio", f"{r.depth_ratio:g}×"))
     st.caption("Blocks hold about 12·L·D² parameters, so these shapes have the same block budget. The cache grows "
                "with L·D and a token must pass through every block in turn: equal parameters, unequal costs.")
     _chart(charts.depth_figure(r), "depth")
 
 
 def microgpt() -> None:
-    c = st.columns(4)
-    v = c[0].number_input("vocab", 1, 100000, 28, key="lec_mg_v")
-    d = c[1].number_input("n_embd", 4, 4096, 16, step=4, key="lec_mg_d")
-    t = c[2].number_input("block_size", 1, 4096, 16, key="lec_mg_t")
-    n = c[3].number_input("n_layer", 1, 64, 1, key="lec_mg_l")
+    v, d, t, n = _numbers(st.columns(4), ("vocab", 1, 100000, 28, "lec_mg_v"), ("n_embd", 4, 4096, 16, "lec_mg_d", 4),
+                          ("block_size", 1, 4096, 16, "lec_mg_t"), ("n_layer", 1, 64, 1, "lec_mg_l"))
     tab = lecture.microgpt_table(vocab_size=v, d_model=d, n_layers=n, context_length=t)
     _table(["matrix", "shape", "parameters"], [[r.name, r.shape, fmt_count(r.count)] for r in tab.rows])
-    cols = st.columns(3)
-    cols[0].metric("by hand", fmt_count(tab.hand_total))
-    cols[1].metric("engine closed form", fmt_count(tab.engine_total))
-    cols[2].metric("engine, built model", fmt_count(tab.built_total))
+    _metrics(("by hand", fmt_count(tab.hand_total)), ("engine closed form", fmt_count(tab.engine_total)),
+             ("engine, built model", fmt_count(tab.built_total)))
     st.caption("The chapter's table, rebuilt from the sizes. microgpt's norms have no gains and its layers no "
                "biases, so these matrices are all there is; the engine's count agrees.")
     _chart(charts.microgpt_figure(tab), "microgpt")
