@@ -148,3 +148,9 @@ def test_memory_estimate_is_the_closed_form_of_what_is_timed():
     trn, how_t = lat.memory_estimate(TINY, 2, 16, "bf16", "train")
     assert fwd == b.weights_bytes + 2 * 16 * 64 * 2 and "logits" in how_f
     assert trn == b.weights_bytes + b.grads_bytes + b.activations_bytes and "gradients" in how_t
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="on CUDA the script measures for minutes (run it by hand)")
+def test_gpu_checks_skip_cleanly_without_cuda(capsys):
+    from bench.gpu_checks import main as gpu_main
+    assert gpu_main() == 0 and "CUDA is not available on this machine; skipped" in capsys.readouterr().out
