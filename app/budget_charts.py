@@ -107,7 +107,7 @@ def roofline_figure(profile: DeviceProfile, points: dict[str, Roofline], dtype: 
     fig.add_trace(go.Scatter(x=[ridge, ridge], y=[min(xs) * bw, peak], mode="lines+text", name="ridge point",
                              line=dict(color="#888888", dash="dot"), text=["", f"ridge {ridge:,.0f} FLOP/B"],
                              textposition="top left", hovertemplate=f"ridge {ridge:,.1f} FLOP/B<extra></extra>"))
-    fig.update_xaxes(type="log", title_text="arithmetic intensity (FLOP per byte moved)")
+    fig.update_xaxes(type="log", title_text="arithmetic intensity (FLOP per byte moved)", dtick=1, tickformat=",~g")
     fig.update_yaxes(type="log", title_text="attainable throughput (FLOP/s)", tickformat="~s")
     return _layout(fig, f"Roofline: {profile.name}, {dtype} peak {fmt_flops(peak, 'FLOP/s')}, "
                         f"{fmt_bytes(bw)}/s", height=460)
@@ -135,5 +135,5 @@ def compare_bars(title: str, labels: list[str], metrics: dict[str, list[float]],
     axis = {"count": "parameters (count)", "bytes": f"memory ({unit})", "flops": "FLOPs per token (FLOP)"}[kind]
     fig.update_layout(barmode="group")
     fig.update_yaxes(title_text=axis + (", log scale" if log else ""), type="log" if log else "linear",
-                     tickformat="~s" if kind != "bytes" else None)
+                     tickformat="~s" if kind != "bytes" else ",~g", dtick=1 if log else None)   # log: decades only
     return _layout(fig, title, height=420)

@@ -76,9 +76,9 @@ def _attention(d: _Dot, p: str, cfg: ModelConfig) -> tuple[str, str]:
     """The attention sub-graph; returns (entry, exit) node ids."""
     with d.cluster(f"{p}attn", attention_label(cfg)):
         c = COLORS["attention"]
-        q = d.node(f"{p}q", f"q_proj\\n{cfg.d_model}→{cfg.attn_width}", c)
-        k = d.node(f"{p}k", f"k_proj\\n{cfg.d_model}→{cfg.kv_width}", c)
-        v = d.node(f"{p}v", f"v_proj\\n{cfg.d_model}→{cfg.kv_width}", c)
+        q = d.node(f"{p}q", f"q_proj\\n{cfg.d_model:,}→{cfg.attn_width:,}", c)
+        k = d.node(f"{p}k", f"k_proj\\n{cfg.d_model:,}→{cfg.kv_width:,}", c)
+        v = d.node(f"{p}v", f"v_proj\\n{cfg.d_model:,}→{cfg.kv_width:,}", c)
         if cfg.qk_norm:
             d.edge(q, d.node(f"{p}qn", "q_norm", NORM_COLOR))
             d.edge(k, d.node(f"{p}kn", "k_norm", NORM_COLOR))
@@ -98,7 +98,7 @@ def _attention(d: _Dot, p: str, cfg: ModelConfig) -> tuple[str, str]:
         mask = "causal mask" if cfg.attn_window is None else "causal + window mask"
         d.chain(s, d.node(f"{p}mask", mask), d.node(f"{p}softmax", "softmax"), d.node(f"{p}pv", "× v"))
         d.edge(v, f"{p}pv")
-        d.chain(f"{p}pv", d.node(f"{p}o", f"o_proj\\n{cfg.attn_width}→{cfg.d_model}", c))
+        d.chain(f"{p}pv", d.node(f"{p}o", f"o_proj\\n{cfg.attn_width:,}→{cfg.d_model:,}", c))
     d.node(f"{p}attn_in", "", DATA_COLOR, shape="point")
     for n in (f"{p}q", f"{p}k", f"{p}v"):
         d.edge(f"{p}attn_in", n)
@@ -109,10 +109,10 @@ def _ffn(d: _Dot, p: str, cfg: ModelConfig) -> tuple[str, str]:
     c, f = COLORS["ffn"], cfg.ffn_width
     kind = f"gated FFN ({cfg.ffn})" if cfg.gated else f"dense FFN ({cfg.ffn})"
     with d.cluster(f"{p}ffn", f"{kind}, d_ff {f:,}"):
-        up = d.node(f"{p}up", f"up\\n{cfg.d_model}→{f}", c)
-        down = d.node(f"{p}down", f"down\\n{f}→{cfg.d_model}", c)
+        up = d.node(f"{p}up", f"up\\n{cfg.d_model:,}→{f:,}", c)
+        down = d.node(f"{p}down", f"down\\n{f:,}→{cfg.d_model:,}", c)
         if cfg.gated:
-            gate = d.node(f"{p}gate", f"gate\\n{cfg.d_model}→{f}", c)
+            gate = d.node(f"{p}gate", f"gate\\n{cfg.d_model:,}→{f:,}", c)
             d.chain(gate, d.node(f"{p}act", GATE_ACTIVATION[cfg.ffn]), d.node(f"{p}mul", "×", ADD_COLOR, "circle"))
             d.chain(up, f"{p}mul", down)
         else:
@@ -173,7 +173,7 @@ def block_dot(cfg: ModelConfig) -> str:
     """The whole model: embeddings, one block (x n_layers) in detail, final norm and output head."""
     d = _Dot()
     emb = "token embedding" + (" × √d_model" if cfg.embed_scale else "")
-    chain = [d.node("tokens", "token ids"), d.node("emb", f"{emb}\\n{cfg.vocab_size:,} × {cfg.d_model}",
+    chain = [d.node("tokens", "token ids"), d.node("emb", f"{emb}\\n{cfg.vocab_size:,} × {cfg.d_model:,}",
                                                     COLORS["embeddings"])]
     if cfg.position in ("learned", "sinusoidal"):
         pos = d.node("pos", f"{cfg.position} positions", COLORS["positions"])
@@ -189,7 +189,7 @@ def block_dot(cfg: ModelConfig) -> str:
     if cfg.final_norm:
         tail.append(d.node("final_norm", "final " + norm_label(cfg), NORM_COLOR))
     head = "output head" + (" (tied to embedding)" if cfg.tie_embeddings else "")
-    tail.append(d.node("head", f"{head}\\n{cfg.d_model} × {cfg.vocab_size:,}", COLORS["output_head"]))
+    tail.append(d.node("head", f"{head}\\n{cfg.d_model:,} × {cfg.vocab_size:,}", COLORS["output_head"]))
     if cfg.logit_softcap is not None:
         tail.append(d.node("logit_cap", f"{cfg.logit_softcap:g}·tanh(z/{cfg.logit_softcap:g})"))
     tail.append(d.node("logits", "logits"))

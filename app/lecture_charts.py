@@ -102,7 +102,8 @@ def softcap_figure(curve: dict[str, list[float]], cap: float) -> go.Figure:
     ymax = 1.3 * cap
     return _layout(fig, f"Soft-capping bounds logits to (−{cap:g}, {cap:g})", "logit z (nats)", "capped logit (nats)",
                    yaxis=dict(range=[-ymax, ymax]),
-                   yaxis2=dict(title="slope d cap / dz", overlaying="y", side="right", range=[0, 1.05]))
+                   yaxis2=dict(title="slope d cap / dz", overlaying="y", side="right", range=[0, 1.05],
+                               tickmode="linear", tick0=0, dtick=0.25, showgrid=False))
 
 
 def mask_order_figure(r: MaskOrder) -> go.Figure:

@@ -33,7 +33,8 @@ def measurements_table(rows: list[tuple]) -> pd.DataFrame:
 
 
 def compare_table(configs: dict[str, ModelConfig]) -> tuple[pd.DataFrame, list[str]]:
-    """Fields as rows, configs as columns (values as YAML would print them); and the fields that differ."""
+    """Fields as rows, configs as columns (booleans and null as YAML writes them, numbers with thousands
+    separators); and the fields that differ."""
     dicts = {label: cfg.to_dict() for label, cfg in configs.items()}
     fields = list(next(iter(dicts.values())))
     df = pd.DataFrame({label: [_yaml_scalar(d[f]) for f in fields] for label, d in dicts.items()}, index=fields)
@@ -42,7 +43,9 @@ def compare_table(configs: dict[str, ModelConfig]) -> tuple[pd.DataFrame, list[s
 
 
 def _yaml_scalar(value) -> str:
-    return "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else str(value).lower()
+    return f"{value:,}" if isinstance(value, (int, float)) else str(value)
 
 
 def highlight_rows(df: pd.DataFrame, rows: list[str], color: str = "#FFF3B0"):

@@ -15,11 +15,11 @@ def metric_row(cfg: ModelConfig, reference: ModelConfig | None = None) -> None:
     ref = _metrics(reference) if reference is not None else None
     cols = st.columns(len(values))
     for col, (label, (raw, text, fmt, how)) in zip(cols, values.items()):
-        delta = None
+        delta, arrow = None, "auto"
         if ref is not None:
             diff = raw - ref[label][0]
-            delta = ("+" if diff >= 0 else "-") + fmt(abs(diff))
-        col.metric(label, text, delta=delta, delta_color="off", help=how)
+            delta, arrow = (("+" if diff > 0 else "-") + fmt(abs(diff)), "auto") if diff else ("same", "off")
+        col.metric(label, text, delta=delta, delta_color="off", delta_arrow=arrow, help=how)
 
 
 def _metrics(cfg: ModelConfig) -> dict[str, tuple]:

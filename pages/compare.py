@@ -91,4 +91,5 @@ df, differing = tables.compare_table(configs)
 st.caption(f"{len(differing)} of {len(df)} fields differ (highlighted).")
 only = st.toggle("Show only differing fields", key="cmp_only")
 shown = df.loc[differing] if only else df
-st.dataframe(tables.highlight_rows(shown, differing), width="stretch", height="content")
+st.dataframe(tables.highlight_rows(shown, differing), width="stretch", height="content",
+             column_config={"_index": st.column_config.TextColumn("field", width="medium")})

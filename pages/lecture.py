@@ -47,6 +47,7 @@ if problem:
 present.apply_style()
 on_stage = present.is_present()
 if not on_stage:
+    st.title("Lecture: worked examples")
     widgets.metric_row(cfg)
 
 st.session_state[PICK], st.session_state[TOGGLE] = section, on_stage

@@ -58,6 +58,7 @@ def test_compare_pins_and_invalid_value(new_app):
     at.run()
     assert not at.exception
     assert [p[0] for p in at.session_state["pins"]] == ["gpt2 (current)", "llama-3-8b"]
+    assert next(m for m in at.metric if m.label == "Total parameters").delta == "same"   # no "+0" against itself
     at.selectbox(key="cmp_preset").set_value("mistral-7b").run()
     next(b for b in at.button if b.label == "Pin this preset").click().run()
     assert [p[0] for p in at.session_state["pins"]][-1] == "mistral-7b"

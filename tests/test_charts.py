@@ -73,6 +73,7 @@ def test_flops_and_roofline_figures():
     points = roofline(LLAMA, "H100", 1, 2048)
     roof = budget_charts.roofline_figure(DEVICE_PROFILES["H100"], points, "bf16")
     assert roof.layout.xaxis.type == "log" and "FLOP per byte" in roof.layout.xaxis.title.text
+    assert roof.layout.xaxis.tickformat == ",~g"                               # 1,000 and 10,000, not 1000 and 10k
     assert {t.name for t in roof.data} >= {"prefill", "decode"}
 
 
@@ -84,11 +85,13 @@ def test_compare_bars_and_table():
         budget_charts.compare_bars("P", ["a"], {"x": [1]}, "watts")
     df, differing = tables.compare_table(configs)
     assert "d_model" in differing and "dropout" not in differing
-    assert df.loc["d_model", "b"] == "4096" and df.loc["n_kv_heads", "a"] == "null"
+    assert df.loc["d_model", "b"] == "4,096" and df.loc["n_kv_heads", "a"] == "null"
+    assert df.loc["rope_base", "b"] == "500,000.0" and df.loc["norm_eps", "b"] == "1e-05"
     assert df.loc["bias", "a"] == "true" and df.loc["bias", "b"] == "false"       # as YAML writes them
     log = budget_charts.compare_bars("M", ["a", "b"], {"kv": [2**20, 2**30]}, "bytes", log=True)
     assert log.layout.yaxis.type == "log" and log.layout.yaxis.title.text == "memory (GiB), log scale"
     assert list(log.data[0].text) == ["1.00 MiB"]
+    assert log.layout.yaxis.dtick == 1 and fig.layout.yaxis.dtick is None     # log axes: one tick per decade
 
 
 def test_activation_and_stats_figures():

@@ -56,3 +56,9 @@ def test_every_preset_draws():
         dot = block_dot(p.config)
         assert dot.count("{") == dot.count("}"), name
         assert f"× {p.config.n_layers}" in dot
+
+
+def test_widths_have_thousands_separators():
+    labels = " ".join(node_labels(block_dot(PRESETS["llama-3-8b"].config)))
+    for text in ("4,096→14,336", "14,336→4,096", "4,096→1,024", "128,256 × 4,096", "4,096 × 128,256"):
+        assert text in labels, text
