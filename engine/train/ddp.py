@@ -58,6 +58,7 @@ def session(device_type: str) -> Iterator[DistInfo]:
     dist.init_process_group(backend="nccl" if device_type == "cuda" else "gloo")
     try:
         yield info
+        dist.barrier()   # rank 0 samples and stores after the others finish; tearing gloo down early aborts
     finally:
         dist.destroy_process_group()
 
