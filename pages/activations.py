@@ -18,7 +18,8 @@ st.caption("Values and derivatives of the engine's own activation functions, der
 c1, c2 = st.columns([3, 1])
 with c2:
     default = [n for n in DENSE_FFNS] + ([cfg.ffn] if cfg.gated else [])
-    names = st.multiselect("Curves", DENSE_FFNS + GATED_FFNS, default=default, key="act_names")
+    names = st.pills("Curves", DENSE_FFNS + GATED_FFNS, selection_mode="multi", default=default, key="act_names",
+                     help="Click to add or remove a curve. Gated ones (swiglu, geglu, ...) show act(x)·x.")
     lo, hi = st.slider("Input range x", -10.0, 10.0, (-4.0, 4.0), step=0.5, key="act_range")
 with c1:
     if names and hi > lo:
