@@ -2,7 +2,7 @@
 vs context with a KV cache for MHA, GQA and MQA."""
 import streamlit as st
 
-from app import train_charts
+from app import export, train_charts
 from app.state import current_config
 from app.widgets import metric_row
 from engine.guard import MemoryRefusal, check_fits
@@ -69,8 +69,10 @@ else:
 key, results = st.session_state.get("lat_sweep", (None, []))
 if key == sweep_key and results:
     a, b = st.columns(2)
-    a.plotly_chart(train_charts.latency_figure(results), width="stretch", key="lat_fig")
-    b.plotly_chart(train_charts.throughput_figure(results), width="stretch", key="tput_fig")
+    with a:
+        export.chart(train_charts.latency_figure(results), "lat_latency", f"{cfg.name}-latency")
+    with b:
+        export.chart(train_charts.throughput_figure(results), "lat_throughput", f"{cfg.name}-throughput")
     rows = []
     for r in results:
         est, how = lat.memory_estimate(cfg, r.batch, r.seq, dtype, mode)
@@ -117,8 +119,8 @@ if st.button("Measure decode: " + " vs ".join(variants), key="lat_decode"):
     bar.empty()
 key, curves = st.session_state.get("lat_decode_curves", (None, {}))
 if key == decode_key and any(curves.values()):
-    st.plotly_chart(train_charts.decode_figure({k: v for k, v in curves.items() if v}), width="stretch",
-                    key="decode_fig")
+    export.chart(train_charts.decode_figure({k: v for k, v in curves.items() if v}), "lat_decode_curves",
+                 f"{cfg.name}-decode")
     last = {k: v[-1] for k, v in curves.items() if v}
     st.caption("At the longest context: " + "; ".join(
         f"{k} {p.median_ms:.3f} ms/token with a {fmt_bytes(p.cache_bytes)} cache" for k, p in last.items())

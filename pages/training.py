@@ -1,7 +1,7 @@
 """Training: short runs on offline data in a background thread, live curves, A/B comparisons, stored runs."""
 import streamlit as st
 
-from app import train_charts
+from app import export, train_charts
 from app.state import current_config
 from app.widgets import metric_row
 from engine.config import ConfigError
@@ -104,9 +104,10 @@ def live() -> None:
     st.progress(job.progress, text=f"{label} {100 * job.progress:.0f}% of {job.tc.steps * len(job.configs)} steps")
     curves = {k: v for k, v in job.records.items() if v}
     if curves:
-        st.plotly_chart(train_charts.loss_figure(curves), width="stretch", key="t_loss")
+        done = not job.running   # the download buttons only once the curves stop changing
+        export.chart(train_charts.loss_figure(curves), "t_loss", "training-loss", download=done)
         with st.expander("lr, gradient norm, max logit, log Z"):
-            st.plotly_chart(train_charts.diagnostics_figure(curves), width="stretch", key="t_diag")
+            export.chart(train_charts.diagnostics_figure(curves), "t_diag", "training-diagnostics", download=done)
     if job.running:
         return
     if job.error:
@@ -117,8 +118,8 @@ def live() -> None:
         if r.samples:
             st.caption(f"Samples from {name}: " + " · ".join(s.replace("\n", "⏎") for s in r.samples))
     if len(job.results) > 1:
-        st.plotly_chart(train_charts.speed_figure({k: r.tokens_per_s for k, r in job.results.items()}),
-                        width="stretch", key="t_speed")
+        export.chart(train_charts.speed_figure({k: r.tokens_per_s for k, r in job.results.items()}), "t_speed",
+                     "training-speed")
     if st.session_state.get("t_seen_done") is not job:   # refresh the buttons once the run ends
         st.session_state["t_seen_done"] = job
         if running:
@@ -146,8 +147,8 @@ else:
                             key="t_chosen")
     if chosen:
         stored = {labels[i]: store.get_run(i) for i in chosen}
-        st.plotly_chart(train_charts.loss_figure({k: v["steps"] for k, v in stored.items()}), width="stretch",
-                        key="t_stored_loss")
+        export.chart(train_charts.loss_figure({k: v["steps"] for k, v in stored.items()}), "t_stored_loss",
+                     "stored-runs-loss")
         first_id = chosen[0]
         first = stored[labels[first_id]]
         if first["samples"]:
