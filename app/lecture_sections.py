@@ -222,7 +222,7 @@ def kvcache() -> None:
                            ("query heads", 1, 512, 32, "lec_kv_h"), ("head_dim", 1, 1024, 128, "lec_kv_hd"))
     dt = c[4].selectbox("dtype", ("bf16", "fp16", "fp32"), key="lec_kv_dt")
     variants = lecture.kv_cache_variants(L, T, H, hd, dtype=dt)
-    _metrics(*((f"{v.kind} ({v.kv_heads} KV heads)", fmt_bytes(v.bytes), f"{v.vs_mha:.2%} of MHA") for v in variants))
+    _metrics(*((f"{v.kind} ({v.kv_heads} KV head{'' if v.kv_heads == 1 else 's'})", fmt_bytes(v.bytes), f"{v.vs_mha:.2%} of MHA") for v in variants))
     st.caption("2 × layers × tokens × KV heads × head_dim × bytes. Every variant keeps all query heads; only the "
                "keys and values that decoding rereads get shared.")
     _chart(charts.kv_figure(variants), "kvcache")

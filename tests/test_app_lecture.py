@@ -25,7 +25,7 @@ EXPECTED = {
     "zloss": {"probabilities": "(0.5000, 0.5000)", "probabilities, shifted": "(0.5000, 0.5000)",
               "log Z": "0.6931", "log Z, shifted": "10.6931"},
     "softcap": {"masked key, cap then mask": "0.0000", "engine: weight on a future key": "0.0000"},
-    "kvcache": {"MHA (32 KV heads)": "4.00 GiB", "GQA-8 (8 KV heads)": "1.00 GiB", "MQA (1 KV heads)": "128.00 MiB"},
+    "kvcache": {"MHA (32 KV heads)": "4.00 GiB", "GQA-8 (8 KV heads)": "1.00 GiB", "MQA (1 KV head)": "128.00 MiB"},
     "heads": {"attention width A = H·d_h": "12", "D mod H": "1", "q_proj weight": "12 × 10", "o_proj weight": "10 × 12",
               "logits": "1 × 5 × 16"},
     "depth": {"block params L=12, D=768": "84,934,656", "block params L=48, D=384": "84,934,656",
@@ -71,7 +71,7 @@ def test_section_query_param_selects_the_section(new_app):
     clean(at)
     assert at.header[0].value == "10. KV cache: MHA, GQA, MQA"
     assert at.selectbox(key="lecture_pick").value == "kvcache"
-    assert metrics(at)["MQA (1 KV heads)"] == "128.00 MiB"
+    assert metrics(at)["MQA (1 KV head)"] == "128.00 MiB"
     assert at.query_params["section"] == "kvcache" and at.query_params["d_model"] == "1024"  # config kept
 
 
@@ -140,4 +140,4 @@ def test_kv_variants_follow_the_head_count(new_app):
     at.run()
     at.number_input(key="lec_kv_h").set_value(30).run()       # 8 KV heads do not divide 30: only MHA and MQA
     clean(at)
-    assert "GQA-8 (8 KV heads)" not in metrics(at) and "MQA (1 KV heads)" in metrics(at)
+    assert "GQA-8 (8 KV heads)" not in metrics(at) and "MQA (1 KV head)" in metrics(at)
