@@ -120,8 +120,9 @@ def live() -> None:
     if len(job.results) > 1:
         export.chart(train_charts.speed_figure({k: r.tokens_per_s for k, r in job.results.items()}), "t_speed",
                      "training-speed")
-    if st.session_state.get("t_seen_done") is not job:   # refresh the buttons once the run ends
+    if st.session_state.get("t_seen_done") is not job:   # once per job: show its runs below, refresh buttons
         st.session_state["t_seen_done"] = job
+        st.session_state["t_chosen"] = [r.run_id for r in job.results.values() if r.run_id is not None]
         if running:
             st.rerun()
 

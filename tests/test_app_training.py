@@ -73,6 +73,7 @@ def test_ab_runs_two_configs_on_the_same_seed(new_app):
     assert not at.exception and list(job.results) == ["dense GELU", "SwiGLU (matched params)"]
     assert all(r.status == "finished" for r in job.results.values())
     assert len(RunStore().list_runs()) == 2
+    assert at.multiselect(key="t_chosen").value == [r.run_id for r in job.results.values()]   # both overlaid
 
 
 def test_absurd_lr_shows_diverged_and_bad_settings_an_error(new_app):
