@@ -26,6 +26,12 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
+@pytest.fixture(autouse=True)
+def _private_explorer_home(tmp_path_factory, monkeypatch):
+    """No test reads or writes the user's stored runs (~/.explorer)."""
+    monkeypatch.setenv("EXPLORER_HOME", str(tmp_path_factory.mktemp("explorer_home")))
+
+
 def _entry(app_path: str) -> None:
     import runpy
     runpy.run_path(app_path, run_name="__main__")
@@ -61,15 +67,17 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def served_app():
-    """Start `streamlit run streamlit_app.py` headless on a free port; yield its base URL; stop it."""
+def served_app(tmp_path_factory):
+    """Start `streamlit run streamlit_app.py` headless on a free port, with its own EXPLORER_HOME so browser
+    tests never touch the user's stored runs; yield its base URL; stop it."""
     port = _free_port()
+    env = {**os.environ, "EXPLORER_HOME": str(tmp_path_factory.mktemp("explorer_home"))}
     cmd = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
            "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
            "--server.fileWatcherType", "none"]
     log = open(ROOT / ".pytest_cache" / "served_app.log" if (ROOT / ".pytest_cache").is_dir()
                else os.devnull, "w")
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + 60

@@ -67,3 +67,15 @@ def test_list_reload_csv_delete(store):
         assert db.execute("SELECT COUNT(*) FROM steps WHERE run_id=?", (ids[0],)).fetchone()[0] == 0
     with pytest.raises(KeyError, match=f"run {ids[0]} does not exist"):
         store.get_run(ids[0])
+
+
+def test_a_run_whose_process_was_killed_reads_interrupted_with_its_steps(store):
+    rid = store.create_run(TINY, TrainConfig(), "names", 123, "cpu")
+    for step in (1, 2, 3):
+        store.add_step(rid, StepRecord(step, 3.0 / step, 1e-3, 0.5, 1000.0, 2.0, 3.5))
+    assert store.list_runs()[0]["status"] == "running"       # this process is alive: still running
+    with sqlite3.connect(store.path) as db:                  # as if a process that has exited had written it
+        db.execute("UPDATE runs SET pid=? WHERE id=?", (2 ** 22 + 12345, rid))
+    run = store.get_run(rid)
+    assert run["status"] == "interrupted" and "3 stored steps" in run["message"]
+    assert [s["step"] for s in run["steps"]] == [1, 2, 3]

@@ -25,7 +25,7 @@ CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT, created REAL NOT NULL, name TEXT NOT NULL, data TEXT NOT NULL,
     status TEXT NOT NULL, message TEXT NOT NULL DEFAULT '', params INTEGER NOT NULL, device TEXT NOT NULL,
     world INTEGER NOT NULL, model_config TEXT NOT NULL, train_config TEXT NOT NULL, initial_loss REAL,
-    final_loss REAL, tokens_per_s REAL, samples TEXT NOT NULL DEFAULT '[]');
+    final_loss REAL, tokens_per_s REAL, samples TEXT NOT NULL DEFAULT '[]', pid INTEGER);
 CREATE TABLE IF NOT EXISTS steps (
     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, step INTEGER NOT NULL,
     train_loss REAL, val_loss REAL, lr REAL, grad_norm REAL, tokens_per_s REAL, max_logit REAL, log_z REAL,
@@ -45,6 +45,18 @@ def _num(v: float | None) -> float | None:
     return v if v is None or math.isfinite(v) else None
 
 
+def _alive(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class RunStore:
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path else default_path()
@@ -52,6 +64,17 @@ class RunStore:
         with self._db() as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(_SCHEMA)
+            if "pid" not in {r["name"] for r in db.execute("PRAGMA table_info(runs)")}:
+                db.execute("ALTER TABLE runs ADD COLUMN pid INTEGER")  # a store from before pids were kept
+
+    def _mark_interrupted(self, db: sqlite3.Connection) -> None:
+        """A 'running' run whose process is gone was killed: say so, keeping every step it stored."""
+        for row in db.execute("SELECT id, pid FROM runs WHERE status='running'").fetchall():
+            if not _alive(row["pid"]):
+                n = db.execute("SELECT COUNT(*) FROM steps WHERE run_id=?", (row["id"],)).fetchone()[0]
+                db.execute("UPDATE runs SET status='interrupted', message=? WHERE id=?",
+                           (f"the process running it ended after {n} stored steps; the curve so far is kept",
+                            row["id"]))
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
@@ -64,9 +87,10 @@ class RunStore:
     def create_run(self, cfg: ModelConfig, tc: Any, data: str, params: int, device: str, world: int = 1) -> int:
         with self._db() as db:
             cur = db.execute(
-                "INSERT INTO runs (created, name, data, status, params, device, world, model_config, train_config)"
-                " VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?)",
-                (time.time(), cfg.name, data, params, device, world, cfg.to_yaml(), json.dumps(asdict(tc))))
+                "INSERT INTO runs (created, name, data, status, params, device, world, model_config, train_config,"
+                " pid) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+                (time.time(), cfg.name, data, params, device, world, cfg.to_yaml(), json.dumps(asdict(tc)),
+                 os.getpid()))
             return int(cur.lastrowid)
 
     def add_step(self, run_id: int, rec: Any) -> None:
@@ -86,6 +110,7 @@ class RunStore:
     def list_runs(self) -> list[dict[str, Any]]:
         """Newest first, with the number of steps stored so far."""
         with self._db() as db:
+            self._mark_interrupted(db)
             rows = db.execute(f"SELECT {', '.join('r.' + c for c in RUN_COLUMNS)}, "
                               "(SELECT COUNT(*) FROM steps s WHERE s.run_id = r.id) AS steps "
                               "FROM runs r ORDER BY r.id DESC").fetchall()
@@ -94,6 +119,7 @@ class RunStore:
     def get_run(self, run_id: int) -> dict[str, Any]:
         """The run's row (configs parsed back) plus its steps as a list of dicts."""
         with self._db() as db:
+            self._mark_interrupted(db)
             row = db.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
             if row is None:
                 raise KeyError(f"run {run_id} does not exist")
