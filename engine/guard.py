@@ -9,13 +9,13 @@ import os
 
 import torch
 
-from engine.budget.memory import DTYPE_BYTES, memory_budget
+from engine.budget.memory import memory_budget
 from engine.budget.params import count_params
 from engine.config import ModelConfig
+from engine.runtime import DTYPE_BYTES, dtype_name
 from engine.units import fmt_bytes
 
 HEADROOM = 0.9      # use at most this share of the free memory
-_TORCH_DTYPES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 
 
 class MemoryRefusal(Exception):
@@ -56,7 +56,7 @@ def check_fits(cfg: ModelConfig, device: str | torch.device, batch: int, seq: in
     dev = torch.device(device)
     if dev.type == "meta":
         return
-    name = _TORCH_DTYPES.get(dtype, dtype) if isinstance(dtype, torch.dtype) else dtype
+    name = dtype_name(dtype)
     if name not in DTYPE_BYTES:
         raise ValueError(f"dtype: {dtype!r} is not one of {', '.join(DTYPE_BYTES)}")
     need = needed_bytes(cfg, batch, seq, name, training)

@@ -30,9 +30,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.config import ModelConfig
+from engine.runtime import DTYPE_BYTES
 
 ATTENTION_IMPLS = ("sdpa", "explicit")
-_DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 STAT, IDX = 4, 8   # fp32 norm statistics and logsumexp; int64 token ids
 
 
@@ -128,7 +128,7 @@ def _layer(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, impl: s
 def activation_estimate(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp32", impl: str = "sdpa",
                         recompute: str = "none") -> ActivationEstimate:
     """Saved bytes for forward + cross-entropy in training mode, per block and for embedding and head."""
-    e, B, T = _DTYPE_BYTES[dtype], batch, seq
+    e, B, T = DTYPE_BYTES[dtype], batch, seq
     N, d, V = B * T, cfg.d_model, cfg.vocab_size
     tok = N * d * e
     terms: dict[str, int] = {}

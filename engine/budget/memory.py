@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, field
 from engine.budget.activations import ATTENTION_IMPLS, activation_estimate
 from engine.budget.params import count_params
 from engine.config import ModelConfig
+from engine.runtime import DTYPE_BYTES
 
-DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 POLICIES = ("fp32", "bf16", "mixed-bf16", "mixed-fp16")
 OPTIMIZERS = ("adamw", "sgd-momentum", "sgd")
 RECOMPUTE = ("none", "selective", "full")

@@ -13,8 +13,7 @@ from engine.budget.activations import activation_estimate
 from engine.config import ModelConfig
 from engine.measure import Measurement
 from engine.model import DecoderLM, build_model
-
-_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+from engine.runtime import TORCH_DTYPES
 
 
 def saved_bytes(model: DecoderLM, idx: torch.Tensor, targets: torch.Tensor) -> int:
@@ -37,7 +36,7 @@ def saved_bytes(model: DecoderLM, idx: torch.Tensor, targets: torch.Tensor) -> i
 def measure_activations(cfg: ModelConfig, batch: int, seq: int, impl: str = "sdpa", dtype: str = "fp32",
                         device: str = "cpu", seed: int = 0) -> Measurement:
     """Build the model for real, run one training-mode forward + loss, compare with the closed form."""
-    model = build_model(cfg, device=device, dtype=_DTYPES[dtype], seed=seed)
+    model = build_model(cfg, device=device, dtype=TORCH_DTYPES[dtype], seed=seed)
     model.train()
     model.set_attention(impl)
     g = torch.Generator().manual_seed(seed)

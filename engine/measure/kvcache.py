@@ -8,8 +8,7 @@ from engine.config import ModelConfig
 from engine.guard import check_fits
 from engine.measure import Measurement
 from engine.model import KVCache, build_model
-
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+from engine.runtime import TORCH_DTYPES
 
 
 @torch.no_grad()
@@ -17,7 +16,7 @@ def measure_kv_cache(cfg: ModelConfig, batch: int, tokens: int, dtype: str = "fp
                      seed: int = 0) -> Measurement:
     """Cache bytes after `tokens` positions (window layers keep only their last `window` keys)."""
     check_fits(cfg, device, batch, tokens, dtype, training=False)
-    model = build_model(cfg, device=device, dtype=DTYPES[dtype], seed=seed).eval()
+    model = build_model(cfg, device=device, dtype=TORCH_DTYPES[dtype], seed=seed).eval()
     g = torch.Generator().manual_seed(seed)
     idx = torch.randint(0, cfg.vocab_size, (batch, tokens), generator=g).to(device)
     cache = KVCache(cfg.n_layers)

@@ -11,8 +11,8 @@ from engine.budget.memory import memory_budget
 from engine.config import ModelConfig
 from engine.guard import check_fits
 from engine.measure import Measurement
-from engine.measure.kvcache import DTYPES
 from engine.model import build_model
+from engine.runtime import TORCH_DTYPES
 
 
 class MeasurementUnavailable(Exception):
@@ -31,7 +31,7 @@ def measure_peak(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp32", de
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats(dev)
     base = torch.cuda.memory_allocated(dev)
-    model = build_model(cfg, device=dev, dtype=DTYPES[dtype], seed=seed).train()
+    model = build_model(cfg, device=dev, dtype=TORCH_DTYPES[dtype], seed=seed).train()
     model.set_attention(impl)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False)
     g = torch.Generator().manual_seed(seed)

@@ -1,0 +1,24 @@
+"""Where and in what precision a real model runs: the dtype names every budget, measurement and command accepts
+('fp32', 'bf16', 'fp16'), their torch dtypes and bytes per element, and the default device.
+
+One table, so a closed form and the measurement it is held against cannot disagree about a dtype.
+"""
+from __future__ import annotations
+
+import torch
+
+TORCH_DTYPES: dict[str, torch.dtype] = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+DTYPE_BYTES: dict[str, int] = {name: dt.itemsize for name, dt in TORCH_DTYPES.items()}
+
+
+def dtype_name(dtype: str | torch.dtype) -> str | torch.dtype:
+    """'bf16' for torch.bfloat16, so callers may pass either spelling; names (and unknown dtypes) pass through
+    for the caller's own check to reject."""
+    if isinstance(dtype, torch.dtype):
+        return next((name for name, dt in TORCH_DTYPES.items() if dt == dtype), dtype)
+    return dtype
+
+
+def default_device() -> str:
+    """CUDA when this machine has it, else CPU: where a measurement runs unless the caller says otherwise."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
