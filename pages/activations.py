@@ -5,7 +5,8 @@ from app import charts, compute, export
 from app.state import current_config
 from app.widgets import metric_row
 from engine.config import DENSE_FFNS, GATED_FFNS
-from engine.measure.stats import CPU_PARAM_LIMIT, StatsRefusal, check_live, default_device
+from engine.measure.stats import CPU_PARAM_LIMIT, StatsRefusal, check_live
+from engine.runtime import default_device
 
 cfg = current_config()
 st.title(f"Activations: {cfg.name}")

@@ -11,7 +11,8 @@ from engine.guard import MemoryRefusal, check_fits
 from engine.measure.activations import measure_activations
 from engine.measure.flops import measure_flops
 from engine.measure.kvcache import measure_kv_cache
-from engine.measure.stats import StatsRefusal, check_live, default_device
+from engine.measure.stats import StatsRefusal, check_live
+from engine.runtime import default_device
 from engine.units import fmt_bytes, fmt_flops
 
 cfg = current_config()

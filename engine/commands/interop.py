@@ -44,6 +44,7 @@ def _check(cfg: ModelConfig, config: dict, state: dict | None, source: str, args
     import torch
 
     from engine.interop.hf_models import from_transformers, hf_model_from_config, load_into, logits_gap, scramble_
+    from engine.runtime import default_device
     transformers.logging.set_verbosity_error()
     kwargs = {k: v for k, v in config.items() if k != "model_type"}
     try:
@@ -57,7 +58,7 @@ def _check(cfg: ModelConfig, config: dict, state: dict | None, source: str, args
             load_into(hf, state)
         except ValueError as e:
             raise UsageError(str(e)) from None
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = default_device()
     hf.eval().float().to(device)
     ours = from_transformers(hf)
     tokens = args.tokens if cfg.position != "learned" else min(args.tokens, cfg.context_length)

@@ -16,6 +16,7 @@ import torch
 from engine.budget.params import count_params
 from engine.config import ModelConfig
 from engine.model import build_model
+from engine.runtime import default_device
 from engine.units import fmt_bytes
 
 # Building and initialising a model costs about a second per 100M parameters on a laptop CPU.
@@ -34,10 +35,6 @@ class ModelStats:
     entropy: list[list[float]]        # [layer][head], nats, mean over query positions
     uniform_entropy: list[float]      # [layer]: mean over queries of log(visible keys)
     probs: torch.Tensor               # [layer, head, query, key] float32 on CPU, batch element 0
-
-
-def default_device() -> str:
-    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def check_live(cfg: ModelConfig, device: str) -> None:
