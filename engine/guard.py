@@ -9,7 +9,7 @@ import os
 
 import torch
 
-from engine.budget.memory import memory_budget
+from engine.budget.memory import memory_budget, pure_policy
 from engine.budget.params import count_params
 from engine.config import ModelConfig
 from engine.runtime import DTYPE_BYTES, dtype_name
@@ -45,7 +45,7 @@ def needed_bytes(cfg: ModelConfig, batch: int, seq: int, dtype: str, training: b
     """Training: weights, grads, AdamW state and activations in `dtype` (pure precision, no master copy).
     Inference: weights, KV cache and the logits of the whole sequence."""
     if training:
-        return memory_budget(cfg, batch, seq, dtype, "fp32" if dtype == "fp32" else "bf16").train_total_bytes
+        return memory_budget(cfg, batch, seq, dtype, pure_policy(dtype)).train_total_bytes
     b = memory_budget(cfg, batch, seq, dtype)
     return b.infer_total_bytes + batch * seq * cfg.vocab_size * DTYPE_BYTES[dtype]
 

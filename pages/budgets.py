@@ -6,7 +6,7 @@ from app.state import current_config
 from app.widgets import metric_row
 from engine.budget.activations import ATTENTION_IMPLS
 from engine.budget.devices import DEVICE_PROFILES
-from engine.budget.memory import DTYPE_BYTES, OPTIMIZERS, POLICIES, RECOMPUTE
+from engine.budget.memory import DTYPE_BYTES, OPTIMIZERS, POLICIES, RECOMPUTE, pure_policy
 from engine.guard import MemoryRefusal, check_fits
 from engine.measure.activations import measure_activations
 from engine.measure.flops import measure_flops
@@ -34,8 +34,7 @@ infer_dtype = c[5].selectbox("Inference dtype", list(DTYPE_BYTES), index=1, key=
 st.header("Memory")
 train = {p: compute.memory(cfg, batch, seq, budget_view.POLICY_DTYPE[p], p, optimizer, recompute, attention)
          for p in POLICIES}
-infer = compute.memory(cfg, batch, seq, infer_dtype, "fp32" if infer_dtype == "fp32" else "bf16",
-                       optimizer, recompute, attention)
+infer = compute.memory(cfg, batch, seq, infer_dtype, pure_policy(infer_dtype), optimizer, recompute, attention)
 export.chart(budget_charts.memory_figure(train, infer, f"inference ({infer_dtype})"), "b_memory", f"{cfg.name}-memory")
 st.caption("Closed forms from engine/budget/memory.py; activations are what autograd saves for one forward + "
            "loss at this batch and sequence (engine/budget/activations.py); the inference bar holds the weights "

@@ -49,6 +49,12 @@ class MemoryBudget:
         return asdict(self)
 
 
+def pure_policy(dtype: str) -> str:
+    """The policy of a plain `model.to(dtype)` run: weights, grads and optimizer state all in `dtype`, no fp32
+    master copy (fp16 has the same byte counts as bf16)."""
+    return "fp32" if dtype == "fp32" else "bf16"
+
+
 def _check(name: str, value: str, allowed: tuple) -> None:
     if value not in allowed:
         raise ValueError(f"{name}: {value!r} is not one of {', '.join(allowed)}")

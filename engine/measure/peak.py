@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from engine.budget.memory import memory_budget
+from engine.budget.memory import memory_budget, pure_policy
 from engine.config import ModelConfig
 from engine.guard import check_fits
 from engine.measure import Measurement
@@ -40,6 +40,6 @@ def measure_peak(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp32", de
     opt.step()
     torch.cuda.synchronize(dev)
     peak = torch.cuda.max_memory_allocated(dev) - base
-    est = memory_budget(cfg, batch, seq, dtype, "fp32" if dtype == "fp32" else "bf16", "adamw").train_total_bytes
+    est = memory_budget(cfg, batch, seq, dtype, pure_policy(dtype), "adamw").train_total_bytes
     return Measurement("peak training memory", est, peak,
                        f"torch.cuda.max_memory_allocated over one AdamW step, {dtype} on {dev}")
