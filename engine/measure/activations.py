@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 from engine.budget.activations import activation_estimate
 from engine.config import ModelConfig
+from engine.guard import check_fits
 from engine.measure import Measurement
 from engine.model import DecoderLM, build_model
 from engine.runtime import TORCH_DTYPES
@@ -35,7 +36,9 @@ def saved_bytes(model: DecoderLM, idx: torch.Tensor, targets: torch.Tensor) -> i
 
 def measure_activations(cfg: ModelConfig, batch: int, seq: int, impl: str = "sdpa", dtype: str = "fp32",
                         device: str = "cpu", seed: int = 0) -> Measurement:
-    """Build the model for real, run one training-mode forward + loss, compare with the closed form."""
+    """Build the model for real, run one training-mode forward + loss, compare with the closed form.
+    Raises MemoryRefusal first when a training step would not fit on `device` (as measure_kv_cache does)."""
+    check_fits(cfg, device, batch, seq, dtype, training=True)
     model = build_model(cfg, device=device, dtype=TORCH_DTYPES[dtype], seed=seed)
     model.train()
     model.set_attention(impl)
