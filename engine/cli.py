@@ -33,6 +33,12 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
 
 
 def load_config(args: argparse.Namespace) -> ModelConfig:
+    """The --preset or --config base (else the defaults) with the --FIELD flags applied."""
+    return apply_field_flags(args, base_config(args))
+
+
+def base_config(args: argparse.Namespace) -> ModelConfig:
+    """The --preset or --config base alone, for commands that reshape it before the field flags apply."""
     from engine.presets import get_preset
     if getattr(args, "preset", None):
         try:
@@ -47,6 +53,11 @@ def load_config(args: argparse.Namespace) -> ModelConfig:
         base = ModelConfig.from_yaml(text)
     else:
         base = ModelConfig()
+    return base
+
+
+def apply_field_flags(args: argparse.Namespace, base: ModelConfig) -> ModelConfig:
+    """`base` with every --FIELD flag given on the command line (all problems reported at once)."""
     overrides = {n: getattr(args, "field_" + n) for n in FIELDS if getattr(args, "field_" + n, None) is not None}
     return ModelConfig.from_dict(overrides, base=base) if overrides else base
 

@@ -6,8 +6,8 @@ import signal
 import sys
 import threading
 
-from engine.cli import UsageError, add_config_args, load_config, print_json
-from engine.config import FIELDS, ModelConfig
+from engine.cli import UsageError, add_config_args, apply_field_flags, base_config, load_config, print_json
+from engine.config import ModelConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -67,11 +67,9 @@ def train_model_config(args: argparse.Namespace) -> ModelConfig:
     """--preset/--config as given; with --small, or with neither, that architecture at the small size.
     Field flags apply last."""
     from engine.train.loop import small_version
-    if not (args.small or not (args.preset or args.config)):
+    if (args.preset or args.config) and not args.small:
         return load_config(args)
-    base = small_version(load_config(argparse.Namespace(preset=args.preset, config=args.config)))
-    overrides = {n: getattr(args, "field_" + n) for n in FIELDS if getattr(args, "field_" + n, None) is not None}
-    return ModelConfig.from_dict(overrides, base=base) if overrides else base
+    return apply_field_flags(args, small_version(base_config(args)))
 
 
 def _train(args: argparse.Namespace) -> int:
