@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import commands
-from engine.config import FIELDS, ConfigError, ModelConfig, coerce
+from engine.config import FIELDS, ConfigError, ModelConfig
 
 
 class UsageError(Exception):

@@ -14,7 +14,6 @@ from torch import nn
 from engine.config import ModelConfig
 from engine.layers.attention import Attention, LayerKV
 from engine.layers.block import Block
-from engine.layers.ffn import DenseFFN, GatedFFN
 from engine.layers.norm import make_norm
 from engine.layers.position import rope_tables, sinusoidal_table
 
@@ -123,7 +122,3 @@ def build_model(cfg: ModelConfig, device: str | torch.device = "cpu", dtype: tor
     model.to(dtype)
     model.tie()
     return model
-
-
-def ffn_modules(model: DecoderLM) -> list[nn.Module]:
-    return [m for m in model.modules() if isinstance(m, (DenseFFN, GatedFFN))]
