@@ -63,11 +63,11 @@ def dot_to_svg(dot: str) -> str | None:
     return done.stdout[start:] if done.returncode == 0 and start >= 0 else None
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    cell = lambda s: str(s).replace("|", "\\|")  # noqa: E731
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    """A Markdown pipe table (the handouts and the Lecture page); a `|` inside a cell is escaped so it cannot
+    split the row."""
+    line = lambda cells: "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"  # noqa: E731
+    return "\n".join([line(header), "|" + "---|" * len(header)] + [line(row) for row in rows])
 
 
 def _value(v) -> str:
@@ -101,14 +101,14 @@ def _sections(cfg: ModelConfig, batch: int, seq: int, dtype: str, policy: str, o
     setting = f"batch {batch}, sequence {seq:,}, {dtype} activations, {policy} weights, {optimizer}"
     return [
         ("Configuration", "Every architecture field of the config (YAML at the end reproduces it exactly).\n\n"
-         + _table(["field", "value", "meaning"], config_rows)),
+         + markdown_table(["field", "value", "meaning"], config_rows)),
         ("Parameters", f"Exact closed form (engine.budget.params), equal to the built model's `parameters()`. "
          f"Tying the embedding and output head {tying} {fmt_count(pc.tying_saves)} parameters.\n\n"
-         + _table(["component", "parameters", "share"], param_rows)),
+         + markdown_table(["component", "parameters", "share"], param_rows)),
         ("Memory", f"Closed form (engine.budget.memory) for {setting}.\n\n"
-         + _table(["term", "bytes", "formula"], mem_rows)),
+         + markdown_table(["term", "bytes", "formula"], mem_rows)),
         ("Compute", f"Closed form (engine.budget.flops) for one training step at batch {batch}, sequence {seq:,}.\n\n"
-         + _table(["FLOPs", "value"], flop_rows)),
+         + markdown_table(["FLOPs", "value"], flop_rows)),
         ("Diagram", block_dot(cfg)),
         ("Config YAML", "```yaml\n" + cfg.to_yaml() + "```"),
     ]

@@ -31,11 +31,6 @@ def _vector(where, label: str, default: str, key: str) -> tuple[float, ...]:
         raise ValueError(f"{label}: {raw!r} is not a comma-separated list of numbers") from None
 
 
-def _table(header: list[str], rows: list[list[str]]) -> None:
-    line = lambda cells: "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"  # noqa: E731
-    st.markdown("\n".join([line(header), "|" + "---|" * len(header)] + [line(r) for r in rows]))
-
-
 def _numbers(cols, *specs: tuple) -> list:
     """Number inputs side by side, one per column: (label, min, max, default, key[, step])."""
     return [col.number_input(label, lo, hi, default, key=key, step=step[0] if step else None)
@@ -92,11 +87,10 @@ def parallel() -> None:
     x = _vector(c1, "x", "1, 2, 3, 4", "lec_par_x")
     eps = c2.selectbox("LayerNorm eps", (1e-6, 1e-5, 1e-3), key="lec_par_eps", format_func=lambda e: f"{e:g}")
     r = lecture.serial_vs_parallel(x, eps)
-    _table(["", "value"], [["LN(x)", _nums(r.normed_x)], ["A(LN(x)) = [first coordinate, 0, ...]",
-                                                           _nums(r.attention_out)],
-                           ["serial: FFN input", _nums(r.serial.ffn_input)], ["serial: y", _nums(r.serial.output)],
-                           ["parallel: FFN input", _nums(r.parallel.ffn_input)],
-                           ["parallel: y", _nums(r.parallel.output)]])
+    st.markdown(export.markdown_table(
+        ["", "value"], [["LN(x)", _nums(r.normed_x)], ["A(LN(x)) = [first coordinate, 0, ...]", _nums(r.attention_out)],
+                        ["serial: FFN input", _nums(r.serial.ffn_input)], ["serial: y", _nums(r.serial.output)],
+                        ["parallel: FFN input", _nums(r.parallel.ffn_input)], ["parallel: y", _nums(r.parallel.output)]]))
     _metrics(*((f"{name}: FFN reads this block's attention", "yes" if out.ffn_sees_attention else "no")
                for name, out in (("serial", r.serial), ("parallel", r.parallel))))
     st.caption("Toy branches in the engine's own block: attention keeps the first coordinate, the FFN is the "
@@ -150,7 +144,7 @@ def gradient() -> None:
         g = sum(x * x for x in r.head_grad[j]) ** 0.5
         ph = p * sum(x * x for x in r.hidden) ** 0.5 if j in r.absent else None
         rows.append([f"{j}", charts.token_role(r, j), f"{p:.4f}", f"{g:.4f}", "" if ph is None else f"{ph:.4f}"])
-    _table(["token", "role", "p_j", "|grad of output row j|", "|p_j · h|"], rows)
+    st.markdown(export.markdown_table(["token", "role", "p_j", "|grad of output row j|", "|p_j · h|"], rows))
     _metrics(("absent rows: max |grad − p_j·h|", f"{r.max_error:.1e}"),
              ("absent token's embedding row: max |grad|", f"{r.embedding_absent_grad:.4f}",
               "Non-zero only when tied: then the output row is the embedding row."))
@@ -262,7 +256,8 @@ def microgpt() -> None:
     v, d, t, n = _numbers(st.columns(4), ("vocab", 1, 100000, 28, "lec_mg_v"), ("n_embd", 4, 4096, 16, "lec_mg_d", 4),
                           ("block_size", 1, 4096, 16, "lec_mg_t"), ("n_layer", 1, 64, 1, "lec_mg_l"))
     tab = lecture.microgpt_table(vocab_size=v, d_model=d, n_layers=n, context_length=t)
-    _table(["matrix", "shape", "parameters"], [[r.name, r.shape, fmt_count(r.count)] for r in tab.rows])
+    st.markdown(export.markdown_table(["matrix", "shape", "parameters"],
+                                      [[r.name, r.shape, fmt_count(r.count)] for r in tab.rows]))
     _metrics(("by hand", fmt_count(tab.hand_total)), ("engine closed form", fmt_count(tab.engine_total)),
              ("engine, built model", fmt_count(tab.built_total)))
     st.caption("The chapter's table, rebuilt from the sizes. microgpt's norms have no gains and its layers no "
