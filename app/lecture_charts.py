@@ -7,7 +7,8 @@ from __future__ import annotations
 import pandas  # noqa: F401  loaded in full before plotly peeks at sys.modules (a cold server can race on it)
 import plotly.graph_objects as go
 
-from app.charts import COLORS, COMPONENT_GROUP, FONT
+from app.charts import ACTIVATION_COLORS, COLORS, COMPONENT_GROUP, FONT
+from engine.config import DENSE_FFNS
 from engine.lecture.attention import MaskOrder
 from engine.lecture.blocks import NormComparison, SerialParallel
 from engine.lecture.ffn import GatingMatch
@@ -15,7 +16,6 @@ from engine.lecture.sizes import DepthWidth, KVVariant, MicroTable
 from engine.lecture.tying import AbsentTokenGrad
 from engine.units import fmt_bytes, fmt_count
 
-ACTIVATION_COLORS = {"relu": "#4C78A8", "gelu": "#E45756", "gelu_tanh": "#FF9DA6", "silu": "#54A24B"}
 PAIR = ("#4C78A8", "#F58518")   # two things side by side: serial/parallel, before/after, first/second
 
 
@@ -28,8 +28,8 @@ def _layout(fig: go.Figure, title: str, x: str, y: str, **kw) -> go.Figure:
 def activation_figure(curves: dict[str, list[float]], marks: tuple[float, ...] = ()) -> go.Figure:
     """The engine's activations over z, with vertical guides at the inputs being discussed."""
     fig = go.Figure()
-    for name, color in ACTIVATION_COLORS.items():
-        fig.add_scatter(x=curves["z"], y=curves[name], name=name, line=dict(color=color, width=3,
+    for name in DENSE_FFNS:
+        fig.add_scatter(x=curves["z"], y=curves[name], name=name, line=dict(color=ACTIVATION_COLORS[name], width=3,
                         dash="dot" if name == "gelu_tanh" else "solid"))
     for z in marks:
         fig.add_vline(x=z, line=dict(color="#888888", dash="dash"), annotation_text=f"z = {z:g}")
