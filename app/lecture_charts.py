@@ -7,7 +7,8 @@ from __future__ import annotations
 import pandas  # noqa: F401  loaded in full before plotly peeks at sys.modules (a cold server can race on it)
 import plotly.graph_objects as go
 
-from app.charts import ACTIVATION_COLORS, COLORS, COMPONENT_GROUP, FONT
+from app.charts import ACTIVATION_COLORS, COLORS, COMPONENT_GROUP
+from app.charts import _layout as _base_layout
 from engine.config import DENSE_FFNS
 from engine.lecture.attention import MaskOrder
 from engine.lecture.blocks import NormComparison, SerialParallel
@@ -20,9 +21,8 @@ PAIR = ("#4C78A8", "#F58518")   # two things side by side: serial/parallel, befo
 
 
 def _layout(fig: go.Figure, title: str, x: str, y: str, **kw) -> go.Figure:
-    fig.update_layout(title=title, font=FONT, margin=dict(l=10, r=10, t=50, b=10), xaxis_title=x, yaxis_title=y,
-                      legend=dict(orientation="h", y=-0.2), **kw)
-    return fig
+    """app.charts' layout with both axis titles (every lecture chart has them) and the legend under the plot."""
+    return _base_layout(fig, title, xaxis_title=x, yaxis_title=y, legend=dict(orientation="h", y=-0.2), **kw)
 
 
 def activation_figure(curves: dict[str, list[float]], marks: tuple[float, ...] = ()) -> go.Figure:
