@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.config import ModelConfig
+from engine.activation_curves import activation_curves as sampled_curves
+from engine.config import DENSE_FFNS, ModelConfig
 from engine.layers.ffn import ACTIVATIONS, ffn_params
 
 
@@ -22,15 +23,10 @@ def activation_values(z: float) -> dict[str, float]:
 
 
 def activation_curves(lo: float = -4.0, hi: float = 4.0, n: int = 161) -> dict[str, list[float]]:
-    """Sampled curves for a chart: key 'z' holds the inputs, one key per activation holds its outputs."""
-    if not hi > lo:
-        raise ValueError(f"activation range: hi={hi} must be greater than lo={lo}")
-    if n < 2:
-        raise ValueError(f"activation range: n={n} must be at least 2 samples")
-    z = torch.linspace(lo, hi, n, dtype=torch.float64)
-    curves = {"z": z.tolist()}
-    curves.update({name: act(z).tolist() for name, act in ACTIVATIONS.items()})
-    return curves
+    """Sampled curves for a chart: key 'z' holds the inputs, one key per dense activation its outputs (the
+    Activations page's engine.activation_curves, reshaped for the lecture chart)."""
+    curves = sampled_curves(DENSE_FFNS, lo, hi, n)
+    return {"z": curves[DENSE_FFNS[0]].x, **{name: c.y for name, c in curves.items()}}
 
 
 @dataclass(frozen=True)
