@@ -46,8 +46,9 @@ def matmul_params(cfg: ModelConfig) -> int:
     return cfg.n_layers * per_layer + d * cfg.vocab_size
 
 
-def _visible_closed(cfg: ModelConfig, seq: int, causal: bool) -> int:
-    """visible_keys(past=0) without the loop: T^2, T(T+1)/2, or with a window w < T: w(w+1)/2 + (T-w)*w."""
+def _query_key_pairs(cfg: ModelConfig, seq: int, causal: bool) -> int:
+    """Query-key pairs of one sequence summed over layers: T^2 per layer (the full square), or, causal, the
+    visible ones: T(T+1)/2, and on a window layer with w < T, w(w+1)/2 + (T-w)*w."""
     if not causal:
         return cfg.n_layers * seq * seq
     total = 0
@@ -62,15 +63,15 @@ def _visible_closed(cfg: ModelConfig, seq: int, causal: bool) -> int:
 def flops_budget(cfg: ModelConfig, batch: int, seq: int, causal: bool = False) -> FlopBudget:
     """Forward/backward FLOPs of a training step on `batch` sequences of `seq` tokens."""
     _check_sizes(batch, seq)
-    tokens = batch * seq
-    mm = 2 * matmul_params(cfg) * tokens
-    attn = 4 * cfg.attn_width * batch * _visible_closed(cfg, seq, causal)
+    tokens, weights = batch * seq, matmul_params(cfg)
+    mm = 2 * weights * tokens
+    attn = 4 * cfg.attn_width * batch * _query_key_pairs(cfg, seq, causal)
     fwd = mm + attn
     n = count_params(cfg).non_embedding
     L, H, Q = cfg.n_layers, cfg.n_heads, cfg.head_width
     scope = "only visible (causal/window) query-key pairs" if causal else "the full T x T square (no causal halving)"
     formulas = {
-        "matmul_flops": f"2 * {matmul_params(cfg):,} matrix params * B*T={tokens:,} tokens",
+        "matmul_flops": f"2 * {weights:,} matrix params * B*T={tokens:,} tokens",
         "attention_flops": f"2 products (QK^T, PV) * 2 * A={cfg.attn_width} * B={batch} * query-key pairs over "
                            f"{L} layers; {scope}",
         "forward_flops": "matmul_flops + attention_flops",
