@@ -10,18 +10,10 @@ from app.charts import COLORS, MEMORY_COLORS, _layout
 from engine.budget.devices import DeviceProfile, Roofline
 from engine.budget.flops import FlopBudget
 from engine.budget.memory import MemoryBudget
-from engine.units import fmt_bytes, fmt_flops
+from engine.units import byte_unit, fmt_bytes, fmt_flops
 
 TRAIN_TERMS = (("weights", "weights_bytes"), ("grads", "grads_bytes"), ("optimizer", "optimizer_bytes"),
                ("master", "master_bytes"), ("activations", "activations_bytes"))
-
-
-def byte_unit(largest: float) -> tuple[float, str]:
-    """(divisor, unit) so the largest value reads between 1 and 1024 in binary units."""
-    for power, unit in ((4, "TiB"), (3, "GiB"), (2, "MiB"), (1, "KiB")):
-        if largest >= 1024 ** power:
-            return 1024 ** power, unit
-    return 1, "B"
 
 
 def memory_figure(train: dict[str, MemoryBudget], infer: MemoryBudget, infer_label: str) -> go.Figure:

@@ -6,13 +6,19 @@ _BINARY = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 _ENGINEERING = ("", "K", "M", "G", "T", "P", "E")
 
 
+def byte_unit(n: float) -> tuple[int, str]:
+    """(divisor, unit) that puts |n| between 1 and 1024 binary units: 3 * 2**30 -> (2**30, 'GiB'). Charts scale
+    a byte axis by it, so the axis and the fmt_bytes labels on it name the same unit."""
+    power = 0
+    while abs(n) >= 1024 ** (power + 1) and power < len(_BINARY) - 1:
+        power += 1
+    return 1024 ** power, _BINARY[power]
+
+
 def fmt_bytes(n: float, digits: int = 2) -> str:
     """1073741824 -> '1.00 GiB'; exact powers print without noise (134217728 -> '128.00 MiB')."""
-    value, unit = float(n), 0
-    while abs(value) >= 1024 and unit < len(_BINARY) - 1:
-        value /= 1024
-        unit += 1
-    return f"{int(value)} B" if unit == 0 else f"{value:.{digits}f} {_BINARY[unit]}"
+    div, unit = byte_unit(n)
+    return f"{int(n)} B" if div == 1 else f"{n / div:.{digits}f} {unit}"
 
 
 def fmt_count(n: int) -> str:
