@@ -15,7 +15,7 @@ from engine.lecture.blocks import NormComparison, SerialParallel
 from engine.lecture.ffn import GatingMatch
 from engine.lecture.sizes import DepthWidth, KVVariant, MicroTable
 from engine.lecture.tying import AbsentTokenGrad
-from engine.units import fmt_bytes, fmt_count
+from engine.units import byte_unit, fmt_bytes, fmt_count
 
 PAIR = ("#4C78A8", "#F58518")   # two things side by side: serial/parallel, before/after, first/second
 
@@ -114,11 +114,11 @@ def mask_order_figure(r: MaskOrder) -> go.Figure:
 
 
 def kv_figure(variants: list[KVVariant]) -> go.Figure:
-    gib = 1024 ** 3
-    fig = go.Figure(go.Bar(x=[v.kind for v in variants], y=[v.bytes / gib for v in variants],
+    div, unit = byte_unit(max(v.bytes for v in variants))
+    fig = go.Figure(go.Bar(x=[v.kind for v in variants], y=[v.bytes / div for v in variants],
                            marker_color=COLORS["attention"], text=[fmt_bytes(v.bytes) for v in variants],
                            textposition="outside"))
-    return _layout(fig, "KV cache with the same query heads", "attention kind", "KV cache (GiB)")
+    return _layout(fig, "KV cache with the same query heads", "attention kind", f"KV cache ({unit})")
 
 
 def depth_figure(r: DepthWidth) -> go.Figure:
