@@ -10,7 +10,7 @@ import streamlit as st
 from app import editor, state
 
 ROOT = Path(__file__).parent
-PAGES = [  # (file, title, icon); a page whose file is not there yet is skipped
+PAGES = [  # (file, title, icon)
     ("pages/design.py", "Design", ":material/architecture:"),
     ("pages/budgets.py", "Budgets", ":material/memory:"),
     ("pages/activations.py", "Activations", ":material/show_chart:"),
@@ -22,7 +22,7 @@ PAGES = [  # (file, title, icon); a page whose file is not there yet is skipped
 
 st.set_page_config(page_title="Transformer Architecture Explorer", page_icon=":material/hub:", layout="wide")
 pages = [st.Page(ROOT / path, title=title, icon=icon, default=path == "pages/design.py")
-         for path, title, icon in PAGES if (ROOT / path).exists()]
+         for path, title, icon in PAGES]
 page = st.navigation(pages)
 with st.sidebar:
     editor.sidebar()
