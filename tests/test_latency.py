@@ -2,6 +2,7 @@
 the process-wide lock, refusals, and the `bench` CLI."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -17,6 +18,7 @@ from engine.budget.memory import kv_cache_bytes
 from engine.cli import main
 from engine.config import ModelConfig
 from engine.guard import MemoryRefusal
+from engine.measure import plan
 from engine.model import build_model
 from engine.presets import get_preset
 
@@ -148,6 +150,29 @@ def test_memory_estimate_is_the_closed_form_of_what_is_timed():
     trn, how_t = lat.memory_estimate(TINY, 2, 16, "bf16", "train")
     assert fwd == b.weights_bytes + 2 * 16 * 64 * 2 and "logits" in how_f
     assert trn == b.weights_bytes + b.grads_bytes + b.activations_bytes and "gradients" in how_t
+
+
+def test_memory_check_is_the_estimate_beside_the_measured_peak():
+    r = lat.measure_latency(TINY, 2, 16, device="cpu", min_run_time=0.02)
+    assert lat.memory_check(TINY, r) is None                            # CPU: nothing measured, no invented gap
+    est = lat.memory_estimate(TINY, 2, 16)[0]
+    m = lat.memory_check(TINY, dataclasses.replace(r, peak_memory_bytes=est // 2))
+    assert (m.estimate, m.measured) == (est, est // 2)
+    assert m.error_pct == pytest.approx(100.0 * (est - est // 2) / (est // 2))   # the Budgets page's sign
+    assert "max_memory_allocated" in m.method and "logits" in m.method
+
+
+def test_sweep_and_decode_choices():
+    assert plan.powers_of_two(8, 100) == [8, 16, 32, 64] and plan.powers_of_two(8, 4) == []
+    assert plan.batch_choices() == [1, 2, 4, 8, 16, 32, 64]
+    assert plan.seq_choices(TINY) == [8, 16, 32, 64] and plan.default_seqs(TINY) == [32]
+    assert plan.seq_choices(TINY.replace(context_length=5)) == [5] and plan.default_seqs(TINY.replace(
+        context_length=16)) == [8, 16]
+    gpt2 = get_preset("gpt2").config
+    assert plan.decode_contexts(gpt2, "cpu") == [16, 32, 64, 128, 256, 512]      # 1,024 needs position 1,025
+    assert plan.decode_contexts(gpt2.replace(context_length=8192), "cuda")[-1] == 4096
+    assert plan.decode_contexts(TINY.replace(context_length=16), "cpu") == [1, 2, 4, 8]
+    assert plan.decode_contexts(TINY.replace(context_length=1), "cpu") == []
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="on CUDA the script measures for minutes (run it by hand)")

@@ -36,6 +36,7 @@ def test_a_job_trains_each_config_in_turn_on_the_same_data():
     job = TrainJob(ab_configs(SMALL, "LayerNorm vs RMSNorm"), TC, load_names(), device="cpu").start()
     job.join(120)
     assert not job.running and job.error is None and job.progress == 1.0
+    assert (job.steps_done, job.total_steps) == (12, 12)
     assert list(job.results) == ["LayerNorm", "RMSNorm"]
     assert [len(r) for r in job.records.values()] == [6, 6]
     la, ra = (job.records[k][0].train_loss for k in ("LayerNorm", "RMSNorm"))
@@ -46,7 +47,7 @@ def test_a_stopped_job_ends_early_and_errors_are_kept():
     job = TrainJob({"a": SMALL, "b": SMALL}, TC.replace(steps=10_000), load_names(), device="cpu")
     job.stop.set()
     job.start().join(60)
-    assert job.results == {} and job.progress == 0.0
+    assert job.results == {} and job.progress == 0.0 and (job.steps_done, job.total_steps) == (0, 20_000)
     bad = TrainJob({"a": SMALL.replace(position="learned")}, TC.replace(seq=4000), load_names(), device="cpu")
     bad.start().join(60)
     assert bad.error is not None and not bad.running

@@ -22,6 +22,7 @@ from engine.budget.flops import flops_budget
 from engine.budget.memory import DTYPE_BYTES, memory_budget
 from engine.config import ModelConfig
 from engine.guard import check_fits
+from engine.measure import Measurement
 from engine.model import DecoderLM, KVCache, build_model
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -106,6 +107,15 @@ def memory_estimate(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp32",
                 "closed form: weights + gradients + saved activations (no optimizer state is timed)")
     logits = batch * seq * cfg.vocab_size * DTYPE_BYTES[dtype]
     return b.weights_bytes + logits, "closed form: weights + the batch's logits (no grad, no KV cache kept)"
+
+
+def memory_check(cfg: ModelConfig, r: LatencyResult) -> Measurement | None:
+    """CUDA's measured peak of a timed call beside memory_estimate; None where nothing was measured (CPU)."""
+    if r.peak_memory_bytes is None:
+        return None
+    est, how = memory_estimate(cfg, r.batch, r.seq, r.dtype, r.mode)
+    return Measurement(f"peak memory, batch {r.batch} x seq {r.seq}", est, r.peak_memory_bytes,
+                       f"torch.cuda.max_memory_allocated during the timing; estimate: {how}")
 
 
 def _check(cfg: ModelConfig, batch: int, seq: int, dtype: str, mode: str = "forward") -> None:

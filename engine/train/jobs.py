@@ -73,8 +73,16 @@ class TrainJob:
         return self._thread.is_alive()
 
     @property
+    def total_steps(self) -> int:
+        return self.tc.steps * len(self.configs)
+
+    @property
+    def steps_done(self) -> int:
+        """Optimizer steps taken so far over all runs (a run that ended early counts only what it trained)."""
+        return sum(len(recs) for recs in self.records.values())
+
+    @property
     def progress(self) -> float:
         """Share of all steps of all runs done (a run that ended early counts as complete)."""
-        total = self.tc.steps * len(self.configs)
         done = sum(self.tc.steps if label in self.results else len(recs) for label, recs in self.records.items())
-        return min(1.0, done / total)
+        return min(1.0, done / self.total_steps)
