@@ -13,8 +13,6 @@ from engine.config import ModelConfig
 from engine.model import build_model
 from engine.presets import get_preset
 
-MIB = 1024 ** 2
-
 
 class _TinyLM(nn.Module):
     """Embedding lookup straight into the output head: the smallest model with both roles of the table."""
@@ -127,11 +125,6 @@ class TyingSavings:
     training_bytes: int          # weight + gradient (both weight dtype) + two fp32 Adam moments
     master_bytes: int            # an fp32 master copy on top
     bytes_per_param_training: int
-
-    @property
-    def mib(self) -> dict[str, float]:
-        return {"weights": self.weight_bytes / MIB, "training": self.training_bytes / MIB,
-                "master": self.master_bytes / MIB}
 
 
 def tying_savings(vocab: int = 32000, dim: int = 768, weight_dtype: str = "bf16") -> TyingSavings:
