@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from engine.activation_curves import Curve, Surface
 from engine.budget.params import ParamCount
 
 # One colour per model component, used by every page.
@@ -78,7 +79,7 @@ ACTIVATION_COLORS = {"relu": "#4C78A8", "gelu": "#F58518", "gelu_tanh": "#E45756
                      "reglu": "#9D755D", "geglu": "#B279A2", "geglu_tanh": "#FF9DA6", "swiglu": "#17BECF"}
 
 
-def activation_figure(curves: dict, title: str) -> go.Figure:
+def activation_figure(curves: dict[str, Curve], title: str) -> go.Figure:
     """Values (left) and autograd derivatives (right) of engine.activation_curves.Curve objects; hover shows
     every curve's value at the same x."""
     from plotly.subplots import make_subplots
@@ -97,7 +98,7 @@ def activation_figure(curves: dict, title: str) -> go.Figure:
     return _layout(fig, title, hovermode="x unified", height=420)
 
 
-def gated_surface_figure(surface) -> go.Figure:
+def gated_surface_figure(surface: Surface) -> go.Figure:
     """act(g)·u as a heatmap over gate input g and up input u (engine.activation_curves.Surface)."""
     fig = go.Figure(go.Heatmap(x=surface.g, y=surface.u, z=surface.z, colorscale="RdBu", zmid=0,
                                colorbar=dict(title="output"),

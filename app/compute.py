@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.activation_curves import activation_curves, gated_surface
+from engine.activation_curves import Curve, Surface, activation_curves, gated_surface
 from engine.budget.devices import Roofline, roofline
 from engine.budget.flops import FlopBudget, flops_budget
 from engine.budget.memory import MemoryBudget, kv_cache_bytes, memory_budget
@@ -44,12 +44,12 @@ def flops(cfg: ModelConfig, batch: int, seq: int, causal: bool = False) -> FlopB
 
 
 @st.cache_data(**CACHE)
-def curves(names: tuple[str, ...], lo: float, hi: float, n: int = 201) -> dict:
+def curves(names: tuple[str, ...], lo: float, hi: float, n: int = 201) -> dict[str, Curve]:
     return activation_curves(names, lo, hi, n)
 
 
 @st.cache_data(**CACHE)
-def surface(name: str, lo: float, hi: float, n: int = 61):
+def surface(name: str, lo: float, hi: float, n: int = 61) -> Surface:
     return gated_surface(name, lo, hi, n)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import streamlit as st
+from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from app import state
 from engine.config import FIELDS, GROUPS, ConfigError, FieldSpec, ModelConfig
@@ -24,7 +25,7 @@ def _load_preset() -> None:
     st.session_state[state.PROBLEMS] = []
 
 
-def read_yaml(upload) -> tuple[ModelConfig | None, list[str]]:
+def read_yaml(upload: UploadedFile) -> tuple[ModelConfig | None, list[str]]:
     """An uploaded YAML file -> (config, []) or (None, problems): size-limited, UTF-8, safe_load."""
     if upload.size > MAX_YAML_BYTES:
         return None, [f"yaml: {upload.name} is {upload.size:,} bytes; the limit is {MAX_YAML_BYTES:,} bytes"]

@@ -1,12 +1,19 @@
 """Pure table builders: engine results -> pandas DataFrames with display-ready columns (tested directly)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Callable
+
 import pandas as pd
 
 from app.charts import COMPONENT_GROUP, LABELS
+from engine.budget.flops import FlopBudget
+from engine.budget.memory import MemoryBudget
 from engine.budget.params import ParamCount
 from engine.config import ModelConfig
 from engine.units import fmt_count
+
+if TYPE_CHECKING:
+    from pandas.io.formats.style import Styler
 
 
 def params_table(pc: ParamCount) -> pd.DataFrame:
@@ -18,7 +25,8 @@ def params_table(pc: ParamCount) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def formulas_table(budget, fields: tuple[str, ...], fmt) -> pd.DataFrame:
+def formulas_table(budget: MemoryBudget | FlopBudget, fields: tuple[str, ...],
+                   fmt: Callable[[float], str]) -> pd.DataFrame:
     """Each term of an engine budget with its value and the formula the engine reports for it."""
     return pd.DataFrame([{"term": f.removesuffix("_bytes").removesuffix("_flops").replace("_", " "),
                           "value": fmt(getattr(budget, f)), "formula": budget.formulas.get(f, "")}
@@ -48,6 +56,6 @@ def _yaml_scalar(value) -> str:
     return f"{value:,}" if isinstance(value, (int, float)) else str(value)
 
 
-def highlight_rows(df: pd.DataFrame, rows: list[str], color: str = "#FFF3B0"):
+def highlight_rows(df: pd.DataFrame, rows: list[str], color: str = "#FFF3B0") -> Styler:
     """A Styler marking `rows` (st.dataframe renders it)."""
     return df.style.apply(lambda r: [f"background-color: {color}" if r.name in rows else ""] * len(r), axis=1)

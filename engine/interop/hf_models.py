@@ -40,7 +40,8 @@ def from_transformers(hf_model: nn.Module) -> DecoderLM:
     return model.train(hf_model.training)
 
 
-def hf_model_from_config(model_type: str, config: dict[str, Any], attn_implementation: str | None = None):
+def hf_model_from_config(model_type: str, config: dict[str, Any],
+                         attn_implementation: str | None = None) -> nn.Module:
     """A randomly initialised transformers causal LM for a config dict (no network)."""
     import transformers
     hf_cfg = transformers.AutoConfig.for_model(model_type, **config)
@@ -48,7 +49,7 @@ def hf_model_from_config(model_type: str, config: dict[str, Any], attn_implement
     return transformers.AutoModelForCausalLM.from_config(hf_cfg, **extra)
 
 
-def to_transformers(model: DecoderLM, attn_implementation: str | None = None):
+def to_transformers(model: DecoderLM, attn_implementation: str | None = None) -> nn.Module:
     """The transformers model computing what `model` computes, or ConfigError naming each feature that no
     supported family can express (e.g. post-norm, or GQA in a serial Falcon block)."""
     family, config = to_hf_config(model.cfg)

@@ -51,7 +51,8 @@ class Attention(nn.Module):
         self.keep_probs = False     # explicit path stores softmax probabilities in .probs (for plots)
         self.probs: torch.Tensor | None = None
 
-    def forward(self, x: torch.Tensor, pos: torch.Tensor, rope: tuple | None, cache: LayerKV | None = None):
+    def forward(self, x: torch.Tensor, pos: torch.Tensor, rope: tuple | None,
+                cache: LayerKV | None = None) -> torch.Tensor:
         B, T, _ = x.shape
         q = self.q_proj(x).view(B, T, self.n_heads, self.hd).transpose(1, 2)
         k = self.k_proj(x).view(B, T, self.kv_heads, self.hd).transpose(1, 2)

@@ -49,7 +49,8 @@ class Block(nn.Module):
         y = self.post_ffn_norm(y) if self.post_ffn_norm is not None else y
         return F.dropout(y, self.p, self.training)
 
-    def forward(self, x: torch.Tensor, pos: torch.Tensor, rope: tuple | None, cache: LayerKV | None = None):
+    def forward(self, x: torch.Tensor, pos: torch.Tensor, rope: tuple | None,
+                cache: LayerKV | None = None) -> torch.Tensor:
         if self.placement == "post":
             if self.parallel:
                 return self.norm1(x + self._attn(x, pos, rope, cache) + self._ffn(x))
