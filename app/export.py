@@ -17,6 +17,7 @@ from markdown_it import MarkdownIt
 
 from app.charts import LABELS
 from app.diagram import block_dot
+from app.tables import config_value
 from engine.budget.flops import flops_budget
 from engine.budget.memory import memory_budget
 from engine.budget.params import count_params
@@ -70,20 +71,12 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(header), "|" + "---|" * len(header)] + [line(row) for row in rows])
 
 
-def _value(v) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return fmt_count(v) if isinstance(v, int) else str(v)
-
-
 def _sections(cfg: ModelConfig, batch: int, seq: int, dtype: str, policy: str, optimizer: str) -> list[tuple[str, str]]:
     """(title, Markdown body) of each handout section; the diagram section's body is its DOT source."""
     pc = count_params(cfg)
     mem = memory_budget(cfg, batch, seq, dtype=dtype, policy=policy, optimizer=optimizer)
     fl = flops_budget(cfg, batch, seq)
-    config_rows = [[f"`{name}`", _value(getattr(cfg, name)), spec.help.replace("*", "\\*")]
+    config_rows = [[f"`{name}`", config_value(getattr(cfg, name)), spec.help.replace("*", "\\*")]
                    for group in GROUPS for name, spec in FIELDS.items() if spec.group == group]
     param_rows = [[LABELS[name], fmt_count(n), f"{n / pc.total:.2%}"] for name, n in pc.components.items() if n]
     param_rows += [["**total**", f"**{fmt_count(pc.total)}**", "100.00%"],

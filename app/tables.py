@@ -45,12 +45,14 @@ def compare_table(configs: dict[str, ModelConfig]) -> tuple[pd.DataFrame, list[s
     separators); and the fields that differ."""
     dicts = {label: cfg.to_dict() for label, cfg in configs.items()}
     fields = list(next(iter(dicts.values())))
-    df = pd.DataFrame({label: [_yaml_scalar(d[f]) for f in fields] for label, d in dicts.items()}, index=fields)
+    df = pd.DataFrame({label: [config_value(d[f]) for f in fields] for label, d in dicts.items()}, index=fields)
     differing = [f for f in fields if len({repr(d[f]) for d in dicts.values()}) > 1]
     return df, differing
 
 
-def _yaml_scalar(value) -> str:
+def config_value(value: object) -> str:
+    """A config field's value for people: booleans and null as YAML writes them, numbers with thousands
+    separators (the Compare table and the handout)."""
     if value is None or isinstance(value, bool):
         return "null" if value is None else str(value).lower()
     return f"{value:,}" if isinstance(value, (int, float)) else str(value)
