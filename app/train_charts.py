@@ -13,11 +13,25 @@ from plotly.subplots import make_subplots
 
 from app.charts import COLORS, _layout
 
-SERIES_COLORS = list(COLORS.values())   # one colour per compared series, from the shared palette
+# One colour per compared series, from the shared palette, ordered so that neighbours contrast on a projector
+# (the palette's first two, blue and teal, are hard to tell apart as thin lines).
+SERIES_COLORS = [COLORS[k] for k in ("embeddings", "attention", "ffn", "output_head", "norms", "positions")]
+LOG_TICKS = dict(type="log", dtick="D2", tickformat=",~g")   # 1, 2, 5, 10, 20, 50 ...: full numbers, no lone digits
 
 
 def _color(i: int) -> str:
     return SERIES_COLORS[i % len(SERIES_COLORS)]
+
+
+def _mode(n: int) -> str:
+    """A one-point curve (a run that diverged at its second step) still shows as a marker."""
+    return "lines" if n > 1 else "markers"
+
+
+def _tokens_axis(values) -> dict:
+    """A log axis of token counts ticked at exactly the measured powers of two, with thousands separators."""
+    ticks = sorted(set(values))
+    return dict(type="log", tickmode="array", tickvals=ticks, ticktext=[f"{v:,}" for v in ticks])
 
 
 def _rows(steps: Sequence[Any]) -> list[Mapping[str, Any]]:
@@ -33,16 +47,17 @@ def _by_batch(results: Sequence[Any]) -> dict[int, list[Any]]:
 
 
 def latency_figure(results: Sequence[Any]) -> go.Figure:
-    """Median time per call vs sequence length, one line per batch size, IQR as error bars; log-log axes."""
+    """Median time per call vs sequence length, one line per batch size (IQR in the hover); log-log axes.
+    No error bars: median +- IQR is not the quartile range and falls below zero on a log axis."""
     fig = go.Figure()
     for i, (batch, rs) in enumerate(_by_batch(results).items()):
         fig.add_trace(go.Scatter(
             x=[r.seq for r in rs], y=[r.median_ms for r in rs], mode="lines+markers", name=f"batch {batch}",
-            line=dict(color=_color(i)), error_y=dict(type="data", array=[r.iqr_ms for r in rs], visible=True),
-            customdata=[[r.iqr_ms, r.runs] for r in rs],
-            hovertemplate="seq %{x}: %{y:.3f} ms<br>IQR %{customdata[0]:.3f} ms, %{customdata[1]} runs<extra></extra>"))
-    fig.update_xaxes(type="log", title_text="sequence length (tokens, log)")
-    fig.update_yaxes(type="log", title_text="median latency per call (ms, log)")
+            line=dict(color=_color(i)), customdata=[[r.iqr_ms, r.runs] for r in rs],
+            hovertemplate="seq %{x:,}: median %{y:.3f} ms<br>IQR %{customdata[0]:.3f} ms over %{customdata[1]:,} calls"
+                          "<extra></extra>"))
+    fig.update_xaxes(title_text="sequence length (tokens, log)", **_tokens_axis(r.seq for r in results))
+    fig.update_yaxes(title_text="median latency per call (ms, log)", **LOG_TICKS)
     mode = results[0].mode if results else "forward"
     return _layout(fig, f"Measured {'forward + backward' if mode == 'train' else 'forward'} latency", height=420)
 
@@ -55,10 +70,10 @@ def throughput_figure(results: Sequence[Any]) -> go.Figure:
         fig.add_trace(go.Scatter(
             x=[r.seq for r in rs], y=[r.tokens_per_s for r in rs], mode="lines+markers", name=f"batch {batch}",
             line=dict(color=_color(i)), customdata=[[r.achieved_tflops, m] for r, m in zip(rs, mfu)],
-            hovertemplate="seq %{x}: %{y:,.0f} tokens/s<br>%{customdata[0]:.4f} TFLOP/s, MFU %{customdata[1]}"
+            hovertemplate="seq %{x:,}: %{y:,.0f} tokens/s<br>%{customdata[0]:.4g} TFLOP/s, MFU %{customdata[1]}"
                           "<extra></extra>"))
-    fig.update_xaxes(type="log", title_text="sequence length (tokens, log)")
-    fig.update_yaxes(type="log", title_text="throughput (tokens/s, log)")
+    fig.update_xaxes(title_text="sequence length (tokens, log)", **_tokens_axis(r.seq for r in results))
+    fig.update_yaxes(title_text="throughput (tokens/s, log)", **LOG_TICKS)
     return _layout(fig, "Measured throughput", height=420)
 
 
@@ -69,11 +84,12 @@ def decode_figure(curves: Mapping[str, Sequence[Any]]) -> go.Figure:
         fig.add_trace(go.Scatter(
             x=[p.context for p in points], y=[p.median_ms for p in points], mode="lines+markers", name=label,
             line=dict(color=_color(i)), customdata=[[p.cache_bytes / 2**20, p.iqr_ms] for p in points],
-            hovertemplate=f"{label}, context %{{x}}: %{{y:.3f}} ms/token<br>KV cache %{{customdata[0]:.2f}} MiB"
+            hovertemplate=f"{label}, context %{{x:,}}: %{{y:.3f}} ms/token<br>KV cache %{{customdata[0]:.2f}} MiB"
                           ", IQR %{customdata[1]:.3f} ms<extra></extra>"))
-    fig.update_xaxes(type="log", title_text="context already cached (tokens, log)")
-    fig.update_yaxes(type="log", title_text="decode step latency (ms per token, log)")
-    return _layout(fig, "Decode step vs context: MHA, GQA, MQA", height=420)
+    fig.update_xaxes(title_text="context already cached (tokens, log)",
+                     **_tokens_axis(p.context for points in curves.values() for p in points))
+    fig.update_yaxes(title_text="decode step latency (ms per token, log)", **LOG_TICKS)
+    return _layout(fig, "Decode step vs context: " + ", ".join(curves), height=420)
 
 
 # ---- training --------------------------------------------------------------------------------------------------
@@ -82,7 +98,7 @@ def loss_figure(runs: Mapping[str, Sequence[Any]]) -> go.Figure:
     fig = go.Figure()
     for i, (label, steps) in enumerate(runs.items()):
         rows = _rows(steps)
-        fig.add_trace(go.Scatter(x=[r["step"] for r in rows], y=[r["train_loss"] for r in rows], mode="lines",
+        fig.add_trace(go.Scatter(x=[r["step"] for r in rows], y=[r["train_loss"] for r in rows], mode=_mode(len(rows)),
                                  name=f"{label} train", legendgroup=label, line=dict(color=_color(i)),
                                  hovertemplate=f"{label} step %{{x}}: train %{{y:.4f}} nats<extra></extra>"))
         val = [r for r in rows if r["val_loss"] is not None]
@@ -105,7 +121,7 @@ def diagnostics_figure(runs: Mapping[str, Sequence[Any]]) -> go.Figure:
     for i, (label, steps) in enumerate(runs.items()):
         rows = _rows(steps)
         for k, (key, title) in enumerate(DIAGNOSTICS):
-            fig.add_trace(go.Scatter(x=[r["step"] for r in rows], y=[r[key] for r in rows], mode="lines",
+            fig.add_trace(go.Scatter(x=[r["step"] for r in rows], y=[r[key] for r in rows], mode=_mode(len(rows)),
                                      name=label, legendgroup=label, showlegend=k == 0, line=dict(color=_color(i)),
                                      hovertemplate=f"{label} step %{{x}}: {title} %{{y:.4g}}<extra></extra>"),
                           row=k // 2 + 1, col=k % 2 + 1)
@@ -121,7 +137,7 @@ def speed_figure(tokens_per_s: Mapping[str, float]) -> go.Figure:
     """Mean training throughput per run (A/B: same data, same seed, run one after the other)."""
     labels = list(tokens_per_s)
     fig = go.Figure(go.Bar(x=labels, y=[tokens_per_s[k] for k in labels],
-                           marker_color=[_color(i) for i in range(len(labels))],
-                           hovertemplate="%{x}: %{y:,.0f} tokens/s<extra></extra>"))
-    fig.update_yaxes(title_text="training throughput (tokens/s)")
+                           marker_color=[_color(i) for i in range(len(labels))], texttemplate="%{y:,.0f} tokens/s",
+                           textposition="outside", cliponaxis=False, hovertemplate="%{x}: %{y:,.0f} tokens/s<extra></extra>"))
+    fig.update_yaxes(title_text="training throughput (tokens/s)", tickformat=",~g", rangemode="tozero")
     return _layout(fig, "Training speed", height=320)

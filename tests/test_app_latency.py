@@ -18,8 +18,9 @@ def test_latency_and_throughput_figures():
     fig = train_charts.latency_figure(rs)
     assert [t.name for t in fig.data] == ["batch 1", "batch 4"]
     assert list(fig.data[0].x) == [16, 64] and list(fig.data[0].y) == [0.5, 1.0]
-    assert list(fig.data[0].error_y.array) == [0.05, 0.1]
+    assert fig.data[0].customdata[1][0] == 0.1 and fig.data[0].error_y.array is None   # IQR in the hover
     assert fig.layout.xaxis.type == fig.layout.yaxis.type == "log"
+    assert list(fig.layout.xaxis.tickvals) == [16, 64] and fig.layout.yaxis.tickformat == ",~g"
     assert "ms" in fig.layout.yaxis.title.text and "tokens" in fig.layout.xaxis.title.text
     tp = train_charts.throughput_figure(rs)
     assert "tokens/s" in tp.layout.yaxis.title.text and list(tp.data[1].y) == [rs[0].tokens_per_s]
@@ -29,6 +30,8 @@ def test_decode_figure_one_line_per_variant():
     pts = [DecodePoint(16, 1.0, 0.1, 1000.0, 2**20), DecodePoint(256, 2.0, 0.1, 500.0, 2**24)]
     fig = train_charts.decode_figure({"MHA": pts, "MQA": pts[:1]})
     assert [t.name for t in fig.data] == ["MHA", "MQA"] and list(fig.data[0].x) == [16, 256]
+    assert fig.layout.title.text == "Decode step vs context: MHA, MQA"          # no GQA curve, none named
+    assert list(fig.layout.xaxis.ticktext) == ["16", "256"]
     assert fig.layout.xaxis.type == "log" and "ms per token" in fig.layout.yaxis.title.text
     assert fig.data[0].customdata[1][0] == 16.0        # MiB in the hover
 
@@ -43,10 +46,12 @@ def test_page_sweeps_and_decodes_a_tiny_model(new_app):
     assert [(r.batch, r.seq) for r in results] == [(1, 8), (1, 16), (4, 8), (4, 16)]
     table = at.dataframe[-1].value
     assert list(table["peak memory (measured)"]) == ["not available on CPU"] * 4
+    assert list(table["estimate error"]) == ["—"] * 4 and all(t.endswith("FLOP/s") for t in table["achieved"])
+    assert not [b for b in at.button if b.key == "lat_stop"]          # Stop goes away with the finished sweep
     at.button(key="lat_decode").click().run()
     assert not at.exception and not at.error
     _, curves = at.session_state["lat_decode_curves"]
-    assert list(curves) == ["MHA", "MQA"] and [p.context for p in curves["MQA"]] == [15]
+    assert list(curves) == ["MHA", "MQA"] and [p.context for p in curves["MQA"]] == [1, 2, 4, 8]
 
 
 def test_page_refuses_a_model_that_does_not_fit(new_app):
