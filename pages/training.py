@@ -69,7 +69,10 @@ def prepare():
             return "Upload a text file to train on it."
         try:
             data = load_text(upload.getvalue().decode("utf-8"), name=upload.name)
-        except (UnicodeDecodeError, ValueError) as e:
+        except UnicodeDecodeError as e:
+            return (f"data: {upload.name} is not UTF-8 text (byte {e.start:,} cannot be decoded); "
+                    "upload a plain-text file")
+        except ValueError as e:
             return f"data: {upload.name} cannot be used ({e})"
     else:
         data = load_data(source, seed=tc.seed)
@@ -100,8 +103,9 @@ def live() -> None:
     if job is None:
         st.info("Set the data and model above and press **Start training**.")
         return
-    label = "running…" if job.running else "done"
-    st.progress(job.progress, text=f"{label} {100 * job.progress:.0f}% of {job.tc.steps * len(job.configs)} steps")
+    runs = f" ({len(job.configs)} runs of {job.tc.steps:,}, one after the other)" if len(job.configs) > 1 else ""
+    st.progress(job.progress, text=f"{'running…' if job.running else 'done:'} {job.steps_done:,} of "
+                                   f"{job.total_steps:,} optimizer steps trained{runs}")
     curves = {k: v for k, v in job.records.items() if v}
     if curves:
         done = not job.running   # the download buttons only once the curves stop changing
@@ -117,6 +121,10 @@ def live() -> None:
         show(f"**{name}** (run {r.run_id}, {r.params:,} params): {r.message}")
         if r.samples:
             st.caption(f"Samples from {name}: " + " · ".join(s.replace("\n", "⏎") for s in r.samples))
+    if job.results:
+        st.caption(f"Val loss: mean cross-entropy over the same {job.tc.eval_batches} held-out batches before the "
+                   "first update and after the last. Tokens/s: batch x sequence tokens per second of the training "
+                   "steps only (evaluation and sampling not timed).")
     if len(job.results) > 1:
         export.chart(train_charts.speed_figure({k: r.tokens_per_s for k, r in job.results.items()}), "t_speed",
                      "training-speed")
@@ -137,9 +145,9 @@ if not runs:
 else:
     st.dataframe([{"id": r["id"], "name": r["name"], "data": r["data"], "status": r["status"], "steps": r["steps"],
                    "params": f"{r['params']:,}", "processes": r["world"],
-                   "val loss": (f"{r['initial_loss']:.3f} → {r['final_loss']:.3f}" if r["final_loss"] is not None
-                                else "—"),
-                   "tokens/s": round(r["tokens_per_s"] or 0)} for r in runs],
+                   "val loss (nats)": " → ".join(f"{v:.3f}" if v is not None else "—"
+                                                  for v in (r["initial_loss"], r["final_loss"])),
+                   "tokens/s": f"{r['tokens_per_s'] or 0:,.0f}"} for r in runs],
                  hide_index=True, width="stretch", key="t_runs")
     labels = {r["id"]: f"{r['id']}: {r['name']} on {r['data']} ({r['status']})" for r in runs}
     kept = [i for i in st.session_state.get("t_chosen", [runs[0]["id"]]) if i in labels]   # drop deleted runs

@@ -30,6 +30,15 @@ def test_loss_and_diagnostic_figures():
     assert len(diag.data) == 4 and list(diag.data[3].y) == [4.0, 5.0, 6.0]
     speed = train_charts.speed_figure({"A": 100.0, "B": 50.0})
     assert list(speed.data[0].y) == [100.0, 50.0] and "tokens/s" in speed.layout.yaxis.title.text
+    assert speed.data[0].texttemplate == "%{y:,.0f} tokens/s"
+
+
+def test_a_one_step_curve_is_visible_and_ab_colours_differ():
+    fig = train_charts.loss_figure({"diverged": steps(1), "B": steps(3)})
+    assert fig.data[0].mode == "markers" and fig.data[2].mode == "lines"   # one point: a line would draw nothing
+    assert train_charts.diagnostics_figure({"diverged": steps(1)}).data[0].mode == "markers"
+    assert train_charts.SERIES_COLORS[0] != train_charts.SERIES_COLORS[1]
+    assert len(set(train_charts.SERIES_COLORS)) == len(train_charts.SERIES_COLORS)
 
 
 def finish(at):
@@ -57,7 +66,10 @@ def test_single_run_trains_in_the_background_and_is_stored(new_app):
     r = job.results["microgpt-small"]
     assert r.status == "finished" and any(f"run {r.run_id}" in s.value for s in at.success)
     assert [x["id"] for x in RunStore().list_runs()] == [r.run_id]
-    assert at.dataframe[-1].value["status"].tolist() == ["finished"]
+    table = at.dataframe[-1].value
+    assert table["status"].tolist() == ["finished"]
+    assert table["val loss (nats)"].tolist() == [f"{r.initial_loss:.3f} → {r.final_loss:.3f}"]
+    assert any("20 of 20 optimizer steps" in p.text for p in at.get("progress"))
     assert at.multiselect(key="t_chosen").value == [r.run_id]
     at.button(key="t_delete").click().run()
     assert not at.exception and RunStore().list_runs() == []
@@ -84,6 +96,8 @@ def test_absurd_lr_shows_diverged_and_bad_settings_an_error(new_app):
     job = finish(at)
     assert job.results["microgpt-small"].status == "diverged"
     assert any("diverged at step" in e.value for e in at.error)
+    initial = job.results["microgpt-small"].initial_loss
+    assert at.dataframe[-1].value["val loss (nats)"].tolist() == [f"{initial:.3f} → —"]   # diverged: no final
     at.selectbox(key="t_data").set_value("upload").run()
     at.button(key="t_start").click().run()
     assert any("Upload a text file" in e.value for e in at.error)
