@@ -5,6 +5,7 @@ StepRecord fields (a live run's records or a stored run's rows). Every axis name
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, is_dataclass
 from typing import Any, Mapping, Sequence
 
@@ -16,7 +17,6 @@ from app.charts import COLORS, _layout
 # One colour per compared series, from the shared palette, ordered so that neighbours contrast on a projector
 # (the palette's first two, blue and teal, are hard to tell apart as thin lines).
 SERIES_COLORS = [COLORS[k] for k in ("embeddings", "attention", "ffn", "output_head", "norms", "positions")]
-LOG_TICKS = dict(type="log", dtick="D2", tickformat=",~g")   # 1, 2, 5, 10, 20, 50 ...: full numbers, no lone digits
 
 
 def _color(i: int) -> str:
@@ -26,6 +26,21 @@ def _color(i: int) -> str:
 def _mode(n: int) -> str:
     """A one-point curve (a run that diverged at its second step) still shows as a marker."""
     return "lines" if n > 1 else "markers"
+
+
+def _log_axis(values) -> dict:
+    """A log axis labelled with full numbers: 1, 2, 5 per decade when the data span a decade or more; under a
+    decade, evenly spaced round values (1-2-5 alone gives 291..391 tokens/s no tick, Plotly's own choice one)."""
+    vals = [v for v in values if v > 0]
+    if not vals or max(vals) >= 10 * min(vals):
+        return dict(type="log", tickformat=",~g", dtick="D2")
+    lo, hi = min(vals), max(vals)
+    raw = (hi - lo) / 4 or lo / 4
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    first = math.floor(lo / step) * step
+    ticks = [round(first + i * step, 12) for i in range(int((hi - first) / step) + 2) if first + i * step > 0]
+    return dict(type="log", tickformat=",~g", tickmode="array", tickvals=ticks)
 
 
 def _tokens_axis(values) -> dict:
@@ -57,7 +72,7 @@ def latency_figure(results: Sequence[Any]) -> go.Figure:
             hovertemplate="seq %{x:,}: median %{y:.3f} ms<br>IQR %{customdata[0]:.3f} ms over %{customdata[1]:,} calls"
                           "<extra></extra>"))
     fig.update_xaxes(title_text="sequence length (tokens, log)", **_tokens_axis(r.seq for r in results))
-    fig.update_yaxes(title_text="median latency per call (ms, log)", **LOG_TICKS)
+    fig.update_yaxes(title_text="median latency per call (ms, log)", **_log_axis(r.median_ms for r in results))
     mode = results[0].mode if results else "forward"
     return _layout(fig, f"Measured {'forward + backward' if mode == 'train' else 'forward'} latency", height=420)
 
@@ -73,7 +88,7 @@ def throughput_figure(results: Sequence[Any]) -> go.Figure:
             hovertemplate="seq %{x:,}: %{y:,.0f} tokens/s<br>%{customdata[0]:.4g} TFLOP/s, MFU %{customdata[1]}"
                           "<extra></extra>"))
     fig.update_xaxes(title_text="sequence length (tokens, log)", **_tokens_axis(r.seq for r in results))
-    fig.update_yaxes(title_text="throughput (tokens/s, log)", **LOG_TICKS)
+    fig.update_yaxes(title_text="throughput (tokens/s, log)", **_log_axis(r.tokens_per_s for r in results))
     return _layout(fig, "Measured throughput", height=420)
 
 
@@ -88,7 +103,8 @@ def decode_figure(curves: Mapping[str, Sequence[Any]]) -> go.Figure:
                           ", IQR %{customdata[1]:.3f} ms<extra></extra>"))
     fig.update_xaxes(title_text="context already cached (tokens, log)",
                      **_tokens_axis(p.context for points in curves.values() for p in points))
-    fig.update_yaxes(title_text="decode step latency (ms per token, log)", **LOG_TICKS)
+    fig.update_yaxes(title_text="decode step latency (ms per token, log)",
+                     **_log_axis(p.median_ms for points in curves.values() for p in points))
     return _layout(fig, "Decode step vs context: " + ", ".join(curves), height=420)
 
 
@@ -138,6 +154,7 @@ def speed_figure(tokens_per_s: Mapping[str, float]) -> go.Figure:
     labels = list(tokens_per_s)
     fig = go.Figure(go.Bar(x=labels, y=[tokens_per_s[k] for k in labels],
                            marker_color=[_color(i) for i in range(len(labels))], texttemplate="%{y:,.0f} tokens/s",
-                           textposition="outside", cliponaxis=False, hovertemplate="%{x}: %{y:,.0f} tokens/s<extra></extra>"))
+                           textposition="outside", cliponaxis=False,
+                           hovertemplate="%{x}: %{y:,.0f} tokens/s<extra></extra>"))
     fig.update_yaxes(title_text="training throughput (tokens/s)", tickformat=",~g", rangemode="tozero")
     return _layout(fig, "Training speed", height=320)

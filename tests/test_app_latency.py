@@ -21,6 +21,10 @@ def test_latency_and_throughput_figures():
     assert fig.data[0].customdata[1][0] == 0.1 and fig.data[0].error_y.array is None   # IQR in the hover
     assert fig.layout.xaxis.type == fig.layout.yaxis.type == "log"
     assert list(fig.layout.xaxis.tickvals) == [16, 64] and fig.layout.yaxis.tickformat == ",~g"
+    assert list(fig.layout.yaxis.tickvals) == [0.5, 1.0, 1.5, 2.0, 2.5]      # 0.5..2 ms: under a decade, round steps
+    tp = train_charts.throughput_figure([result(1, 32, 110.0), result(1, 128, 327.0)]).layout.yaxis   # 291..391
+    assert list(tp.tickvals) == [250, 300, 350, 400] and tp.type == "log"
+    assert train_charts.latency_figure(rs + [result(1, 256, 40.0)]).layout.yaxis.dtick == "D2"   # 1, 2, 5 per decade
     assert "ms" in fig.layout.yaxis.title.text and "tokens" in fig.layout.xaxis.title.text
     tp = train_charts.throughput_figure(rs)
     assert "tokens/s" in tp.layout.yaxis.title.text and list(tp.data[1].y) == [rs[0].tokens_per_s]
