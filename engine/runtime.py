@@ -22,3 +22,11 @@ def dtype_name(dtype: str | torch.dtype) -> str | torch.dtype:
 def default_device() -> str:
     """CUDA when this machine has it, else CPU: where a measurement runs unless the caller says otherwise."""
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    """'auto' -> default_device(); a CUDA device on a machine without CUDA is a clear error, not a crash later."""
+    dev = torch.device(default_device() if device == "auto" else device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device: {device!r} is not available on this machine; use auto or cpu")
+    return dev

@@ -8,13 +8,14 @@ from app.widgets import metric_row
 from engine.guard import MemoryRefusal, check_fits
 from engine.measure import latency as lat
 from engine.measure import plan
+from engine.runtime import TORCH_DTYPES, resolve_device
 from engine.units import fmt_bytes, fmt_flops
 
 cfg = current_config()
 st.title(f"Latency: {cfg.name}")
 metric_row(cfg)
 
-dev = lat.resolve_device("auto")
+dev = resolve_device("auto")
 on_gpu = dev.type == "cuda"
 st.caption(f"Measured on **{lat.device_label(dev)}**, the real model in the chosen dtype with seeded random weights "
            "and random tokens. "
@@ -24,7 +25,7 @@ st.caption(f"Measured on **{lat.device_label(dev)}**, the real model in the chos
 
 
 c = st.columns(4)
-dtype = c[0].selectbox("dtype", list(lat.DTYPES) if on_gpu else ["fp32", "bf16"], key="lat_dtype",
+dtype = c[0].selectbox("dtype", list(TORCH_DTYPES) if on_gpu else ["fp32", "bf16"], key="lat_dtype",
                        help="Weights and activations in this precision. CPUs run bf16 mostly through conversions.")
 mode = c[1].selectbox("What is timed", lat.MODES, key="lat_mode",
                       format_func=lambda m: {"forward": "forward (inference, no grad)",

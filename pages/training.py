@@ -8,7 +8,8 @@ from engine.config import ConfigError
 from engine.guard import MemoryRefusal, check_fits
 from engine.train.data import load_data, load_text
 from engine.train.jobs import AB_CHOICES, TrainJob, ab_configs
-from engine.train.loop import TrainConfig, model_for, resolve_device, small_version
+from engine.runtime import resolve_device
+from engine.train.loop import TrainConfig, model_for, small_version
 from engine.train.store import RunStore
 
 JOB = "train_job"

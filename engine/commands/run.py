@@ -75,7 +75,8 @@ def train_model_config(args: argparse.Namespace) -> ModelConfig:
 def _train(args: argparse.Namespace) -> int:
     from engine.train import ddp
     from engine.train.data import load_data
-    from engine.train.loop import TrainConfig, resolve_device, train
+    from engine.runtime import resolve_device
+    from engine.train.loop import TrainConfig, train
     from engine.train.store import RunStore
     cfg = train_model_config(args)
     tc = TrainConfig(**{k: getattr(args, k) for k in TrainConfig().__dict__ if k not in ("data", "dropout")},

@@ -19,13 +19,13 @@ import torch.utils.benchmark as benchmark
 
 from engine.budget.devices import DEVICE_PROFILES
 from engine.budget.flops import flops_budget
-from engine.budget.memory import DTYPE_BYTES, memory_budget
+from engine.budget.memory import DTYPE_BYTES, memory_budget, pure_policy
 from engine.config import ModelConfig
 from engine.guard import check_fits
 from engine.measure import Measurement
 from engine.model import DecoderLM, KVCache, build_model
+from engine.runtime import TORCH_DTYPES, dtype_name, resolve_device
 
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 MODES = ("forward", "train")     # train = forward + backward of the cross-entropy loss (no optimizer step)
 LOCK = threading.Lock()          # held while anything is being timed in this process
 
@@ -68,15 +68,6 @@ class DecodePoint:
     cache_bytes: int                   # the KV cache actually held at this context
 
 
-def resolve_device(device: str = "auto") -> torch.device:
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device: 'cuda' is not available on this machine; use auto or cpu")
-    return dev
-
-
 def device_label(dev: torch.device) -> str:
     if dev.type == "cuda":
         return torch.cuda.get_device_name(dev)
@@ -101,7 +92,7 @@ def peak_flops(profile: str | None, dtype: str) -> float | None:
 def memory_estimate(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp32",
                     mode: str = "forward") -> tuple[int, str]:
     """Closed-form bytes the timed call should peak at (to set beside CUDA's measured peak) and how."""
-    b = memory_budget(cfg, batch, seq, dtype, "fp32" if dtype == "fp32" else "bf16")
+    b = memory_budget(cfg, batch, seq, dtype, pure_policy(dtype))
     if mode == "train":
         return (b.weights_bytes + b.grads_bytes + b.activations_bytes,
                 "closed form: weights + gradients + saved activations (no optimizer state is timed)")
@@ -126,8 +117,8 @@ def _check(cfg: ModelConfig, batch: int, seq: int, dtype: str, mode: str = "forw
         problems.append(f"seq: {seq!r} is not an integer >= 1")
     elif cfg.position == "learned" and seq > cfg.context_length:
         problems.append(f"seq: {seq} exceeds context_length={cfg.context_length} (learned positions)")
-    if dtype not in DTYPES:
-        problems.append(f"dtype: {dtype!r} is not one of {', '.join(DTYPES)}")
+    if dtype not in TORCH_DTYPES:
+        problems.append(f"dtype: {dtype!r} is not one of {', '.join(TORCH_DTYPES)}")
     if mode not in MODES:
         problems.append(f"mode: {mode!r} is not one of {', '.join(MODES)}")
     if problems:
@@ -184,7 +175,7 @@ def prepare(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp32", device:
     _check(cfg, batch, seq, dtype, mode)
     dev = resolve_device(device)
     check_fits(cfg, dev, batch, seq, dtype, mode == "train")
-    model = build_model(cfg, device=dev, dtype=DTYPES[dtype])
+    model = build_model(cfg, device=dev, dtype=TORCH_DTYPES[dtype])
     model.train(mode == "train")
     return model, dev
 
@@ -194,7 +185,7 @@ def measure(model: DecoderLM, batch: int, seq: int, mode: str = "forward", min_r
     """Time one call of `model` on random tokens [batch, seq]; the model's device and dtype are used."""
     cfg = model.cfg
     p = next(model.parameters())
-    dtype = next(k for k, v in DTYPES.items() if v == p.dtype)
+    dtype = dtype_name(p.dtype)
     _check(cfg, batch, seq, dtype, mode)
     dev = p.device
     gen = torch.Generator().manual_seed(seed)

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 
 from engine.config import ConfigError, ModelConfig
 from engine.model import DecoderLM, build_model
+from engine.runtime import resolve_device
 from engine.train.data import Dataset, get_batch, load_data
 from engine.train.ddp import SINGLE, DistInfo, wrap
 
@@ -110,12 +111,6 @@ def lr_at(step: int, tc: TrainConfig) -> float:
     span = max(1, tc.steps - tc.warmup)
     progress = min(1.0, (step - tc.warmup) / span)
     return tc.lr * (tc.min_lr_ratio + (1 - tc.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
-
-
-def resolve_device(device: str) -> torch.device:
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
 
 
 def _optimizer(model: DecoderLM, tc: TrainConfig) -> torch.optim.AdamW:
