@@ -88,10 +88,14 @@ def widget_value(name: str, value: Any) -> Any:
 def _through_entry_point() -> None:
     """Streamlit treats the `pages/` folder next to streamlit_app.py as its old folder-based multipage mode
     until the first st.navigation call in the process: a fresh server's first request straight to /budgets
-    would run that page alone, without the sidebar. Leave that mode and rerun through the entry point."""
-    from streamlit.runtime.pages_manager import PagesManager
-
-    if PagesManager.uses_pages_directory:
+    would run that page alone, without the sidebar. Leave that mode and rerun through the entry point.
+    (A private Streamlit switch, tested by the browser test's cold deep link; absent in a Streamlit without the
+    legacy mode, which then has nothing to leave.)"""
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:
+        return
+    if getattr(PagesManager, "uses_pages_directory", False):
         PagesManager.uses_pages_directory = False
         st.rerun()
 
