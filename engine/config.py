@@ -12,6 +12,7 @@ import math
 import types
 import typing
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import yaml
@@ -268,7 +269,9 @@ def field_names() -> list[str]:
 def coerce(name: str, raw: Any) -> Any:
     """Convert a raw value (YAML scalar, CLI or URL string) to the field's type, or raise ValueError."""
     spec = FIELDS[name]
-    bad = ValueError(f"{name}: {'null' if raw is None else repr(raw)} is not {spec.allowed()}")
+    shown = "null" if raw is None else repr(raw)
+    shown = shown if len(shown) <= 80 else f"{shown[:60]}... ({len(shown):,} characters)"
+    bad = ValueError(f"{name}: {shown} is not {spec.allowed()}")
     if raw is None or (spec.type is not str and isinstance(raw, str)
                        and raw.strip().lower() in ("null", "none", "~", "")):
         if spec.optional:
@@ -287,12 +290,12 @@ def coerce(name: str, raw: Any) -> Any:
             return raw
         if isinstance(raw, float) and raw.is_integer():
             return int(raw)
-        if isinstance(raw, str):
+        if isinstance(raw, str):  # exact: "123456789012345678901" or "1e30" must not pass through a float
             try:
-                value = float(raw.replace("_", "").replace(",", ""))
-            except ValueError:
+                value = Decimal(raw.replace("_", "").replace(",", "").strip())
+            except InvalidOperation:
                 raise bad from None
-            if value.is_integer():
+            if value.is_finite() and value.adjusted() < 4300 and value == value.to_integral_value():
                 return int(value)
         raise bad
     if spec.type is float:
