@@ -7,11 +7,9 @@ from app.widgets import metric_row
 from engine.budget.activations import ATTENTION_IMPLS
 from engine.budget.devices import DEVICE_PROFILES
 from engine.budget.memory import DTYPE_BYTES, OPTIMIZERS, POLICIES, RECOMPUTE, pure_policy
-from engine.guard import MemoryRefusal, check_fits
-from engine.measure.activations import measure_activations
-from engine.measure.flops import measure_flops
-from engine.measure.kvcache import measure_kv_cache
+from engine.guard import MemoryRefusal
 from engine.measure.stats import StatsRefusal, check_live
+from engine.measure.suite import measure_config
 from engine.runtime import default_device
 from engine.units import fmt_bytes, fmt_flops
 
@@ -82,19 +80,14 @@ st.caption(f"Builds the model for real on **{dev}** at batch 1, sequence {m_seq}
            "activation bytes (saved-tensor hooks), KV-cache bytes (KVCache.nbytes after a decode step); FLOPs are "
            "counted by FlopCounterMode on the meta device (any size).")
 if st.button("Measure", type="primary", key="b_measure"):
-    rows = []
     with st.status("Measuring…", expanded=True) as status:
-        st.write("Counting FLOPs on the meta device")
-        rows += [(m, fmt_flops) for m in measure_flops(cfg, 1, m_seq, attention).values()]
+        measured = measure_config(cfg, 1, m_seq, infer_dtype, attention, dev, ("flops",), st.write)
         try:
             check_live(cfg, dev)
-            check_fits(cfg, dev, 1, m_seq, infer_dtype, training=True)
+            measured |= measure_config(cfg, 1, m_seq, infer_dtype, attention, dev, ("activations", "kv_cache"),
+                                       st.write)
         except (StatsRefusal, MemoryRefusal) as e:
             st.error(f"Not building a real model: {e}")
-        else:
-            st.write(f"Building {cfg.name} on {dev} and recording saved tensors")
-            rows.append((measure_activations(cfg, 1, m_seq, attention, infer_dtype, dev), fmt_bytes))
-            st.write("Filling a KV cache")
-            rows.append((measure_kv_cache(cfg, 1, m_seq, infer_dtype, dev), fmt_bytes))
-        status.update(label=f"Measured {len(rows)} quantities", state="complete")
+        status.update(label=f"Measured {len(measured)} quantities", state="complete")
+    rows = [(m, fmt_flops if key.endswith("_flops") else fmt_bytes) for key, m in measured.items()]
     st.dataframe(tables.measurements_table(rows), hide_index=True, width="stretch")

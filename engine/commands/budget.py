@@ -79,22 +79,19 @@ def _memory(args: argparse.Namespace) -> int:
 
 
 def _measure_memory(cfg, B, T, args) -> tuple[dict[str, Measurement], str | None, str | None]:
-    """Activations (saved tensors, CPU) and KV cache (a real decode step), then the peak of a training step
-    on CUDA where there is one. Returns (measurements, why the peak is missing, refusal message)."""
-    from engine.measure.activations import measure_activations
-    from engine.measure.kvcache import measure_kv_cache
-    from engine.measure.peak import MeasurementUnavailable, measure_peak
+    """Activations and KV cache on this machine's device, and the peak of a training step where that is CUDA.
+    Returns (measurements, why the peak is missing, refusal message)."""
+    from engine.measure.peak import peak_unavailable
+    from engine.measure.suite import measure_config
     from engine.runtime import default_device
-    out: dict[str, Measurement] = {}
+    device = default_device()
+    why = peak_unavailable(device)
     try:
-        out["activations_bytes"] = measure_activations(cfg, B, T, args.attention, args.dtype)
-        out["kv_cache_bytes"] = measure_kv_cache(cfg, B, T, args.dtype)
-        out["peak_train_bytes"] = measure_peak(cfg, B, T, args.dtype, default_device(), args.attention)
+        measured = measure_config(cfg, B, T, args.dtype, args.attention, device,
+                                  ("activations", "kv_cache") if why else ("activations", "kv_cache", "peak"))
     except MemoryRefusal as e:
-        return out, None, str(e)
-    except MeasurementUnavailable as e:
-        return out, f"unavailable: {e}", None
-    return out, None, None
+        return {}, None, str(e)
+    return measured, why and f"unavailable: {why}", None
 
 
 def _print_measurements(measured: dict[str, Measurement], fmt) -> None:
@@ -112,8 +109,8 @@ def _flops(args: argparse.Namespace) -> int:
     roof = roofline(cfg, args.device_profile, B, T, args.dtype)
     measured = {}
     if args.measure:
-        from engine.measure.flops import measure_flops
-        measured = measure_flops(cfg, B, T, args.attention)
+        from engine.measure.suite import measure_config
+        measured = measure_config(cfg, B, T, impl=args.attention, steps=("flops",))
     if args.json:
         print_json({**{k: getattr(f, k) for k in FLOP_KEYS}, "train_flops": f.train_flops, "formulas": f.formulas,
                     "arithmetic_intensity": {k: v.flops_per_byte

@@ -19,14 +19,21 @@ class MeasurementUnavailable(Exception):
     """The measurement needs hardware or statistics this machine does not have."""
 
 
+def peak_unavailable(device: str | torch.device) -> str | None:
+    """Why the peak cannot be measured on `device`, or None when it can (CUDA only)."""
+    if torch.device(device).type != "cuda" or not torch.cuda.is_available():
+        return (f"peak memory needs a CUDA device (torch.cuda.max_memory_allocated); "
+                f"{device} has no allocator statistics")
+    return None
+
+
 def measure_peak(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp32", device: str = "cuda",
                  impl: str = "sdpa", seed: int = 0) -> Measurement:
     """Peak allocated bytes over build + forward + cross-entropy + backward + one AdamW step, against
     the training total of the pure-`dtype` policy (weights, grads, two AdamW states, activations)."""
+    if why := peak_unavailable(device):
+        raise MeasurementUnavailable(why)
     dev = torch.device(device)
-    if dev.type != "cuda" or not torch.cuda.is_available():
-        raise MeasurementUnavailable(f"peak memory needs a CUDA device (torch.cuda.max_memory_allocated); "
-                                     f"{device} has no allocator statistics")
     check_fits(cfg, dev, batch, seq, dtype, training=True)
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats(dev)
