@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import reprlib
 import types
 import typing
 from dataclasses import dataclass, field
@@ -269,9 +270,7 @@ def field_names() -> list[str]:
 def coerce(name: str, raw: Any) -> Any:
     """Convert a raw value (YAML scalar, CLI or URL string) to the field's type, or raise ValueError."""
     spec = FIELDS[name]
-    shown = "null" if raw is None else repr(raw)
-    shown = shown if len(shown) <= 80 else f"{shown[:60]}... ({len(shown):,} characters)"
-    bad = ValueError(f"{name}: {shown} is not {spec.allowed()}")
+    bad = ValueError(f"{name}: {'null' if raw is None else _shown(raw)} is not {spec.allowed()}")
     if raw is None or (spec.type is not str and isinstance(raw, str)
                        and raw.strip().lower() in ("null", "none", "~", "")):
         if spec.optional:
@@ -313,6 +312,16 @@ def coerce(name: str, raw: Any) -> Any:
     return raw
 
 
+def _shown(value: Any) -> str:
+    """A bounded repr for messages: a 100,000-character URL value or a YAML alias bomb (nested lists whose full
+    repr is billions of items) must not be echoed whole, or hang the process building the message."""
+    return _SHORT.repr(value)
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxdict = 1, 4, 4   # [[...], [...], ...]; strings and ints cut at 30, 40
+
+
 def _field_problem(spec: FieldSpec, value: Any) -> str | None:
     if value is None:
         return None if spec.optional else f"{spec.name}: null is not allowed; expected {spec.allowed()}"
@@ -320,16 +329,16 @@ def _field_problem(spec: FieldSpec, value: Any) -> str | None:
     if spec.type is float and isinstance(value, int) and not isinstance(value, bool):
         ok_type = True
     if not ok_type:
-        return f"{spec.name}: {value!r} is not {spec.allowed()}"
+        return f"{spec.name}: {_shown(value)} is not {spec.allowed()}"
     if spec.choices and value not in spec.choices:
-        return f"{spec.name}: {value!r} is not {spec.allowed()}"
+        return f"{spec.name}: {_shown(value)} is not {spec.allowed()}"
     if isinstance(value, float) and not math.isfinite(value):
-        return f"{spec.name}: {value!r} is not {spec.allowed()}"
+        return f"{spec.name}: {_shown(value)} is not {spec.allowed()}"
     if spec.type in (int, float):
         if spec.lo is not None and (value < spec.lo or (spec.lo_open and value == spec.lo)):
-            return f"{spec.name}: {value!r} is not {spec.allowed()}"
+            return f"{spec.name}: {_shown(value)} is not {spec.allowed()}"
         if spec.hi is not None and (value > spec.hi or (spec.hi_open and value == spec.hi)):
-            return f"{spec.name}: {value!r} is not {spec.allowed()}"
+            return f"{spec.name}: {_shown(value)} is not {spec.allowed()}"
     return None
 
 
