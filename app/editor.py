@@ -30,7 +30,10 @@ def read_yaml(upload: UploadedFile) -> tuple[ModelConfig | None, list[str]]:
     if upload.size > MAX_YAML_BYTES:
         return None, [f"yaml: {upload.name} is {upload.size:,} bytes; the limit is {MAX_YAML_BYTES:,} bytes"]
     try:
-        return ModelConfig.from_yaml(upload.getvalue().decode("utf-8")), []
+        cfg = ModelConfig.from_yaml(upload.getvalue().decode("utf-8"))
+        if limits := state.app_limits(cfg):
+            raise ConfigError(limits)
+        return cfg, []
     except UnicodeDecodeError:
         return None, [f"yaml: {upload.name} is not UTF-8 text"]
     except ConfigError as e:
@@ -79,6 +82,8 @@ def _validate(raw: dict[str, Any]) -> list[str]:
         cfg = ModelConfig.from_dict(raw, base=state.preset_config(state.current_preset()))
     except ConfigError as e:
         return e.problems
+    if limits := state.app_limits(cfg):
+        return limits
     if cfg != state.current_config():
         state.set_config(cfg, load_widgets=False)
     return []

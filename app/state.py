@@ -18,6 +18,8 @@ from engine.presets import PRESETS
 DEFAULT_PRESET = "gpt2"
 CFG, PRESET, PROBLEMS = "cfg", "preset", "cfg_problems"
 VIEW_PARAMS = ("section", "present")   # URL keys that are not config fields (Lecture: which section, projector mode)
+EDITOR_MAX_INT = 2**53 - 1   # JavaScript's Number.MAX_SAFE_INTEGER: the largest integer a browser number box holds
+MAX_LAYERS = 100_000         # the budgets walk the layers one by one (windows differ per layer); more stalls a page
 
 
 def widget_key(name: str) -> str:
@@ -43,20 +45,44 @@ def url_params(cfg: ModelConfig, preset: str) -> dict[str, str]:
     return {"preset": preset, **diff}
 
 
+def _big(n: int) -> str:
+    return f"{n:,}" if n < 10**30 else f"a {len(str(n)):,}-digit number"
+
+
+def app_limits(cfg: ModelConfig) -> list[str]:
+    """What the engine accepts (its validation has no upper bounds) but this app cannot show: an integer the
+    sidebar's number box cannot hold exactly, or a depth whose layer-by-layer budgets would stall every page."""
+    problems = [f"{name}: {_big(value)} is more than the editor can hold (at most {EDITOR_MAX_INT:,})"
+                for name, spec in FIELDS.items() if spec.type is int
+                and (value := getattr(cfg, name)) is not None and value > EDITOR_MAX_INT]
+    if MAX_LAYERS < cfg.n_layers <= EDITOR_MAX_INT:
+        problems.append(f"n_layers: {cfg.n_layers:,} is more than this app computes interactively (at most "
+                        f"{MAX_LAYERS:,}: the budgets are summed layer by layer)")
+    return problems
+
+
 def config_from_params(params: dict[str, str]) -> tuple[str, ModelConfig, list[str]]:
-    """(preset, config, problems) from URL params; a bad preset or value is reported and falls back."""
+    """(preset, config, problems) from URL params; a bad preset or value is reported and dropped, the rest of
+    the link applies (the preset alone when what is left still does not make a valid config)."""
     problems = []
     preset = params.get("preset", DEFAULT_PRESET)
     if preset not in PRESETS:
         problems.append(f"preset: {preset!r} is not one of {', '.join(PRESETS)}")
         preset = DEFAULT_PRESET
     overrides = {k: v for k, v in params.items() if k != "preset" and k not in VIEW_PARAMS}
-    try:
-        cfg = ModelConfig.from_dict(overrides, base=preset_config(preset))
-    except ConfigError as e:
-        problems += [f"URL: {p}" for p in e.problems]
-        cfg = preset_config(preset)
-    return preset, cfg, problems
+    while True:
+        try:
+            cfg = ModelConfig.from_dict(overrides, base=preset_config(preset))
+            if limits := app_limits(cfg):
+                raise ConfigError(limits)
+            return preset, cfg, problems
+        except ConfigError as e:
+            problems += [f"URL: {p}" for p in e.problems]
+            named = {p.split(":", 1)[0] for p in e.problems}
+            rest = {k: v for k, v in overrides.items() if k in FIELDS and k not in named}
+            if rest == overrides:
+                return preset, preset_config(preset), problems
+            overrides = rest
 
 
 def ensure_state() -> None:
