@@ -32,6 +32,7 @@ def token_grid(context_length: int, points: int = 33) -> tuple[int, ...]:
 
 
 MEASURE_MAX_SEQ = 256     # real-model measurements on the Budgets page stay seconds long on a CPU
+MEASURE_MAX_LAYERS = 256  # FlopCounterMode on meta costs ~20 ms a layer here: 1,000 layers stalled the page 30 s
 COMPARE_TRAIN_SEQ = 2048  # the training-step memory bar on Compare
 
 

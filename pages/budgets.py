@@ -81,7 +81,12 @@ st.caption(f"Builds the model for real on **{dev}** at batch 1, sequence {m_seq}
            "counted by FlopCounterMode on the meta device (any size).")
 if st.button("Measure", type="primary", key="b_measure"):
     with st.status("Measuring…", expanded=True) as status:
-        measured = measure_config(cfg, 1, m_seq, infer_dtype, attention, dev, ("flops",), st.write)
+        measured = {}
+        if cfg.n_layers <= budget_view.MEASURE_MAX_LAYERS:
+            measured = measure_config(cfg, 1, m_seq, infer_dtype, attention, dev, ("flops",), st.write)
+        else:
+            st.warning(f"n_layers: not counting FLOPs on the meta device for {cfg.n_layers:,} layers (at most "
+                       f"{budget_view.MEASURE_MAX_LAYERS:,}, each costs tens of ms); the closed form above stands.")
         try:
             check_live(cfg, dev)
             measured |= measure_config(cfg, 1, m_seq, infer_dtype, attention, dev, ("activations", "kv_cache"),
