@@ -222,10 +222,17 @@ def kvcache() -> None:
     _chart(charts.kv_figure(variants), "kvcache")
 
 
+HEADS_MAX_PROJECTION = 2**26   # the heads demo builds its model for real: 4·D·A parameters, 256 MiB in fp32 at most
+
+
 def heads() -> None:
-    r = lecture.flexible_heads(*_numbers(st.columns(3), ("d_model D", 1, 4096, 10, "lec_heads_d"),
-                                         ("heads H", 1, 128, 3, "lec_heads_h"),
-                                         ("head_dim d_h", 1, 1024, 4, "lec_heads_hd")))
+    d, h, hd = _numbers(st.columns(3), ("d_model D", 1, 4096, 10, "lec_heads_d"), ("heads H", 1, 128, 3, "lec_heads_h"),
+                        ("head_dim d_h", 1, 1024, 4, "lec_heads_hd"))
+    if 4 * d * h * hd > HEADS_MAX_PROJECTION:   # the inputs' own maxima would build 2.1 billion parameters
+        raise ValueError(f"d_model D, heads H, head_dim d_h: this demo builds the model for real and 4·D·H·d_h = "
+                         f"{4 * d * h * hd:,} projection parameters is more than {HEADS_MAX_PROJECTION:,}; "
+                         "lower one of them")
+    r = lecture.flexible_heads(d, h, hd)
     shape = lambda dims: " × ".join(map(str, dims))  # noqa: E731
     _metrics(("attention width A = H·d_h", fmt_count(r.attn_width)), ("D mod H", f"{r.d_model % r.n_heads}"),
              ("q_proj weight", shape(r.q_proj_shape)), ("o_proj weight", shape(r.o_proj_shape)),
