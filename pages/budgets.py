@@ -78,7 +78,8 @@ dev = default_device()
 m_seq = budget_view.measure_seq(seq)
 st.caption(f"Builds the model for real on **{dev}** at batch 1, sequence {m_seq} in {infer_dtype} and compares: "
            "activation bytes (saved-tensor hooks), KV-cache bytes (KVCache.nbytes after a decode step); FLOPs are "
-           "counted by FlopCounterMode on the meta device (any size).")
+           f"counted by FlopCounterMode on the meta device (any width, up to {budget_view.MEASURE_MAX_LAYERS:,} "
+           "layers).")
 if st.button("Measure", type="primary", key="b_measure"):
     with st.status("Measuring…", expanded=True) as status:
         measured = {}
