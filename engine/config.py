@@ -322,24 +322,29 @@ _SHORT = reprlib.Repr()
 _SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxdict = 1, 4, 4   # [[...], [...], ...]; strings and ints cut at 30, 40
 
 
+def _allowed_value(spec: FieldSpec, value: Any) -> bool:
+    """Is a non-null value of the declared type, among the choices and inside the range?"""
+    if isinstance(value, bool) and spec.type is not bool:
+        return False
+    numeric = spec.type is float and isinstance(value, int)
+    if not (isinstance(value, spec.type) or numeric):
+        return False
+    if spec.choices and value not in spec.choices:
+        return False
+    if isinstance(value, float) and not math.isfinite(value):
+        return False
+    if spec.type in (int, float):
+        if spec.lo is not None and (value < spec.lo or (spec.lo_open and value == spec.lo)):
+            return False
+        if spec.hi is not None and (value > spec.hi or (spec.hi_open and value == spec.hi)):
+            return False
+    return True
+
+
 def _field_problem(spec: FieldSpec, value: Any) -> str | None:
     if value is None:
         return None if spec.optional else f"{spec.name}: null is not allowed; expected {spec.allowed()}"
-    ok_type = isinstance(value, spec.type) and not (spec.type is not bool and isinstance(value, bool))
-    if spec.type is float and isinstance(value, int) and not isinstance(value, bool):
-        ok_type = True
-    if not ok_type:
-        return f"{spec.name}: {_shown(value)} is not {spec.allowed()}"
-    if spec.choices and value not in spec.choices:
-        return f"{spec.name}: {_shown(value)} is not {spec.allowed()}"
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"{spec.name}: {_shown(value)} is not {spec.allowed()}"
-    if spec.type in (int, float):
-        if spec.lo is not None and (value < spec.lo or (spec.lo_open and value == spec.lo)):
-            return f"{spec.name}: {_shown(value)} is not {spec.allowed()}"
-        if spec.hi is not None and (value > spec.hi or (spec.hi_open and value == spec.hi)):
-            return f"{spec.name}: {_shown(value)} is not {spec.allowed()}"
-    return None
+    return None if _allowed_value(spec, value) else f"{spec.name}: {_shown(value)} is not {spec.allowed()}"
 
 
 def _problems(c: ModelConfig) -> list[str]:
