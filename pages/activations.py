@@ -16,18 +16,16 @@ st.header("Activation functions")
 st.caption("Values and derivatives of the engine's own activation functions, derivatives by torch autograd. "
            "Gated rows show one unit whose gate and up inputs are equal (g = u = x): act(x)·x. "
            f"This config uses **{cfg.ffn}**.")
-c1, c2 = st.columns([3, 1])
-with c2:
-    default = [n for n in DENSE_FFNS] + ([cfg.ffn] if cfg.gated else [])
-    names = st.pills("Curves", DENSE_FFNS + GATED_FFNS, selection_mode="multi", default=default, key="act_names",
-                     help="Click to add or remove a curve. Gated ones (swiglu, geglu, ...) show act(x)·x.")
-    lo, hi = st.slider("Input range x", -10.0, 10.0, (-4.0, 4.0), step=0.5, key="act_range")
-with c1:
-    if names and hi > lo:
-        curves = compute.curves(tuple(names), lo, hi)
-        export.chart(charts.activation_figure(curves, "Activations and their slopes"), "act_curves", "activations")
-    else:
-        st.info("Pick at least one curve and a non-empty range.")
+c1, c2 = st.columns([3, 1])   # the controls above the chart, wide enough for all eight curve names
+default = [n for n in DENSE_FFNS] + ([cfg.ffn] if cfg.gated else [])
+names = c1.pills("Curves", DENSE_FFNS + GATED_FFNS, selection_mode="multi", default=default, key="act_names",
+                 help="Click to add or remove a curve. Gated ones (swiglu, geglu, ...) show act(x)·x.")
+lo, hi = c2.slider("Input range x", -10.0, 10.0, (-4.0, 4.0), step=0.5, key="act_range")
+if names and hi > lo:
+    curves = compute.curves(tuple(names), lo, hi)
+    export.chart(charts.activation_figure(curves, "Activations and their slopes"), "act_curves", "activations")
+else:
+    st.info("Pick at least one curve and a non-empty range.")
 
 gate = cfg.ffn if cfg.gated else "swiglu"
 with st.expander(f"Gated product {gate}: output over gate and up inputs", expanded=cfg.gated):
