@@ -4,13 +4,15 @@ Byte axes use one binary unit chosen from the largest value (KiB, MiB, GiB, TiB)
 """
 from __future__ import annotations
 
+import math
+
 import plotly.graph_objects as go
 
 from app.charts import COLORS, MEMORY_COLORS, _layout
 from engine.budget.devices import DeviceProfile, Roofline
 from engine.budget.flops import FlopBudget
 from engine.budget.memory import MemoryBudget
-from engine.units import byte_unit, fmt_bytes, fmt_flops
+from engine.units import byte_unit, fmt_bytes, fmt_count_short, fmt_flops
 
 TRAIN_TERMS = (("weights", "weights_bytes"), ("grads", "grads_bytes"), ("optimizer", "optimizer_bytes"),
                ("master", "master_bytes"), ("activations", "activations_bytes"))
@@ -127,5 +129,10 @@ def compare_bars(title: str, labels: list[str], metrics: dict[str, list[float]],
     axis = {"count": "parameters (count)", "bytes": f"memory ({unit})", "flops": "FLOPs per token (FLOP)"}[kind]
     fig.update_layout(barmode="group")
     fig.update_yaxes(title_text=axis + (", log scale" if log else ""), type="log" if log else "linear",
-                     tickformat="~s" if kind != "bytes" else ",~g", dtick=1 if log else None)   # log: decades only
+                     tickformat={"count": ",d", "bytes": ",~g", "flops": "~s"}[kind], dtick=1 if log else None)
+    if kind == "count" and log:   # decades read as people say them: 1M, 100M, 10B (plotly's SI would say 10G)
+        positive = [v for vs in metrics.values() for v in vs if v > 0] or [1]
+        decades = [10 ** k for k in range(int(math.floor(math.log10(min(positive)))),
+                                          int(math.ceil(math.log10(max(positive)))) + 1)]
+        fig.update_yaxes(tickvals=decades, ticktext=[fmt_count_short(v) for v in decades])
     return _layout(fig, title, height=420)

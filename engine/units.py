@@ -34,6 +34,10 @@ def fmt_flops(n: float, unit: str = "FLOP", digits: int = 2) -> str:
     return f"{value:.{digits}f} {_ENGINEERING[power]}{unit}"
 
 
-def fmt_si(n: float, unit: str = "", digits: int = 2) -> str:
-    """Engineering notation for any unit: 12345 tokens/s -> '12.35 Ktokens/s'."""
-    return fmt_flops(n, unit=unit, digits=digits)
+def fmt_count_short(n: float) -> str:
+    """Parameter counts as ML papers say them: 7e9 -> '7B', 1.5e6 -> '1.5M' (short scale: K, M, B, T)."""
+    value, power = float(n), 0
+    while abs(value) >= 1000 and power < 4:
+        value /= 1000
+        power += 1
+    return f"{value:.3g}{('', 'K', 'M', 'B', 'T')[power]}"

@@ -9,6 +9,7 @@ from engine.budget.flops import flops_budget
 from engine.budget.memory import POLICIES, kv_cache_bytes, memory_budget
 from engine.budget.params import COMPONENTS, count_params
 from engine.presets import PRESETS
+from engine.units import fmt_count_short
 
 LLAMA = PRESETS["llama-3-8b"].config
 
@@ -92,6 +93,14 @@ def test_compare_bars_and_table():
     assert log.layout.yaxis.type == "log" and log.layout.yaxis.title.text == "memory (GiB), log scale"
     assert list(log.data[0].text) == ["1.00 MiB"]
     assert log.layout.yaxis.dtick == 1 and fig.layout.yaxis.dtick is None     # log axes: one tick per decade
+    counts = budget_charts.compare_bars("P", ["a", "b"], {"total": [124_439_808, 8_030_261_248]}, "count", log=True)
+    assert list(counts.layout.yaxis.ticktext) == ["100M", "1B", "10B"]       # as people say them, not 10G
+    assert fig.layout.yaxis.tickformat == ",d"                                # linear counts: 8,000,000,000
+
+
+def test_fmt_count_short():
+    assert [fmt_count_short(n) for n in (999, 1_000, 1_500_000, 7e9, 70_553_706_496, 2e12)] == \
+        ["999", "1K", "1.5M", "7B", "70.6B", "2T"]
 
 
 def test_activation_and_stats_figures():
