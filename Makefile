@@ -10,7 +10,7 @@ CHROMIUM := /usr/bin/chromium
 run: $(VENV)/.runtime
 	$(BIN)/streamlit run streamlit_app.py
 
-test: $(VENV)/.dev browser
+test: $(VENV)/.dev system-deps
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: $(VENV)/.dev
@@ -27,13 +27,15 @@ $(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
 	$(BIN)/python -m pip install -q -r requirements-dev.txt
 	touch $@
 
-# Debian's Chromium for the real-browser test; installed only when missing and we are root.
-.PHONY: browser
-browser:
-	@if [ ! -x $(CHROMIUM) ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		echo "installing Debian chromium for the browser test"; \
-		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) >/tmp/chromium-install.log 2>&1 \
-			|| echo "could not install chromium (see /tmp/chromium-install.log); the browser test will skip"; \
+# Debian's Chromium for the real-browser tests and Graphviz's `dot` for the handout's diagram; installed only
+# when missing and we are root (elsewhere those tests skip and say why).
+.PHONY: system-deps
+system-deps:
+	@missing=""; [ -x $(CHROMIUM) ] || missing="chromium"; command -v dot >/dev/null || missing="$$missing graphviz"; \
+	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing Debian packages:$$missing"; \
+		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing) >/tmp/system-deps.log 2>&1 \
+			|| echo "could not install$$missing (see /tmp/system-deps.log); the tests that need them will skip"; \
 	fi
 
 clean:
