@@ -111,14 +111,18 @@ class DecoderLM(nn.Module):
 
 
 def build_model(cfg: ModelConfig, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32,
-                seed: int = 0) -> DecoderLM:
-    """Build on meta (free), then, unless device is 'meta', allocate on `device` and initialise once."""
+                seed: int = 0, init: bool = True) -> DecoderLM:
+    """Build on meta (free), then, unless device is 'meta', allocate on `device` and initialise once.
+    init=False allocates straight in `dtype` and leaves the values unset, for a state dict to be loaded."""
     with torch.device("meta"):
         model = DecoderLM(cfg)
+    if not init:
+        model.to(dtype)
     if torch.device(device).type != "meta":
         model.to_empty(device=device)
         model.tie()
-        model.init_weights(seed)
+        if init:
+            model.init_weights(seed)
     model.to(dtype)
     model.tie()
     return model

@@ -33,9 +33,7 @@ def from_transformers(hf_model: nn.Module) -> DecoderLM:
     cfg = from_hf_config(hf_model.config.to_dict())
     weights = hf_to_ours(cfg, family, hf_model.state_dict())
     ref = next(hf_model.parameters())
-    model = build_model(cfg, device="meta", dtype=ref.dtype)
-    model.to_empty(device=ref.device)
-    model.tie()
+    model = build_model(cfg, device=ref.device, dtype=ref.dtype, init=False)
     model.load_state_dict(weights, strict=True)
     return model.train(hf_model.training)
 
