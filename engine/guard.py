@@ -9,7 +9,7 @@ import os
 
 import torch
 
-from engine.budget.memory import memory_budget, pure_policy
+from engine.budget.memory import memory_budget, output_logits_bytes, pure_policy
 from engine.budget.params import count_params
 from engine.config import ModelConfig
 from engine.runtime import DTYPE_BYTES, dtype_name
@@ -47,7 +47,7 @@ def needed_bytes(cfg: ModelConfig, batch: int, seq: int, dtype: str, training: b
     if training:
         return memory_budget(cfg, batch, seq, dtype, pure_policy(dtype)).train_total_bytes
     b = memory_budget(cfg, batch, seq, dtype)
-    return b.infer_total_bytes + batch * seq * cfg.vocab_size * DTYPE_BYTES[dtype]
+    return b.infer_total_bytes + output_logits_bytes(cfg, batch, seq, dtype)
 
 
 def check_fits(cfg: ModelConfig, device: str | torch.device, batch: int, seq: int,

@@ -49,6 +49,11 @@ class MemoryBudget:
         return asdict(self)
 
 
+def output_logits_bytes(cfg: ModelConfig, batch: int, seq: int, dtype: str) -> int:
+    """The [B, T, V] logits a forward pass returns, in `dtype` (inference keeps them; no autograd)."""
+    return batch * seq * cfg.vocab_size * DTYPE_BYTES[dtype]
+
+
 def pure_policy(dtype: str) -> str:
     """The policy of a plain `model.to(dtype)` run: weights, grads and optimizer state all in `dtype`, no fp32
     master copy (fp16 has the same byte counts as bf16)."""

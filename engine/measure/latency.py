@@ -19,7 +19,7 @@ import torch.utils.benchmark as benchmark
 
 from engine.budget.devices import DEVICE_PROFILES
 from engine.budget.flops import flops_budget
-from engine.budget.memory import DTYPE_BYTES, memory_budget, pure_policy
+from engine.budget.memory import memory_budget, output_logits_bytes, pure_policy
 from engine.config import ModelConfig
 from engine.guard import check_fits
 from engine.measure import Measurement
@@ -96,8 +96,7 @@ def memory_estimate(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp32",
     if mode == "train":
         return (b.weights_bytes + b.grads_bytes + b.activations_bytes,
                 "closed form: weights + gradients + saved activations (no optimizer state is timed)")
-    logits = batch * seq * cfg.vocab_size * DTYPE_BYTES[dtype]
-    return b.weights_bytes + logits, "closed form: weights + the batch's logits (no grad, no KV cache kept)"
+    return b.weights_bytes + output_logits_bytes(cfg, batch, seq, dtype), "closed form: weights + the batch's logits (no grad, no KV cache kept)"
 
 
 def memory_check(cfg: ModelConfig, r: LatencyResult) -> Measurement | None:
