@@ -8,8 +8,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
-
+from engine.config import parse_bool
 
 def view_param(name: str) -> str | None:
     return st.query_params.get(name)
@@ -28,9 +27,9 @@ def parse_present(raw: object) -> tuple[bool, str | None]:
     """(on, problem): `present` accepts 1/0, true/false, yes/no, on/off."""
     if isinstance(raw, bool) or raw is None:
         return bool(raw), None
-    text = str(raw).strip().lower()
-    if text in _TRUE or text in _FALSE:
-        return text in _TRUE, None
+    on = parse_bool(str(raw)) if str(raw).strip() else False   # a bare `?present=` means off
+    if on is not None:
+        return on, None
     return False, f"present: {raw!r} is not 1 or 0 (true/false); present mode stays off"
 
 

@@ -267,6 +267,15 @@ def field_names() -> list[str]:
     return list(FIELDS)
 
 
+_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+
+
+def parse_bool(text: str) -> bool | None:
+    """'true'/'1'/'yes'/'on' -> True, 'false'/'0'/'no'/'off' -> False (any case, spaces ignored), else None."""
+    word = text.strip().lower()
+    return True if word in _TRUE else False if word in _FALSE else None
+
+
 def coerce(name: str, raw: Any) -> Any:
     """Convert a raw value (YAML scalar, CLI or URL string) to the field's type, or raise ValueError."""
     spec = FIELDS[name]
@@ -279,8 +288,8 @@ def coerce(name: str, raw: Any) -> Any:
     if spec.type is bool:
         if isinstance(raw, bool):
             return raw
-        if isinstance(raw, str) and raw.strip().lower() in ("true", "false", "1", "0", "yes", "no", "on", "off"):
-            return raw.strip().lower() in ("true", "1", "yes", "on")
+        if isinstance(raw, str) and (value := parse_bool(raw)) is not None:
+            return value
         raise bad
     if spec.type is int:
         if isinstance(raw, bool):
