@@ -8,6 +8,7 @@ from pathlib import Path
 import streamlit as st
 
 from app import editor, state
+from app.widgets import plain
 
 ROOT = Path(__file__).parent
 PAGES = [  # (file, title, icon)
@@ -28,8 +29,8 @@ with st.sidebar:
     editor.sidebar()
 state.sync_url()
 for problem in st.session_state.get(state.PROBLEMS, []):
-    st.warning(f"{problem} — ignored; showing the rest of the link's config.")
+    st.warning(f"{plain(problem)} — ignored; showing the rest of the link's config.")
 if st.session_state.get(editor.EDIT_PROBLEMS):
     st.warning("Some values in the sidebar are invalid (see the messages there); the pages show the last valid "
-               f"config, **{state.current_config().name}**.", icon=":material/error:")
+               f"config, **{plain(state.current_config().name)}**.", icon=":material/error:")
 page.run()

@@ -9,6 +9,7 @@ import streamlit as st
 from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from app import state
+from app.widgets import plain
 from engine.config import FIELDS, GROUPS, ConfigError, FieldSpec, ModelConfig
 from engine.presets import PRESETS
 from engine.units import fmt_count
@@ -64,9 +65,9 @@ def _apply_couplings(raw: dict[str, Any]) -> dict[str, str]:
     norm never leaves the config stuck on an error."""
     why = {}
     if raw["norm"] == "rmsnorm":
-        raw["norm_bias"] = False
-        st.session_state[state.widget_key("norm_bias")] = False
-        why["norm_bias"] = "RMSNorm has no bias term, so this is off."
+        if raw["norm_bias"] == "true":
+            raw["norm_bias"] = st.session_state[state.widget_key("norm_bias")] = "null"
+        why["norm_bias"] = "RMSNorm has no bias term, so this follows the norm (off)."
     if raw["block"] != "parallel":
         why["parallel_shared_norm"] = "Only used by parallel blocks."
     if raw["attn_window"] is None:
@@ -96,9 +97,14 @@ def _tooltip(spec: FieldSpec) -> str:
     return text
 
 
-def _field_widget(spec: FieldSpec, disabled: bool) -> None:
+def _field_widget(spec: FieldSpec, disabled: bool, raw: dict[str, Any]) -> None:
     key, tip = state.widget_key(spec.name), _tooltip(spec)
-    if spec.type is bool:
+    if spec.type is bool and spec.optional:   # null, true, false: null takes the value another field implies
+        follows = {"norm_bias": raw["norm"] == "layernorm"}.get(spec.name)
+        auto = "null" if follows is None else f"follow the norm ({'on' if follows else 'off'})"
+        st.selectbox(spec.name, ("null", "true", "false"), key=key, help=tip, disabled=disabled,
+                     format_func=lambda v: auto if v == "null" else v)
+    elif spec.type is bool:
         st.checkbox(spec.name, key=key, help=tip, disabled=disabled)
     elif spec.choices:
         st.selectbox(spec.name, spec.choices, key=key, help=tip, disabled=disabled)
@@ -110,7 +116,7 @@ def _field_widget(spec: FieldSpec, disabled: bool) -> None:
                       placeholder=f"null: {spec.null}" if spec.optional else None)
 
 
-def _editor(problems: list[str], why: dict[str, str]) -> None:
+def _editor(problems: list[str], why: dict[str, str], raw: dict[str, Any]) -> None:
     by_field: dict[str, list[str]] = {}
     for p in problems:
         by_field.setdefault(p.split(":", 1)[0], []).append(p)
@@ -119,14 +125,14 @@ def _editor(problems: list[str], why: dict[str, str]) -> None:
         bad = any(s.name in by_field for s in specs)
         with st.expander(GROUP_TITLES[group] + (" — check values" if bad else ""), expanded=group == "sizes" or bad):
             for spec in specs:
-                _field_widget(spec, disabled=spec.name in why and spec.name not in by_field)
+                _field_widget(spec, spec.name in why and spec.name not in by_field, raw)
                 if spec.name in why:
                     st.caption(why[spec.name])
                 for p in by_field.get(spec.name, []):
-                    st.error(p)
+                    st.error(plain(p))
     for p in problems:
         if p.split(":", 1)[0] not in FIELDS:
-            st.error(p)
+            st.error(plain(p))
 
 
 def _yaml_io(cfg: ModelConfig) -> None:
@@ -138,7 +144,7 @@ def _yaml_io(cfg: ModelConfig) -> None:
                      help=f"A YAML mapping of field: value (at most {MAX_YAML_BYTES // 1024} KiB); missing fields "
                           "take their defaults.")
     for p in st.session_state.get(UPLOAD_PROBLEMS, []):
-        st.error(p)
+        st.error(plain(p))
 
 
 def sidebar() -> None:
@@ -154,5 +160,5 @@ def sidebar() -> None:
     why = _apply_couplings(raw)
     problems = _validate(raw)
     st.session_state[EDIT_PROBLEMS] = problems
-    _editor(problems, why)
+    _editor(problems, why, raw)
     _yaml_io(state.current_config())

@@ -105,9 +105,13 @@ def set_config(cfg: ModelConfig, preset: str | None = None, load_widgets: bool =
 
 
 def widget_value(name: str, value: Any) -> Any:
-    """The editor shows floats as text (so 1e-06 and 500000.0 round-trip exactly); others as they are."""
-    if FIELDS[name].type is float:
+    """The editor shows floats as text (so 1e-06 and 500000.0 round-trip exactly) and optional booleans as
+    null/true/false choices; others as they are."""
+    spec = FIELDS[name]
+    if spec.type is float:
         return "null" if value is None else repr(value)
+    if spec.type is bool and spec.optional:
+        return to_url_value(value)
     return value
 
 

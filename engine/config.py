@@ -82,7 +82,8 @@ class ModelConfig:
                       "deviation; RMSNorm only divides by the root mean square.", choices=("layernorm", "rmsnorm"))
     norm_eps: float = _decl(1e-5, "normalization", "Small number added inside the square root for stability.",
                             lo=0, lo_open=True)
-    norm_bias: bool = _decl(True, "normalization", "LayerNorm's learned shift (beta); RMSNorm has none.")
+    norm_bias: bool | None = _decl(None, "normalization", "LayerNorm's learned shift (beta); RMSNorm has none.",
+                                   null="follow the norm: on for layernorm, off for rmsnorm")
     norm_affine: bool = _decl(True, "normalization", "Learned per-channel gain after normalizing; off gives a "
                               "parameter-free norm.")
     embed_norm: bool = _decl(False, "normalization", "Normalize right after the embeddings (microgpt, BLOOM).")
@@ -128,6 +129,11 @@ class ModelConfig:
     @property
     def rotary_dim(self) -> int:
         return int(round(self.head_width * self.rope_fraction)) if self.position == "rope" else 0
+
+    @property
+    def has_norm_bias(self) -> bool:
+        """Resolved norm_bias: explicit, else whatever the norm has (LayerNorm a shift, RMSNorm none)."""
+        return self.norm == "layernorm" if self.norm_bias is None else self.norm_bias
 
     @property
     def gated(self) -> bool:

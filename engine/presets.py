@@ -18,7 +18,7 @@ class Preset:
     notes: str = ""
 
 
-_LLAMA = dict(norm="rmsnorm", norm_bias=False, bias=False, position="rope", ffn="swiglu", tie_embeddings=False)
+_LLAMA = dict(norm="rmsnorm", bias=False, position="rope", ffn="swiglu", tie_embeddings=False)
 _GPT2 = dict(vocab_size=50257, context_length=1024, position="learned", ffn="gelu_tanh", tie_embeddings=True)
 
 _HF = "Hugging Face transformers, meta-device count of config.json at huggingface.co/"
@@ -48,7 +48,7 @@ PRESETS: dict[str, Preset] = {p.config.name: p for p in [
                        context_length=40960, d_model=1024, n_layers=28, n_heads=16, n_kv_heads=8, head_dim=128,
                        d_ff=3072, qk_norm=True, norm_eps=1e-6, rope_base=1000000.0), 596_049_920,
            _HF + "Qwen/Qwen3-0.6B", "head_dim 128 with 16 heads: attention width 2048 is twice d_model; QK-norm."),
-    Preset(ModelConfig(name="gemma-2-2b", norm="rmsnorm", norm_bias=False, bias=False, position="rope",
+    Preset(ModelConfig(name="gemma-2-2b", norm="rmsnorm", bias=False, position="rope",
                        ffn="geglu_tanh", tie_embeddings=True, vocab_size=256000, context_length=8192, d_model=2304,
                        n_layers=26, n_heads=8, n_kv_heads=4, head_dim=256, d_ff=9216, norm_eps=1e-6,
                        norm_placement="sandwich", attn_window=4096, global_every=2, attn_softcap=50.0,
@@ -67,7 +67,7 @@ PRESETS: dict[str, Preset] = {p.config.name: p for p in [
                        d_model=2048, n_layers=16, n_heads=16, d_ff=8192), 1_176_764_416,
            _HF + "allenai/OLMo-1B-hf", "Parameter-free LayerNorm. OLMo's clip_qkv clamp is not modelled."),
     Preset(ModelConfig(name="microgpt", vocab_size=28, context_length=16, d_model=16, n_layers=1, n_heads=4,
-                       norm="rmsnorm", norm_bias=False, norm_affine=False, embed_norm=True, final_norm=False,
+                       norm="rmsnorm", norm_affine=False, embed_norm=True, final_norm=False,
                        ffn="relu", bias=False, position="learned", tie_embeddings=False), 4_224,
            "microgpt chapter 4 hand count (seeds/004): 448 + 256 + 448 + 1024 + 2048",
            "Pure-Python GPT on the names data set: parameter-free RMSNorm, ReLU MLP, untied head."),

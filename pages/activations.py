@@ -3,7 +3,7 @@ import streamlit as st
 
 from app import charts, compute, export
 from app.state import current_config
-from app.widgets import metric_row
+from app.widgets import metric_row, plain
 from engine.config import DENSE_FFNS, GATED_FFNS
 from engine.measure.stats import CPU_PARAM_LIMIT, StatsRefusal, check_live
 from engine.runtime import default_device
@@ -45,7 +45,7 @@ key = (cfg, tokens, device)
 try:
     check_live(cfg, device)
 except StatsRefusal as e:
-    st.error(str(e), icon=":material/block:")
+    st.error(plain(str(e)), icon=":material/block:")
 else:
     if st.button("Build and measure", type="primary") or st.session_state.get("stats_key") == key:
         with st.status(f"Building {cfg.name} on {device} and running {tokens} tokens…") as status:

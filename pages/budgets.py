@@ -3,7 +3,7 @@ import streamlit as st
 
 from app import budget_charts, budget_view, compute, export, tables
 from app.state import current_config
-from app.widgets import metric_row
+from app.widgets import metric_row, plain
 from engine.budget.activations import ATTENTION_IMPLS
 from engine.budget.devices import DEVICE_PROFILES
 from engine.budget.memory import DTYPE_BYTES, OPTIMIZERS, POLICIES, RECOMPUTE, pure_policy
@@ -93,7 +93,7 @@ if st.button("Measure", type="primary", key="b_measure"):
             measured |= measure_config(cfg, 1, m_seq, infer_dtype, attention, dev, ("activations", "kv_cache"),
                                        st.write)
         except (StatsRefusal, MemoryRefusal) as e:
-            st.error(f"Not building a real model: {e}")
+            st.error(plain(f"Not building a real model: {e}"))
         status.update(label=f"Measured {len(measured)} quantities", state="complete")
     rows = [(m, fmt_flops if key.endswith("_flops") else fmt_bytes) for key, m in measured.items()]
     st.dataframe(tables.measurements_table(rows), hide_index=True, width="stretch")

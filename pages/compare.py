@@ -4,7 +4,7 @@ import streamlit as st
 from app import budget_charts, budget_view, compute, export, tables
 from app.editor import read_yaml
 from app.state import current_config
-from app.widgets import metric_row
+from app.widgets import metric_row, plain
 from engine.presets import PRESETS
 
 MAX_PINS, PINS, NOTE = 4, "pins", "pin_note"
@@ -52,7 +52,7 @@ b.button("Pin this preset", on_click=lambda: pin(preset, PRESETS[preset].config)
 c.file_uploader("Pin a YAML config", type=["yaml", "yml"], key="cmp_upload", on_change=pin_upload,
                 label_visibility="collapsed")
 if st.session_state.get(NOTE):
-    st.warning(st.session_state[NOTE])
+    st.warning(plain(st.session_state[NOTE]))
 unpin = st.multiselect("Pinned (remove one to unpin)", [lab for lab, _ in pins], default=[lab for lab, _ in pins],
                        key=f"cmp_pins_{len(pins)}_{'|'.join(lab for lab, _ in pins)}")
 if len(unpin) < len(pins) and unpin:

@@ -35,14 +35,14 @@ def _toggled() -> None:
 cfg = state.current_config()   # first: on a fresh server's deep link this reruns through the entry point
 raw = present.view_param("section")
 if raw is not None and raw not in SECTIONS:
-    st.warning(f"section: {raw!r} is not one of {', '.join(IDS)}; showing the first section.")
+    st.warning(widgets.plain(f"section: {raw!r} is not one of {', '.join(IDS)}; showing the first section."))
 index = _at()
 section = IDS[index]
 present.set_view_param("section", section)   # the URL always names the section shown
 st.session_state[LAST] = section
 _, problem = present.parse_present(present.view_param("present"))
 if problem:
-    st.warning(problem)
+    st.warning(widgets.plain(problem))
     present.set_present(False)
 present.apply_style()
 on_stage = present.is_present()
@@ -66,7 +66,7 @@ st.header(f"{index + 1}. {title}", anchor=section)
 try:
     render()
 except ValueError as e:   # bad input (ConfigError included): say which field and what is allowed
-    st.error(str(e))
+    st.error(widgets.plain(str(e)))
 
 if not on_stage:
     with st.expander("Handout of the current config (offline HTML or Markdown)", icon=":material/description:"):

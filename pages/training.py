@@ -3,7 +3,7 @@ import streamlit as st
 
 from app import export, train_charts
 from app.state import current_config
-from app.widgets import metric_row
+from app.widgets import metric_row, plain
 from engine.config import ConfigError
 from engine.guard import MemoryRefusal, check_fits
 from engine.train.data import load_data, load_text
@@ -89,7 +89,7 @@ b1, b2, _ = st.columns([1, 1, 4])
 if b1.button("Start training", type="primary", key="t_start", disabled=running) and not running:
     prepared = prepare()
     if isinstance(prepared, str):
-        st.error(prepared, icon=":material/error:")
+        st.error(plain(prepared), icon=":material/error:")
     else:
         st.session_state[JOB] = TrainJob(*prepared, store=RunStore(), device=str(device)).start()
         st.rerun()   # redraw with Start disabled, Stop enabled and the fragment polling
@@ -116,7 +116,7 @@ def live() -> None:
     if job.running:
         return
     if job.error:
-        st.error(f"The run failed: {job.error}", icon=":material/error:")
+        st.error(plain(f"The run failed: {job.error}"), icon=":material/error:")
     for name, r in job.results.items():
         show = {"finished": st.success, "stopped": st.warning, "diverged": st.error}[r.status]
         show(f"**{name}** (run {r.run_id}, {r.params:,} params): {r.message}")

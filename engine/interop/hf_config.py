@@ -119,7 +119,7 @@ def _decoder(r: _Reader) -> dict[str, Any]:
     return dict(vocab_size=r("vocab_size"), context_length=r("max_position_embeddings"), d_model=d,
                 n_layers=r("num_hidden_layers"), n_heads=heads, n_kv_heads=None if kv == heads else kv,
                 head_dim=None if hd == d // heads else hd, d_ff=r("intermediate_size"), norm="rmsnorm",
-                norm_eps=float(r("rms_norm_eps")), norm_bias=False, position="rope",
+                norm_eps=float(r("rms_norm_eps")), position="rope",
                 tie_embeddings=bool(r("tie_word_embeddings")), **_rope(r, hd))
 
 
@@ -246,7 +246,7 @@ _READERS: dict[str, Callable[[_Reader], dict[str, Any]]] = {
 # Every ModelConfig field a reader does not set takes this value (not ModelConfig's GPT-2 default).
 NEUTRAL: dict[str, Any] = dict(
     n_kv_heads=None, head_dim=None, attn_window=None, global_every=None, qk_norm=False, attn_softcap=None,
-    qkv_bias=False, rope_base=10000.0, rope_fraction=1.0, ffn_multiple_of=256, norm_bias=True, norm_affine=True,
+    qkv_bias=False, rope_base=10000.0, rope_fraction=1.0, ffn_multiple_of=256, norm_bias=None, norm_affine=True,
     embed_norm=False, norm_placement="pre", final_norm=True, block="serial", parallel_shared_norm=False,
     dropout=0.0, embed_scale=False, logit_softcap=None)
 

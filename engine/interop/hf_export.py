@@ -44,7 +44,7 @@ class _Writer:
         self.need("embed_norm", False)
         self.need("norm_affine", True)
         if norm == "layernorm":
-            self.need("norm_bias", True)
+            self.check(self.cfg.has_norm_bias, "norm_bias", "its LayerNorms have a bias")
         self.need("embed_scale", embed_scale)
         self.need("qk_norm", qk_norm)
         if not softcaps:

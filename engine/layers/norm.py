@@ -37,11 +37,11 @@ NORMS: dict[str, type[nn.Module]] = {"layernorm": LayerNorm, "rmsnorm": RMSNorm}
 
 
 def make_norm(cfg: ModelConfig, dim: int | None = None) -> nn.Module:
-    return NORMS[cfg.norm](dim or cfg.d_model, cfg.norm_eps, cfg.norm_affine, cfg.norm_bias)
+    return NORMS[cfg.norm](dim or cfg.d_model, cfg.norm_eps, cfg.norm_affine, cfg.has_norm_bias)
 
 
 def norm_params(cfg: ModelConfig, dim: int) -> int:
     """Parameters of one norm of width `dim` (the closed form matching the classes above)."""
     if not cfg.norm_affine:
         return 0
-    return dim * (2 if cfg.norm == "layernorm" and cfg.norm_bias else 1)
+    return dim * (2 if cfg.has_norm_bias else 1)
