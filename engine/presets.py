@@ -5,6 +5,7 @@ meta device from the model's published config.json (a tied matrix counts once).
 """
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 
 from engine.config import ModelConfig
@@ -82,4 +83,6 @@ def get_preset(name: str) -> Preset:
     try:
         return PRESETS[name]
     except KeyError:
-        raise KeyError(f"preset: {name!r} is not one of {', '.join(PRESETS)}") from None
+        near = difflib.get_close_matches(str(name).lower(), list(PRESETS), n=1, cutoff=0.6)
+        hint = f" (did you mean {near[0]}?)" if near else ""
+        raise KeyError(f"preset: {name!r} is not one of {', '.join(PRESETS)}{hint}") from None

@@ -72,9 +72,9 @@ def _memory(args: argparse.Namespace) -> int:
         _print_measurements(measured, fmt_bytes)
         if note:
             print(f"  peak memory: {note}")
-    if refusal:
+    if refusal:   # bad input for this machine, like every refusal: exit 2
         print(f"error: {refusal}", file=sys.stderr)
-        return 1
+        return 2
     return 0
 
 

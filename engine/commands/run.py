@@ -9,12 +9,15 @@ import threading
 from engine.cli import UsageError, add_config_args, apply_field_flags, base_config, load_config, print_json
 from engine.config import ModelConfig
 
+BENCH_SEQ = 128
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="measured forward (or forward+backward) latency, tokens/s and MFU")
     add_config_args(p)
     p.add_argument("--batch", type=int, default=1)
-    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--seq", type=int, default=None, help=f"tokens per sequence (default: {BENCH_SEQ}, or "
+                                                              "context_length when shorter)")
     p.add_argument("--device", default="auto", help="auto (CUDA when present, else CPU), cpu, cuda, cuda:N")
     p.add_argument("--dtype", default="fp32", help="fp32, bf16 or fp16")
     p.add_argument("--mode", default="forward", help="forward, or train (forward + backward)")
@@ -48,8 +51,9 @@ def _bench(args: argparse.Namespace) -> None:
     from engine.guard import MemoryRefusal
     from engine.measure.latency import measure_latency
     cfg = load_config(args)
+    seq = min(BENCH_SEQ, cfg.context_length) if args.seq is None else args.seq
     try:
-        r = measure_latency(cfg, args.batch, args.seq, args.dtype, args.device, args.mode, args.min_time)
+        r = measure_latency(cfg, args.batch, seq, args.dtype, args.device, args.mode, args.min_time)
     except (ValueError, MemoryRefusal) as e:
         raise UsageError(str(e)) from None
     if args.json:
@@ -97,7 +101,7 @@ def _train(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGINT, previous)
     if not info.main:
         return 0 if r.status != "diverged" else 1
-    out = {"run_id": r.run_id, "initial_loss": r.initial_loss, "final_loss": r.final_loss,
+    out = {"id": r.run_id, "initial_loss": r.initial_loss, "final_loss": r.final_loss,
            "tokens_per_s": r.tokens_per_s, "status": r.status, "message": r.message, "steps": len(r.records),
            "params": r.params, "processes": info.world, "samples": r.samples}
     if args.json:
