@@ -17,7 +17,12 @@ from engine.presets import PRESETS
 
 DEFAULT_PRESET = "gpt2"
 CFG, PRESET, PROBLEMS = "cfg", "preset", "cfg_problems"
-VIEW_PARAMS = ("section", "present")   # URL keys that are not config fields (Lecture: which section, projector mode)
+# URL keys that are not config fields: what a page shows (app.url_view), e.g. Lecture's section and projector mode
+VIEW_PARAMS = ("section", "present",                                                   # Lecture
+               "batch", "seq", "optimizer", "recompute", "kernel", "dtype", "causal", "device",   # Budgets
+               "mode", "batches", "seqs",                                              # Latency (and dtype)
+               "pins", "log", "only",                                                  # Compare
+               "curves", "range", "tokens")                                            # Activations
 EDITOR_MAX_INT = 2**53 - 1   # JavaScript's Number.MAX_SAFE_INTEGER: the largest integer a browser number box holds
 MAX_LAYERS = 100_000         # the budgets walk the layers one by one (windows differ per layer); more stalls a page
 

@@ -1,7 +1,7 @@
 """Activations: the FFN nonlinearities with their derivatives, and live statistics of the built model."""
 import streamlit as st
 
-from app import charts, compute, export
+from app import charts, compute, export, url_view
 from app.state import current_config
 from app.widgets import metric_row, plain
 from engine.config import DENSE_FFNS, GATED_FFNS
@@ -18,9 +18,11 @@ st.caption("Values and derivatives of the engine's own activation functions, der
            f"This config uses **{cfg.ffn}**.")
 c1, c2 = st.columns([3, 1])   # the controls above the chart, wide enough for all eight curve names
 default = [n for n in DENSE_FFNS] + ([cfg.ffn] if cfg.gated else [])
-names = c1.pills("Curves", DENSE_FFNS + GATED_FFNS, selection_mode="multi", default=default, key="act_names",
-                 help="Click to add or remove a curve. Gated ones (swiglu, geglu, ...) show act(x)·x.")
-lo, hi = c2.slider("Input range x", -10.0, 10.0, (-4.0, 4.0), step=0.5, key="act_range")
+names = url_view.bound("act_names", url_view.choices("curves", DENSE_FFNS + GATED_FFNS), default, c1.pills, "Curves",
+                       DENSE_FFNS + GATED_FFNS, selection_mode="multi",
+                       help="Click to add or remove a curve. Gated ones (swiglu, geglu, ...) show act(x)·x.")
+lo, hi = url_view.bound("act_range", url_view.interval("range", -10.0, 10.0), (-4.0, 4.0), c2.slider,
+                        "Input range x", -10.0, 10.0, step=0.5)
 if names and hi > lo:
     curves = compute.curves(tuple(names), lo, hi)
     export.chart(charts.activation_figure(curves, "Activations and their slopes"), "act_curves", "activations")
@@ -39,8 +41,9 @@ st.caption(f"Builds this config on **{device}** in fp32 with seeded initial weig
            "sequence of random token ids through the explicit attention path and records the residual stream "
            "and every attention probability. Measured, not estimated. On CPU the limit is "
            f"{CPU_PARAM_LIMIT:,} parameters.")
-tokens = st.slider("Sample length (tokens)", 4, min(256, cfg.context_length), min(64, cfg.context_length),
-                   key="stats_tokens") if cfg.context_length > 4 else cfg.context_length
+top = min(256, cfg.context_length)
+tokens = url_view.bound("stats_tokens", url_view.integer("tokens", 4, top), min(64, top), st.slider,
+                        "Sample length (tokens)", 4, top) if cfg.context_length > 4 else cfg.context_length
 key = (cfg, tokens, device)
 try:
     check_live(cfg, device)

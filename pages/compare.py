@@ -1,8 +1,10 @@
 """Compare: pin up to four configs (current, presets, uploaded YAML) and see them side by side."""
 import streamlit as st
 
-from app import budget_charts, budget_view, compute, export, tables
+from app import budget_charts, budget_view, compute, export, tables, url_view
+from app import pins as pin_codec
 from app.editor import read_yaml
+from app.present import set_view_param
 from app.state import current_config
 from app.widgets import metric_row, plain
 from engine.presets import PRESETS
@@ -36,9 +38,12 @@ def pin_upload() -> None:
             pin(f"{config.name} (YAML)", config)
 
 
-if PINS not in st.session_state:   # start with something to compare
+if PINS not in st.session_state:   # the link's pins, else something to compare
+    linked, problems = pin_codec.decode_pins(st.query_params.get("pins", ""))
     other = "llama-3-8b" if cfg.name != "llama-3-8b" else "gpt2"
-    st.session_state[PINS] = [(f"{cfg.name} (current)", cfg), (other, PRESETS[other].config)]
+    st.session_state[PINS] = linked[:MAX_PINS] or [(f"{cfg.name} (current)", cfg), (other, PRESETS[other].config)]
+    st.session_state[NOTE] = "; ".join(problems + ([f"pins: only the first {MAX_PINS} are kept"]
+                                                   if len(linked) > MAX_PINS else []))
 pins = st.session_state[PINS]
 
 st.title("Compare")
@@ -61,10 +66,11 @@ if len(unpin) < len(pins) and unpin:
 if not unpin:
     st.info("Keep at least one pin.")
 
+set_view_param("pins", pin_codec.encode_pins(st.session_state[PINS]))
 configs = {lab: c for lab, c in st.session_state[PINS]}
 labels = list(configs)
-log = st.toggle("Logarithmic value axis", value=True, key="cmp_log",
-                help="Models of very different sizes stay readable side by side; switch off for linear bars.")
+log = url_view.bound("cmp_log", url_view.flag("log"), True, st.toggle, "Logarithmic value axis",
+                     help="Models of very different sizes stay readable side by side; switch off for linear bars.")
 params = [compute.params(c) for c in configs.values()]
 export.chart(budget_charts.compare_bars(
     "Parameters", labels, {"total": [p.total for p in params], "non-embedding": [p.non_embedding for p in params]},
@@ -89,7 +95,7 @@ st.caption("All closed forms (engine/budget): exact parameter counts; memory at 
 st.subheader("Side by side")
 df, differing = tables.compare_table(configs)
 st.caption(f"{len(differing)} of {len(df)} fields differ (highlighted).")
-only = st.toggle("Show only differing fields", key="cmp_only")
+only = url_view.bound("cmp_only", url_view.flag("only"), False, st.toggle, "Show only differing fields")
 shown = df.loc[differing] if only else df
 st.dataframe(tables.highlight_rows(shown, differing), width="stretch", height="content",
              column_config={"_index": st.column_config.TextColumn("field", width="medium")})

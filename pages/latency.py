@@ -2,9 +2,9 @@
 vs context with a KV cache for MHA, GQA and MQA."""
 import streamlit as st
 
-from app import export, train_charts
+from app import export, train_charts, url_view
 from app.state import current_config
-from app.widgets import metric_row
+from app.widgets import metric_row, plain
 from engine.guard import MemoryRefusal, check_fits
 from engine.measure import latency as lat
 from engine.measure import plan
@@ -25,15 +25,17 @@ st.caption(f"Measured on **{lat.device_label(dev)}**, the real model in the chos
 
 
 c = st.columns(4)
-dtype = c[0].selectbox("dtype", list(TORCH_DTYPES) if on_gpu else ["fp32", "bf16"], key="lat_dtype",
+dtypes = list(TORCH_DTYPES) if on_gpu else ["fp32", "bf16"]
+dtype = url_view.bound("lat_dtype", url_view.choice("dtype", dtypes), dtypes[0], c[0].selectbox, "dtype", dtypes,
                        help="Weights and activations in this precision. CPUs run bf16 mostly through conversions.")
-mode = c[1].selectbox("What is timed", lat.MODES, key="lat_mode",
-                      format_func=lambda m: {"forward": "forward (inference, no grad)",
-                                             "train": "forward + backward"}[m])
-batches = c[2].multiselect("Batch sizes (sequences)", plan.batch_choices(), default=list(plan.DEFAULT_BATCHES),
-                           key="lat_batches")
-seqs = c[3].multiselect("Sequence lengths (tokens)", plan.seq_choices(cfg), default=plan.default_seqs(cfg),
-                        key="lat_seqs", help=f"At most context_length = {cfg.context_length:,}.")
+mode = url_view.bound("lat_mode", url_view.choice("mode", lat.MODES), lat.MODES[0], c[1].selectbox, "What is timed",
+                      lat.MODES, format_func=lambda m: {"forward": "forward (inference, no grad)",
+                                                        "train": "forward + backward"}[m])
+batches = url_view.bound("lat_batches", url_view.choices("batches", plan.batch_choices()),
+                         list(plan.DEFAULT_BATCHES), c[2].multiselect, "Batch sizes (sequences)", plan.batch_choices())
+seqs = url_view.bound("lat_seqs", url_view.choices("seqs", plan.seq_choices(cfg)), plan.default_seqs(cfg),
+                      c[3].multiselect, "Sequence lengths (tokens)", plan.seq_choices(cfg),
+                      help=f"At most context_length = {cfg.context_length:,}.")
 
 st.header("Batch x sequence sweep")
 sweep_key = (cfg, dtype, mode, tuple(sorted(batches)), tuple(sorted(seqs)))
@@ -43,7 +45,7 @@ else:
     try:
         check_fits(cfg, dev, max(batches), max(seqs), dtype, mode == "train")
     except MemoryRefusal as e:
-        st.error(str(e), icon=":material/block:")
+        st.error(plain(str(e)), icon=":material/block:")
     else:
         if st.button("Measure the sweep", type="primary", key="lat_run"):
             stop = st.empty()   # any click reruns the page, which ends the sweep after the current point
@@ -117,7 +119,7 @@ if contexts and st.button("Measure decode: " + " vs ".join(variants), key="lat_d
         try:
             lat.measure_decode(vcfg, contexts, 1, dtype, str(dev), 0.1, on_point=on_point)
         except MemoryRefusal as e:
-            st.error(f"{label}: {e}", icon=":material/block:")
+            st.error(plain(f"{label}: {e}"), icon=":material/block:")
     bar.empty()
     stop.empty()
 key, curves = st.session_state.get("lat_decode_curves", (None, {}))
