@@ -9,7 +9,7 @@ Training state (bytes per parameter, by precision policy; optimizer states: Adam
   mixed-fp16      2       2      4       4
 Activations (what autograd saves for forward + cross-entropy) and the KV cache use `dtype`; see
 engine/budget/activations.py for the per-op derivation. KV cache = 2 * sum over layers of min(T, window_l) * B *
-kv_heads * head_dim * e. Inference total = P * e + KV cache at B, T.
+kv_heads * head_dim * e (each layer's term: engine/layers/attention.py kv_bytes). Inference total = P * e + KV cache at B, T.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from engine.budget.activations import ATTENTION_IMPLS, activation_estimate
 from engine.budget.params import count_params
 from engine.config import ModelConfig
+from engine.layers.attention import kv_bytes
 from engine.runtime import DTYPE_BYTES
 
 POLICIES = ("fp32", "bf16", "mixed-bf16", "mixed-fp16")
@@ -75,8 +76,7 @@ def kv_cache_bytes(cfg: ModelConfig, batch: int, tokens: int, dtype: str = "bf16
     """Keys and values of every layer after `tokens` positions; window layers hold only the last `window`."""
     _check("dtype", dtype, tuple(DTYPE_BYTES))
     _check_sizes(batch, tokens)
-    held = sum(tokens if w is None else min(tokens, w) for w in cfg.layer_windows)
-    return 2 * held * batch * cfg.kv_width * DTYPE_BYTES[dtype]
+    return sum(kv_bytes(cfg, batch, tokens, w, DTYPE_BYTES[dtype]) for w in cfg.layer_windows)
 
 
 def _kv_formula(cfg: ModelConfig, batch: int, tokens: int, e: int) -> str:
