@@ -2,11 +2,11 @@
 import pytest
 
 from app import budget_charts, charts, tables
-from app.budget_view import POLICY_DTYPE, kv_variants, token_grid
+from app.budget_view import kv_variants, token_grid
 from engine.activation_curves import activation_curves, gated_surface
 from engine.budget.devices import DEVICE_PROFILES, roofline
 from engine.budget.flops import flops_budget
-from engine.budget.memory import POLICIES, kv_cache_bytes, memory_budget
+from engine.budget.memory import POLICIES, POLICY_DTYPE, kv_cache_bytes, memory_budget
 from engine.budget.params import COMPONENTS, count_params
 from engine.presets import PRESETS
 from engine.units import fmt_count_short

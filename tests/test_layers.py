@@ -5,10 +5,12 @@ import pytest
 import torch
 
 from engine.config import FIELDS, ModelConfig
-from engine.layers.attention import Attention, LayerKV, attention_params, kv_bytes
+from engine.layers.attention import (Attention, LayerKV, attention_params, attention_variants, kv_bytes,
+                                     kv_head_choices)
 from engine.layers.block import Block, block_layout, block_params
 from engine.layers.ffn import ffn_params, make_ffn
 from engine.layers.norm import make_norm, norm_params
+from engine.presets import get_preset
 
 BASE = ModelConfig(vocab_size=64, context_length=32, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2)
 
@@ -62,3 +64,24 @@ def test_kv_bytes_are_the_cached_tensors(window):
     x = torch.randn(2, 5, cfg.d_model)
     attn(x, torch.arange(5), None, cache)
     assert cache.nbytes() == kv_bytes(cfg, 2, 5, window, 4)
+
+
+def test_attention_variants():
+    tiny = ModelConfig(name="tiny", vocab_size=64, context_length=64, d_model=32, n_layers=2, n_heads=4)
+    names = lambda cfg: {k: c.attention_kind for k, c in attention_variants(cfg).items()}  # noqa: E731
+    assert names(get_preset("gpt2").config) == {"MHA": "MHA", "GQA-3": "GQA-3", "MQA": "MQA"}
+    assert names(get_preset("llama-3-8b").config) == {"MHA": "MHA", "GQA-8": "GQA-8", "MQA": "MQA"}
+    assert names(tiny.replace(n_heads=2)) == {"MHA": "MHA", "MQA": "MQA"}
+    assert names(tiny.replace(n_heads=1)) == {"MHA": "MHA"}
+    assert names(tiny) == {"MHA": "MHA", "MQA": "MQA"}         # 4 heads: no GQA with groups of >= 4
+
+
+@pytest.mark.parametrize("n_heads", [1, 2, 4, 6, 12, 32, 64])
+def test_kv_head_choices_follow_the_rule(n_heads):
+    """MHA, MQA, and the GQA with the most key/value heads whose groups hold >= 4 query heads (brute force)."""
+    gqa = [k for k in range(2, n_heads) if n_heads % k == 0 and n_heads // k >= 4]
+    expected = {"MHA": n_heads, **({f"GQA-{max(gqa)}": max(gqa)} if gqa else {}),
+                **({"MQA": 1} if n_heads > 1 else {})}
+    assert kv_head_choices(n_heads) == expected
+    assert kv_head_choices(n_heads, own=2 if n_heads > 2 else None)["MHA"] == n_heads
+    assert kv_head_choices(4, min_group=2) == {"MHA": 4, "GQA-2": 2, "MQA": 1}

@@ -25,6 +25,8 @@ POLICIES = ("fp32", "bf16", "mixed-bf16", "mixed-fp16")
 OPTIMIZERS = ("adamw", "sgd-momentum", "sgd")
 RECOMPUTE = ("none", "selective", "full")
 
+# policy -> the dtype its activations and KV cache are held in (the low-precision compute dtype)
+POLICY_DTYPE = {"fp32": "fp32", "bf16": "bf16", "mixed-bf16": "bf16", "mixed-fp16": "fp16"}
 # policy -> (weight bytes, grad bytes, master-copy bytes, bytes per optimizer state) per parameter
 _POLICY_BYTES = {"fp32": (4, 4, 0, 4), "bf16": (2, 2, 0, 2), "mixed-bf16": (2, 2, 4, 4), "mixed-fp16": (2, 2, 4, 4)}
 _OPTIMIZER_STATES = {"adamw": 2, "sgd-momentum": 1, "sgd": 0}

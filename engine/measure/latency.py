@@ -227,20 +227,6 @@ def latency_sweep(cfg: ModelConfig, batches: list[int], seqs: list[int], dtype: 
     return out
 
 
-def attention_variants(cfg: ModelConfig) -> dict[str, ModelConfig]:
-    """The same config with MHA, one GQA setting (the config's own, else about a quarter of the heads) and
-    MQA: fewer key/value heads mean a smaller cache to read at every decode step."""
-    h = cfg.n_heads
-    out = {"MHA": cfg.replace(n_kv_heads=None)}
-    g = cfg.kv_heads if 1 < cfg.kv_heads < h else max(
-        (d for d in range(2, h // 4 + 1) if h % d == 0), default=None)
-    if g is not None:
-        out[f"GQA-{g}"] = cfg.replace(n_kv_heads=g)
-    if h > 1:
-        out["MQA"] = cfg.replace(n_kv_heads=1)
-    return out
-
-
 def decode_latency(model: DecoderLM, contexts: list[int], batch: int = 1, min_run_time: float = 0.2,
                    on_point: Callable[[int, int, DecodePoint], None] | None = None,
                    stop: threading.Event | None = None, seed: int = 0) -> list[DecodePoint]:

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from engine.config import ConfigError, ModelConfig
+from engine.layers.attention import kv_head_choices
 from engine.model import DecoderLM, build_model
 from engine.runtime import resolve_device
 from engine.train.data import Dataset, get_batch, load_data
@@ -93,8 +94,12 @@ class RunResult:
 
 def small_version(cfg: ModelConfig, d_model: int = 64, n_layers: int = 2, n_heads: int = 4) -> ModelConfig:
     """The config's architecture knobs (norms, FFN, positions, attention kind, layout) at a size a CPU trains
-    in seconds: MHA stays MHA, MQA stays MQA, any GQA becomes 2 key/value heads."""
-    kv = None if cfg.kv_heads == cfg.n_heads else (1 if cfg.kv_heads == 1 else 2)
+    in seconds: MHA stays MHA, MQA stays MQA, GQA becomes kv_head_choices' GQA at n_heads, with groups of 2
+    query heads allowed (4 heads -> GQA-2)."""
+    kind = cfg.attention_kind[:3]
+    choices = kv_head_choices(n_heads, min_group=2)
+    kv = next((k for name, k in choices.items() if name.startswith(kind)), n_heads)
+    kv = None if kv == n_heads else kv
     return cfg.replace(name=f"{cfg.name}-small", d_model=d_model, n_layers=n_layers, n_heads=n_heads,
                        n_kv_heads=kv, head_dim=None, d_ff=None, ffn_multiple_of=8)
 
