@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from engine.budget.memory import DTYPE_BYTES, _check_sizes, kv_cache_bytes
+from engine.budget.memory import DTYPE_BYTES, kv_cache_bytes
 from engine.budget.params import count_params
 from engine.config import ModelConfig
 from engine.layers.attention import keys_held, query_key_pairs, score_flops
 from engine.layers.block import block_matmul_params
+from engine.validation import require, size_problems
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ def _query_key_pairs(cfg: ModelConfig, seq: int, causal: bool) -> int:
 
 def flops_budget(cfg: ModelConfig, batch: int, seq: int, causal: bool = False) -> FlopBudget:
     """Forward/backward FLOPs of a training step on `batch` sequences of `seq` tokens."""
-    _check_sizes(batch, seq)
+    require(*size_problems(batch, seq))
     tokens, weights = batch * seq, matmul_params(cfg)
     mm = 2 * weights * tokens
     attn = score_flops(cfg, batch, _query_key_pairs(cfg, seq, causal))

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from engine.budget.activations import ATTENTION_IMPLS, activation_estimate
+from engine.budget.activations import activation_estimate
 from engine.budget.params import count_params
 from engine.config import ModelConfig
-from engine.layers.attention import kv_bytes
+from engine.layers.attention import ATTENTION_IMPLS, kv_bytes
 from engine.runtime import DTYPE_BYTES
+from engine.validation import choice_problem, require, size_problems
 
 POLICIES = ("fp32", "bf16", "mixed-bf16", "mixed-fp16")
 OPTIMIZERS = ("adamw", "sgd-momentum", "sgd")
@@ -63,21 +64,9 @@ def pure_policy(dtype: str) -> str:
     return "fp32" if dtype == "fp32" else "bf16"
 
 
-def _check(name: str, value: str, allowed: tuple) -> None:
-    if value not in allowed:
-        raise ValueError(f"{name}: {value!r} is not one of {', '.join(allowed)}")
-
-
-def _check_sizes(batch: int, seq: int) -> None:
-    for name, v in (("batch", batch), ("seq", seq)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name}: {v!r} is not an integer >= 1")
-
-
 def kv_cache_bytes(cfg: ModelConfig, batch: int, tokens: int, dtype: str = "bf16") -> int:
     """Keys and values of every layer after `tokens` positions; window layers hold only the last `window`."""
-    _check("dtype", dtype, tuple(DTYPE_BYTES))
-    _check_sizes(batch, tokens)
+    require(choice_problem("dtype", dtype, DTYPE_BYTES), *size_problems(batch, tokens))
     return sum(kv_bytes(cfg, batch, tokens, w, DTYPE_BYTES[dtype]) for w in cfg.layer_windows)
 
 
@@ -93,12 +82,9 @@ def _kv_formula(cfg: ModelConfig, batch: int, tokens: int, e: int) -> str:
 def memory_budget(cfg: ModelConfig, batch: int, seq: int, dtype: str = "bf16", policy: str = "mixed-bf16",
                   optimizer: str = "adamw", recompute: str = "none", attention: str = "sdpa") -> MemoryBudget:
     """All memory terms for training at (batch, seq) and for inference holding a KV cache of seq tokens."""
-    _check("dtype", dtype, tuple(DTYPE_BYTES))
-    _check("policy", policy, POLICIES)
-    _check("optimizer", optimizer, OPTIMIZERS)
-    _check("recompute", recompute, RECOMPUTE)
-    _check("attention", attention, ATTENTION_IMPLS)
-    _check_sizes(batch, seq)
+    require(choice_problem("dtype", dtype, DTYPE_BYTES), choice_problem("policy", policy, POLICIES),
+            choice_problem("optimizer", optimizer, OPTIMIZERS), choice_problem("recompute", recompute, RECOMPUTE),
+            choice_problem("attention", attention, ATTENTION_IMPLS), *size_problems(batch, seq))
     P = count_params(cfg).total
     e = DTYPE_BYTES[dtype]
     wb, gb, mb, sb = _POLICY_BYTES[policy]

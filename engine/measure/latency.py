@@ -25,6 +25,7 @@ from engine.guard import check_fits
 from engine.measure import Measurement
 from engine.model import DecoderLM, KVCache, build_model
 from engine.runtime import TORCH_DTYPES, dtype_name, resolve_device
+from engine.validation import choice_problem, require, size_problems
 
 MODES = ("forward", "train")     # train = forward + backward of the cross-entropy loss (no optimizer step)
 LOCK = threading.Lock()          # held while anything is being timed in this process
@@ -108,20 +109,9 @@ def memory_check(cfg: ModelConfig, r: LatencyResult) -> Measurement | None:
                        f"torch.cuda.max_memory_allocated during the timing; estimate: {how}")
 
 
-def _check(cfg: ModelConfig, batch: int, seq: int, dtype: str, mode: str = "forward") -> None:
-    problems = []
-    if not isinstance(batch, int) or batch < 1:
-        problems.append(f"batch: {batch!r} is not an integer >= 1")
-    if not isinstance(seq, int) or seq < 1:
-        problems.append(f"seq: {seq!r} is not an integer >= 1")
-    elif cfg.position == "learned" and seq > cfg.context_length:
-        problems.append(f"seq: {seq} exceeds context_length={cfg.context_length} (learned positions)")
-    if dtype not in TORCH_DTYPES:
-        problems.append(f"dtype: {dtype!r} is not one of {', '.join(TORCH_DTYPES)}")
-    if mode not in MODES:
-        problems.append(f"mode: {mode!r} is not one of {', '.join(MODES)}")
-    if problems:
-        raise ValueError("; ".join(problems))
+def _check_inputs(cfg: ModelConfig, batch: int, seq: int, dtype: str, mode: str = "forward") -> None:
+    require(*size_problems(batch, seq, cfg), choice_problem("dtype", dtype, TORCH_DTYPES),
+            choice_problem("mode", mode, MODES))
 
 
 def _timing(times: list[float], runs: int) -> Timing:
@@ -171,7 +161,7 @@ def _step_fn(model: DecoderLM, x: torch.Tensor, mode: str) -> Callable[[], objec
 def prepare(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp32", device: str = "auto",
             mode: str = "forward") -> tuple[DecoderLM, torch.device]:
     """Validate, refuse what would not fit (MemoryRefusal with the numbers), then build the real model."""
-    _check(cfg, batch, seq, dtype, mode)
+    _check_inputs(cfg, batch, seq, dtype, mode)
     dev = resolve_device(device)
     check_fits(cfg, dev, batch, seq, dtype, mode == "train")
     model = build_model(cfg, device=dev, dtype=TORCH_DTYPES[dtype])
@@ -185,7 +175,7 @@ def measure(model: DecoderLM, batch: int, seq: int, mode: str = "forward", min_r
     cfg = model.cfg
     p = next(model.parameters())
     dtype = dtype_name(p.dtype)
-    _check(cfg, batch, seq, dtype, mode)
+    _check_inputs(cfg, batch, seq, dtype, mode)
     dev = p.device
     gen = torch.Generator().manual_seed(seed)
     x = torch.randint(cfg.vocab_size, (batch, seq), generator=gen).to(dev)
@@ -237,7 +227,7 @@ def decode_latency(model: DecoderLM, contexts: list[int], batch: int = 1, min_ru
     cfg, p = model.cfg, next(model.parameters())
     contexts = sorted(set(contexts))
     if not contexts or contexts[0] < 1:
-        raise ValueError(f"contexts: {contexts!r} must be integers >= 1")
+        raise ValueError(f"contexts: {contexts!r} is not a list of integers >= 1")
     if cfg.position == "learned" and contexts[-1] + 1 > cfg.context_length:
         raise ValueError(f"contexts: {contexts[-1]} + 1 new token exceeds context_length={cfg.context_length}")
     gen = torch.Generator().manual_seed(seed)

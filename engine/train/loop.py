@@ -21,6 +21,7 @@ from engine.model import DecoderLM, build_model
 from engine.runtime import resolve_device
 from engine.train.data import Dataset, get_batch, load_data
 from engine.train.ddp import SINGLE, DistInfo, wrap
+from engine.validation import int_problem
 
 DIVERGE_FACTOR = 3.0  # a train loss this many times the initial loss counts as diverged
 
@@ -48,8 +49,8 @@ class TrainConfig:
         p = []
         for name, lo in (("steps", 1), ("batch", 1), ("seq", 2), ("warmup", 0), ("eval_every", 1),
                          ("eval_batches", 1), ("samples", 0), ("seed", 0)):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < lo:
-                p.append(f"{name}: {getattr(self, name)!r} is not an integer >= {lo}")
+            if problem := int_problem(name, getattr(self, name), lo):
+                p.append(problem)
         for name, lo, hi in (("lr", 0, math.inf), ("min_lr_ratio", 0, 1), ("weight_decay", 0, math.inf),
                              ("grad_clip", 0, math.inf), ("z_loss", 0, math.inf), ("dropout", 0, 0.999)):
             v = getattr(self, name)
