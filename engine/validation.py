@@ -9,10 +9,7 @@ from __future__ import annotations
 import math
 import reprlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable
-
-if TYPE_CHECKING:   # engine.config imports this module
-    from engine.config import ModelConfig
+from typing import Any, Iterable
 
 
 class ConfigError(ValueError):
@@ -118,14 +115,9 @@ def number_problem(name: str, value: Any, lo: float = 0, strict: bool = False) -
     return None if ok else f"{name}: {shown(value)} is not a number {'>' if strict else '>='} {lo:g}"
 
 
-def size_problems(batch: Any, seq: Any, cfg: ModelConfig | None = None) -> list[str]:
-    """The batch and sequence-length checks every budget, measurement and command makes; with `cfg`, also
-    that learned positions have a row for every token."""
-    problems = [p for p in (int_problem("batch", batch), int_problem("seq", seq)) if p]
-    if cfg is not None and not problems and cfg.position == "learned" and seq > cfg.context_length:
-        problems.append(f"seq: {seq} exceeds context_length={cfg.context_length} (learned positions have no "
-                        f"row for it)")
-    return problems
+def size_problems(batch: Any, seq: Any) -> list[str]:
+    """The batch and sequence-length checks every budget, measurement and command makes."""
+    return [p for p in (int_problem("batch", batch), int_problem("seq", seq)) if p]
 
 
 def require(*problems: str | None) -> None:

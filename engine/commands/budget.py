@@ -9,6 +9,7 @@ from engine.budget.flops import arithmetic_intensity, flops_budget
 from engine.budget.memory import DTYPE_BYTES, OPTIMIZERS, POLICIES, RECOMPUTE, memory_budget
 from engine.commands import UsageError, add_config_args, load_config, print_json
 from engine.guard import MemoryRefusal
+from engine.layers.position import seq_problem
 from engine.measure import Measurement
 from engine.units import fmt_bytes, fmt_flops
 from engine.validation import size_problems
@@ -47,7 +48,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def _sizes(args: argparse.Namespace):
     cfg = load_config(args)
     seq = cfg.context_length if args.seq is None else args.seq
-    if problems := size_problems(args.batch, seq, cfg):
+    if problems := size_problems(args.batch, seq) or [p for p in [seq_problem(cfg, seq)] if p]:
         raise UsageError("; ".join(problems))
     return cfg, args.batch, seq
 

@@ -48,6 +48,13 @@ def position_params(cfg: ModelConfig) -> int:
     return cfg.context_length * cfg.d_model if cfg.position == "learned" else 0
 
 
+def seq_problem(cfg: ModelConfig, seq: int) -> str | None:
+    """A learned table has context_length rows: a longer sequence has no position to read."""
+    if cfg.position == "learned" and seq > cfg.context_length:
+        return f"seq: {seq} exceeds context_length={cfg.context_length} (learned positions have no row for it)"
+    return None
+
+
 def rope_saved_bytes(cfg: ModelConfig, T: int, e: int) -> tuple[int, int]:
     """(shared, per layer) bytes of rotary tables autograd saves: in fp32 the cos and sin tables [T, rotary_dim]
     are computed once and shared by all layers; other dtypes cast them per call (4 tables per layer)."""

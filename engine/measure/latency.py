@@ -22,6 +22,7 @@ from engine.budget.flops import flops_budget
 from engine.budget.memory import memory_budget, output_logits_bytes, pure_policy
 from engine.config import ModelConfig
 from engine.guard import check_fits
+from engine.layers.position import seq_problem
 from engine.measure import Measurement
 from engine.model import DecoderLM, KVCache, build_model
 from engine.runtime import TORCH_DTYPES, dtype_name, resolve_device
@@ -110,7 +111,7 @@ def memory_check(cfg: ModelConfig, r: LatencyResult) -> Measurement | None:
 
 
 def _check_inputs(cfg: ModelConfig, batch: int, seq: int, dtype: str, mode: str = "forward") -> None:
-    require(*size_problems(batch, seq, cfg), choice_problem("dtype", dtype, TORCH_DTYPES),
+    require(*(size_problems(batch, seq) or [seq_problem(cfg, seq)]), choice_problem("dtype", dtype, TORCH_DTYPES),
             choice_problem("mode", mode, MODES))
 
 
