@@ -3,14 +3,13 @@ import streamlit as st
 
 from app import charts, compute, export
 from app.state import current_config
-from app.widgets import metric_row
+from app.widgets import page_header
 from engine.config import DENSE_FFNS, GATED_FFNS
 from engine.measure.stats import CPU_PARAM_LIMIT, StatsRefusal, check_live
 from engine.runtime import default_device
 
 cfg = current_config()
-st.title(f"Activations: {cfg.name}")
-metric_row(cfg)
+page_header(f"Activations: {cfg.name}", cfg)
 
 st.header("Activation functions")
 st.caption("Values and derivatives of the engine's own activation functions, derivatives by torch autograd. "

@@ -1,21 +1,17 @@
 """Budgets: memory per precision policy, KV cache vs context, FLOPs split, roofline, and estimate vs measurement."""
 import streamlit as st
 
-from app import budget_charts, budget_view, compute, export, tables
+from app import budget_charts, budget_measure, budget_view, compute, export, tables
 from app.state import current_config
-from app.widgets import metric_row
+from app.widgets import page_header
 from engine.budget.activations import ATTENTION_IMPLS
 from engine.budget.devices import DEVICE_PROFILES
 from engine.budget.memory import DTYPE_BYTES, OPTIMIZERS, POLICIES, RECOMPUTE, pure_policy
-from engine.guard import MemoryRefusal
-from engine.measure.stats import StatsRefusal, check_live
-from engine.measure.suite import measure_config
 from engine.runtime import default_device
-from engine.units import fmt_bytes, fmt_flops
+from engine.units import fmt_bytes
 
 cfg = current_config()
-st.title(f"Budgets: {cfg.name}")
-metric_row(cfg)
+page_header(f"Budgets: {cfg.name}", cfg)
 
 c = st.columns(6)
 batch = c[0].number_input("Batch (sequences)", 1, 4096, 1, key="b_batch")
@@ -75,25 +71,17 @@ with r2:
 
 st.header("Estimate vs measurement")
 dev = default_device()
-m_seq = budget_view.measure_seq(seq)
+m_seq = budget_measure.measure_seq(seq)
 st.caption(f"Builds the model for real on **{dev}** at batch 1, sequence {m_seq} in {infer_dtype} and compares: "
            "activation bytes (saved-tensor hooks), KV-cache bytes (KVCache.nbytes after a decode step); FLOPs are "
-           f"counted by FlopCounterMode on the meta device (any width, up to {budget_view.MEASURE_MAX_LAYERS:,} "
+           f"counted by FlopCounterMode on the meta device (any width, up to {budget_measure.MEASURE_MAX_LAYERS:,} "
            "layers).")
 if st.button("Measure", type="primary", key="b_measure"):
     with st.status("Measuring…", expanded=True) as status:
-        measured = {}
-        if cfg.n_layers <= budget_view.MEASURE_MAX_LAYERS:
-            measured = measure_config(cfg, 1, m_seq, infer_dtype, attention, dev, ("flops",), st.write)
-        else:
-            st.warning(f"n_layers: not counting FLOPs on the meta device for {cfg.n_layers:,} layers (at most "
-                       f"{budget_view.MEASURE_MAX_LAYERS:,}, each costs tens of ms); the closed form above stands.")
-        try:
-            check_live(cfg, dev)
-            measured |= measure_config(cfg, 1, m_seq, infer_dtype, attention, dev, ("activations", "kv_cache"),
-                                       st.write)
-        except (StatsRefusal, MemoryRefusal) as e:
-            st.error(f"Not building a real model: {e}")
-        status.update(label=f"Measured {len(measured)} quantities", state="complete")
-    rows = [(m, fmt_flops if key.endswith("_flops") else fmt_bytes) for key, m in measured.items()]
-    st.dataframe(tables.measurements_table(rows), hide_index=True, width="stretch")
+        result = budget_measure.measure_budgets(cfg, m_seq, infer_dtype, attention, dev, st.write)
+        if result.skipped:
+            st.warning(result.skipped)
+        if result.refused:
+            st.error(result.refused)
+        status.update(label=f"Measured {len(result.measured)} quantities", state="complete")
+    st.dataframe(tables.measurements_table(result.rows()), hide_index=True, width="stretch")

@@ -4,7 +4,7 @@ import streamlit as st
 
 from app import export, train_charts
 from app.state import current_config
-from app.widgets import metric_row
+from app.widgets import page_header
 from engine.guard import MemoryRefusal, check_fits
 from engine.measure import latency as lat
 from engine.measure import plan
@@ -12,8 +12,7 @@ from engine.runtime import TORCH_DTYPES, resolve_device
 from engine.units import fmt_bytes, fmt_flops
 
 cfg = current_config()
-st.title(f"Latency: {cfg.name}")
-metric_row(cfg)
+page_header(f"Latency: {cfg.name}", cfg)
 
 dev = resolve_device("auto")
 on_gpu = dev.type == "cuda"
