@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from engine.activation_curves import Curve, Surface
+from engine.activation_grid import Curve, Surface
 from engine.budget.params import ParamCount
 
 # One colour per model component, used by every page.
@@ -80,7 +80,7 @@ ACTIVATION_COLORS = {"relu": "#4C78A8", "gelu": "#F58518", "gelu_tanh": "#E45756
 
 
 def activation_figure(curves: dict[str, Curve], title: str) -> go.Figure:
-    """Values (left) and autograd derivatives (right) of engine.activation_curves.Curve objects; hover shows
+    """Values (left) and autograd derivatives (right) of engine.activation_grid.Curve objects; hover shows
     every curve's value at the same x."""
     from plotly.subplots import make_subplots
 
@@ -99,7 +99,7 @@ def activation_figure(curves: dict[str, Curve], title: str) -> go.Figure:
 
 
 def gated_surface_figure(surface: Surface) -> go.Figure:
-    """act(g)·u as a heatmap over gate input g and up input u (engine.activation_curves.Surface)."""
+    """act(g)·u as a heatmap over gate input g and up input u (engine.activation_grid.Surface)."""
     fig = go.Figure(go.Heatmap(x=surface.g, y=surface.u, z=surface.z, colorscale="RdBu", zmid=0,
                                colorbar=dict(title="output"),
                                hovertemplate="g=%{x:.2f}, u=%{y:.2f}<br>output %{z:.3f}<extra></extra>"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.activation_curves import Curve, Surface, activation_curves, gated_surface
+from engine.activation_grid import Curve, Surface, activation_curves, gated_surface
 from engine.budget.devices import Roofline, roofline
 from engine.budget.flops import FlopBudget, flops_budget
 from engine.budget.memory import MemoryBudget, kv_cache_bytes, memory_budget

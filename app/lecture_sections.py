@@ -61,7 +61,7 @@ def activations() -> None:
     st.caption("ReLU zeroes every negative input; GELU lets a small negative value through. Run it twice: the "
                "same input gives the same output, nothing is sampled. SiLU can exceed 1, so a SiLU gate scales "
                "its partner, it is not a probability.")
-    _chart(charts.activation_figure(lecture.activation_curves(), (z, z2)), "activations")
+    _chart(charts.activation_figure(lecture.dense_activation_table(), (z, z2)), "activations")
 
 
 def gating() -> None:

@@ -3,7 +3,7 @@ import pytest
 
 from app import budget_charts, charts, tables
 from app.budget_view import POLICY_DTYPE, kv_variants, token_grid
-from engine.activation_curves import activation_curves, gated_surface
+from engine.activation_grid import activation_curves, gated_surface
 from engine.budget.devices import DEVICE_PROFILES, roofline
 from engine.budget.flops import flops_budget
 from engine.budget.memory import POLICIES, kv_cache_bytes, memory_budget
