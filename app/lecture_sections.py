@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app import export, present
-from app import lecture_charts as charts
+from app.charts import lecture as charts
 from app.diagram import block_dot
 from app.state import current_config
 from engine import lecture

@@ -1,7 +1,8 @@
 """Activations: the FFN nonlinearities with their derivatives, and live statistics of the built model."""
 import streamlit as st
 
-from app import charts, compute, export
+from app import compute, export
+from app.charts import activations as charts
 from app.state import current_config
 from app.widgets import page_header
 from engine.config import DENSE_FFNS, GATED_FFNS

@@ -1,7 +1,8 @@
 """Budgets: memory per precision policy, KV cache vs context, FLOPs split, roofline, and estimate vs measurement."""
 import streamlit as st
 
-from app import budget_charts, budget_measure, budget_view, compute, export, tables
+from app import budget_measure, budget_view, compute, export, tables
+from app.charts import budgets as charts
 from app.state import current_config
 from app.widgets import page_header
 from engine.budget.activations import ATTENTION_IMPLS
@@ -29,7 +30,7 @@ st.header("Memory")
 train = {p: compute.memory(cfg, batch, seq, budget_view.POLICY_DTYPE[p], p, optimizer, recompute, attention)
          for p in POLICIES}
 infer = compute.memory(cfg, batch, seq, infer_dtype, pure_policy(infer_dtype), optimizer, recompute, attention)
-export.chart(budget_charts.memory_figure(train, infer, f"inference ({infer_dtype})"), "b_memory", f"{cfg.name}-memory")
+export.chart(charts.memory_figure(train, infer, f"inference ({infer_dtype})"), "b_memory", f"{cfg.name}-memory")
 st.caption("Closed forms from engine/budget/memory.py; activations are what autograd saves for one forward + "
            "loss at this batch and sequence (engine/budget/activations.py); the inference bar holds the weights "
            "and a KV cache of the whole sequence.")
@@ -41,7 +42,7 @@ st.header("KV cache vs context length")
 variants = budget_view.kv_variants(cfg)
 grid = budget_view.token_grid(cfg.context_length)
 series = {label: compute.kv_curve(v, batch, grid, infer_dtype) for label, v in variants.items()}
-export.chart(budget_charts.kv_figure(list(grid), series, next(iter(variants))), "b_kv", f"{cfg.name}-kv-cache")
+export.chart(charts.kv_figure(list(grid), series, next(iter(variants))), "b_kv", f"{cfg.name}-kv-cache")
 st.caption(f"Closed form: 2 x layers x tokens x kv_heads x head_dim x {DTYPE_BYTES[infer_dtype]} bytes at batch "
            f"{batch}; a window layer holds at most its window. Fewer key/value heads (GQA, MQA) shrink it "
            "proportionally; a window caps it.")
@@ -52,9 +53,9 @@ causal = st.toggle("Count only the causal half of attention", key="b_causal",
 fb = compute.flops(cfg, batch, seq, causal)
 a, b = st.columns(2)
 with a:
-    export.chart(budget_charts.flops_figure(fb), "b_flops", f"{cfg.name}-flops")
+    export.chart(charts.flops_figure(fb), "b_flops", f"{cfg.name}-flops")
 with b:
-    export.chart(budget_charts.flops_rules_figure(fb), "b_flops_rules", f"{cfg.name}-flops-rules")
+    export.chart(charts.flops_rules_figure(fb), "b_flops_rules", f"{cfg.name}-flops-rules")
 st.caption("Closed form from engine/budget/flops.py: a multiply-add is 2 FLOPs, only matrix products count; "
            "backward is twice forward.")
 
@@ -66,7 +67,7 @@ points = compute.rooflines(cfg, device, batch, seq, infer_dtype)
 for p in points.values():
     r1.markdown(f"- {p.verdict}")
 with r2:
-    export.chart(budget_charts.roofline_figure(DEVICE_PROFILES[device], points, infer_dtype), "b_roofline",
+    export.chart(charts.roofline_figure(DEVICE_PROFILES[device], points, infer_dtype), "b_roofline",
                  f"{cfg.name}-roofline")
 
 st.header("Estimate vs measurement")

@@ -1,7 +1,8 @@
 """Compare: pin up to four configs (current, presets, uploaded YAML) and see them side by side."""
 import streamlit as st
 
-from app import budget_charts, compare_view, export, tables
+from app import compare_view, export, tables
+from app.charts import compare as charts
 from app.editor import read_yaml
 from app.state import current_config
 from app.widgets import page_header
@@ -54,14 +55,14 @@ labels = list(configs)
 log = st.toggle("Logarithmic value axis", value=True, key="cmp_log",
                 help="Models of very different sizes stay readable side by side; switch off for linear bars.")
 values = compare_view.compare_metrics(configs)
-export.chart(budget_charts.compare_bars("Parameters", labels, values["params"], "count", log), "cmp_params",
+export.chart(charts.compare_bars("Parameters", labels, values["params"], "count", log), "cmp_params",
              "compare-parameters")
 mem_cols = st.columns(2)
 with mem_cols[0]:
-    export.chart(budget_charts.compare_bars("Memory", labels, values["memory"], "bytes", log), "cmp_memory",
+    export.chart(charts.compare_bars("Memory", labels, values["memory"], "bytes", log), "cmp_memory",
                  "compare-memory")
 with mem_cols[1]:
-    export.chart(budget_charts.compare_bars("FLOPs per token", labels, values["flops"], "flops", log), "cmp_flops",
+    export.chart(charts.compare_bars("FLOPs per token", labels, values["flops"], "flops", log), "cmp_flops",
                  "compare-flops")
 st.caption("All closed forms (engine/budget): exact parameter counts; memory at batch 1 (KV cache in bf16 at the "
            "config's full context, training step with mixed-bf16 AdamW at sequence min(context, 2,048)); training "

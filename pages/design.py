@@ -1,7 +1,8 @@
 """Design: the exact parameter count, where the parameters live, and the block diagram of the current config."""
 import streamlit as st
 
-from app import charts, compute, diagram, export, tables
+from app import compute, diagram, export, tables
+from app.charts import design as charts
 from app.state import current_config, current_preset
 from app.widgets import page_header
 from engine.presets import PRESETS

@@ -2,7 +2,8 @@
 vs context with a KV cache for MHA, GQA and MQA."""
 import streamlit as st
 
-from app import export, train_charts
+from app import export
+from app.charts import latency as charts
 from app.state import current_config
 from app.widgets import page_header
 from engine.guard import MemoryRefusal, check_fits
@@ -65,9 +66,9 @@ key, results = st.session_state.get("lat_sweep", (None, []))
 if key == sweep_key and results:
     a, b = st.columns(2)
     with a:
-        export.chart(train_charts.latency_figure(results), "lat_latency", f"{cfg.name}-latency")
+        export.chart(charts.latency_figure(results), "lat_latency", f"{cfg.name}-latency")
     with b:
-        export.chart(train_charts.throughput_figure(results), "lat_throughput", f"{cfg.name}-throughput")
+        export.chart(charts.throughput_figure(results), "lat_throughput", f"{cfg.name}-throughput")
     rows = []
     for r in results:
         m = lat.memory_check(cfg, r)
@@ -121,7 +122,7 @@ if contexts and st.button("Measure decode: " + " vs ".join(variants), key="lat_d
     stop.empty()
 key, curves = st.session_state.get("lat_decode_curves", (None, {}))
 if key == decode_key and any(curves.values()):
-    export.chart(train_charts.decode_figure({k: v for k, v in curves.items() if v}), "lat_decode_curves",
+    export.chart(charts.decode_figure({k: v for k, v in curves.items() if v}), "lat_decode_curves",
                  f"{cfg.name}-decode")
     last = {k: v[-1] for k, v in curves.items() if v}
     st.caption("At the longest context: " + "; ".join(

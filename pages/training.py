@@ -1,7 +1,8 @@
 """Training: short runs on offline data in a background thread, live curves, A/B comparisons, stored runs."""
 import streamlit as st
 
-from app import export, train_charts, training_view
+from app import export, training_view
+from app.charts import training as charts
 from app.state import current_config
 from app.widgets import page_header
 from engine.runtime import resolve_device
@@ -79,9 +80,9 @@ def live() -> None:
     curves = {k: v for k, v in job.records.items() if v}
     if curves:
         done = not job.running   # the download buttons only once the curves stop changing
-        export.chart(train_charts.loss_figure(curves), "t_loss", "training-loss", download=done)
+        export.chart(charts.loss_figure(curves), "t_loss", "training-loss", download=done)
         with st.expander("lr, gradient norm, max logit, log Z"):
-            export.chart(train_charts.diagnostics_figure(curves), "t_diag", "training-diagnostics", download=done)
+            export.chart(charts.diagnostics_figure(curves), "t_diag", "training-diagnostics", download=done)
     if job.running:
         return
     if job.error:
@@ -96,7 +97,7 @@ def live() -> None:
                    "first update and after the last. Tokens/s: batch x sequence tokens per second of the training "
                    "steps only (evaluation and sampling not timed).")
     if len(job.results) > 1:
-        export.chart(train_charts.speed_figure({k: r.tokens_per_s for k, r in job.results.items()}), "t_speed",
+        export.chart(charts.speed_figure({k: r.tokens_per_s for k, r in job.results.items()}), "t_speed",
                      "training-speed")
     if st.session_state.get("t_seen_done") is not job:   # once per job: show its runs below, refresh buttons
         st.session_state["t_seen_done"] = job
@@ -121,7 +122,7 @@ else:
                             key="t_chosen")
     if chosen:
         stored = {labels[i]: store.get_run(i) for i in chosen}
-        export.chart(train_charts.loss_figure({k: v["steps"] for k, v in stored.items()}), "t_stored_loss",
+        export.chart(charts.loss_figure({k: v["steps"] for k, v in stored.items()}), "t_stored_loss",
                      "stored-runs-loss")
         first_id = chosen[0]
         first = stored[labels[first_id]]

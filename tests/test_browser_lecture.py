@@ -6,7 +6,7 @@ import re
 import pytest
 
 from app import export
-from app.lecture_charts import activation_figure
+from app.charts.lecture import activation_figure
 from app.lecture_sections import SECTIONS
 from engine.lecture import dense_activation_table
 from engine.presets import get_preset

@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 import pytest
 
 from app import export
-from app.lecture_charts import activation_figure
+from app.charts.lecture import activation_figure
 from engine.budget.memory import memory_budget
 from engine.config import ModelConfig
 from engine.lecture import dense_activation_table

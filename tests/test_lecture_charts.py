@@ -1,7 +1,7 @@
 """The Lecture page's figure builders draw the engine's numbers (AppTest cannot look inside st.plotly_chart)."""
 import pytest
 
-from app import lecture_charts as charts
+from app.charts import lecture as charts
 from app.charts import COLORS
 from engine import lecture
 

@@ -1,14 +1,13 @@
-"""Pure figure builders for the Lecture page: engine.lecture results -> Plotly figures (tested without Streamlit).
+"""Figures of the Lecture page: engine.lecture results -> Plotly figures, one per worked example.
 
 Colours follow app.charts.COLORS where a component is shown; every axis names its unit.
 """
 from __future__ import annotations
 
-import pandas  # noqa: F401  loaded in full before plotly peeks at sys.modules (a cold server can race on it)
 import plotly.graph_objects as go
 
 from app.charts import ACTIVATION_COLORS, COLORS, COMPONENT_GROUP
-from app.charts import _layout as _base_layout
+from app.charts import layout as _base_layout
 from engine.config import DENSE_FFNS
 from engine.lecture.attention import MaskOrder
 from engine.lecture.blocks import NormComparison, SerialParallel
