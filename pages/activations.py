@@ -23,7 +23,7 @@ names = c1.pills("Curves", DENSE_FFNS + GATED_FFNS, selection_mode="multi", defa
 lo, hi = c2.slider("Input range x", -10.0, 10.0, (-4.0, 4.0), step=0.5, key="act_range")
 if names and hi > lo:
     curves = compute.curves(tuple(names), lo, hi)
-    export.chart(charts.activation_figure(curves, "Activations and their slopes"), "act_curves", "activations")
+    export.chart(charts.values_and_slopes_figure(curves, "Activations and their slopes"), "act_curves", "activations")
 else:
     st.info("Pick at least one curve and a non-empty range.")
 

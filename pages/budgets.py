@@ -42,7 +42,7 @@ st.header("KV cache vs context length")
 variants = budget_view.kv_variants(cfg)
 grid = budget_view.token_grid(cfg.context_length)
 series = {label: compute.kv_curve(v, batch, grid, infer_dtype) for label, v in variants.items()}
-export.chart(charts.kv_figure(list(grid), series, next(iter(variants))), "b_kv", f"{cfg.name}-kv-cache")
+export.chart(charts.kv_vs_context_figure(list(grid), series, next(iter(variants))), "b_kv", f"{cfg.name}-kv-cache")
 st.caption(f"Closed form: 2 x layers x tokens x kv_heads x head_dim x {DTYPE_BYTES[infer_dtype]} bytes at batch "
            f"{batch}; a window layer holds at most its window. Fewer key/value heads (GQA, MQA) shrink it "
            "proportionally; a window caps it.")

@@ -56,14 +56,14 @@ def test_byte_unit():
     assert budget_charts.byte_unit(2**30) == (2**30, "GiB")
 
 
-def test_kv_figure_variants():
+def test_kv_vs_context_figure_variants():
     variants = kv_variants(LLAMA)
     assert any(k.startswith("MHA") for k in variants) and any(k.startswith("MQA") for k in variants)
     assert list(variants.values())[0] == LLAMA and len(set(variants.values())) == len(variants)
     grid = token_grid(LLAMA.context_length)
     assert grid[0] == 1 and grid[-1] == LLAMA.context_length
     series = {k: [kv_cache_bytes(v, 1, t) for t in grid] for k, v in variants.items()}
-    fig = budget_charts.kv_figure(list(grid), series, next(iter(variants)))
+    fig = budget_charts.kv_vs_context_figure(list(grid), series, next(iter(variants)))
     assert fig.layout.xaxis.title.text == "context length (tokens)"
     mha = next(t for t in fig.data if t.name.startswith("MHA"))
     assert mha.y[-1] == pytest.approx(4.0)                  # 32 layers, 8192 tokens, 32 x 128, bf16: 4 GiB
@@ -109,7 +109,7 @@ def test_fmt_count_short():
 
 def test_activation_and_stats_figures():
     curves = activation_curves(("relu", "swiglu"), -2, 2, 5)
-    fig = activation_charts.activation_figure(curves, "t")
+    fig = activation_charts.values_and_slopes_figure(curves, "t")
     assert len(fig.data) == 4 and fig.layout.hovermode == "x unified"
     heat = activation_charts.gated_surface_figure(gated_surface("geglu", -1, 1, 3))
     assert heat.data[0].zmid == 0

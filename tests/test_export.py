@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 import pytest
 
 from app import export
-from app.charts.lecture import activation_figure
+from app.charts.lecture import marked_activations_figure
 from engine.budget.memory import memory_budget
 from engine.config import ModelConfig
 from engine.lecture import dense_activation_table
@@ -16,7 +16,7 @@ from engine.units import fmt_bytes
 
 @pytest.fixture(scope="module")
 def chart_page():
-    return export.figure_html(activation_figure(dense_activation_table()))
+    return export.figure_html(marked_activations_figure(dense_activation_table()))
 
 
 def test_chart_html_is_offline(chart_page):

@@ -9,7 +9,7 @@ from app.charts import ACTIVATION_COLORS, COLORS, layout
 from engine.activation_grid import Curve, Surface
 
 
-def activation_figure(curves: dict[str, Curve], title: str) -> go.Figure:
+def values_and_slopes_figure(curves: dict[str, Curve], title: str) -> go.Figure:
     """Values (left) and autograd derivatives (right) of engine.activation_grid.Curve objects; hover shows
     every curve's value at the same x."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("value y(x)", "derivative dy/dx"), horizontal_spacing=0.08)

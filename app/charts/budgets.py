@@ -40,7 +40,7 @@ def memory_figure(train: dict[str, MemoryBudget], infer: MemoryBudget, infer_lab
     return layout(fig, "Memory per precision policy", height=460)
 
 
-def kv_figure(tokens: list[int], series: dict[str, list[int]], current: str) -> go.Figure:
+def kv_vs_context_figure(tokens: list[int], series: dict[str, list[int]], current: str) -> go.Figure:
     """KV cache bytes against context length, one line per attention variant; the current config is bold."""
     div, unit = byte_unit(max(max(v) for v in series.values()))
     fig = go.Figure()

@@ -24,7 +24,7 @@ def _layout(fig: go.Figure, title: str, x: str, y: str, **kw) -> go.Figure:
     return _base_layout(fig, title, xaxis_title=x, yaxis_title=y, legend=dict(orientation="h", y=-0.2), **kw)
 
 
-def activation_figure(curves: dict[str, list[float]], marks: tuple[float, ...] = ()) -> go.Figure:
+def marked_activations_figure(curves: dict[str, list[float]], marks: tuple[float, ...] = ()) -> go.Figure:
     """The engine's activations over z, with vertical guides at the inputs being discussed."""
     fig = go.Figure()
     for name in DENSE_FFNS:
@@ -112,7 +112,7 @@ def mask_order_figure(r: MaskOrder) -> go.Figure:
     return _layout(fig, "A masked key must get probability 0", "key", "attention probability", barmode="group")
 
 
-def kv_figure(variants: list[KVVariant]) -> go.Figure:
+def kv_by_kind_figure(variants: list[KVVariant]) -> go.Figure:
     div, unit = byte_unit(max(v.bytes for v in variants))
     fig = go.Figure(go.Bar(x=[v.kind for v in variants], y=[v.bytes / div for v in variants],
                            marker_color=COLORS["attention"], text=[fmt_bytes(v.bytes) for v in variants],
