@@ -1,13 +1,13 @@
 """Budgets: memory per precision policy, KV cache vs context, FLOPs split, roofline, and estimate vs measurement."""
 import streamlit as st
 
-from app import budget_measure, budget_view, compute, export, tables
+from app import budget_measure, compute, export, tables
 from app.charts import budgets as charts
 from app.state import current_config
 from app.widgets import page_header
 from engine.budget.activations import ATTENTION_IMPLS
 from engine.budget.devices import DEVICE_PROFILES
-from engine.budget.memory import DTYPE_BYTES, OPTIMIZERS, POLICIES, RECOMPUTE, pure_policy
+from engine.budget.memory import DTYPE_BYTES, OPTIMIZERS, RECOMPUTE, pure_policy
 from engine.runtime import default_device
 from engine.units import fmt_bytes
 
@@ -27,8 +27,7 @@ attention = c[4].selectbox("Attention kernel", ATTENTION_IMPLS, key="b_attn",
 infer_dtype = c[5].selectbox("Inference dtype", list(DTYPE_BYTES), index=1, key="b_dtype")
 
 st.header("Memory")
-train = {p: compute.memory(cfg, batch, seq, budget_view.POLICY_DTYPE[p], p, optimizer, recompute, attention)
-         for p in POLICIES}
+train = compute.policy_memories(cfg, batch, seq, optimizer, recompute, attention)
 infer = compute.memory(cfg, batch, seq, infer_dtype, pure_policy(infer_dtype), optimizer, recompute, attention)
 export.chart(charts.memory_figure(train, infer, f"inference ({infer_dtype})"), "b_memory", f"{cfg.name}-memory")
 st.caption("Closed forms from engine/budget/memory.py; activations are what autograd saves for one forward + "
@@ -39,10 +38,8 @@ with st.expander("Formulas (mixed-bf16)"):
     st.dataframe(tables.formulas_table(mixed, tuple(mixed.formulas), fmt_bytes), hide_index=True, width="stretch")
 
 st.header("KV cache vs context length")
-variants = budget_view.kv_variants(cfg)
-grid = budget_view.token_grid(cfg.context_length)
-series = {label: compute.kv_curve(v, batch, grid, infer_dtype) for label, v in variants.items()}
-export.chart(charts.kv_vs_context_figure(list(grid), series, next(iter(variants))), "b_kv", f"{cfg.name}-kv-cache")
+grid, series = compute.kv_series(cfg, batch, infer_dtype)
+export.chart(charts.kv_vs_context_figure(list(grid), series, next(iter(series))), "b_kv", f"{cfg.name}-kv-cache")
 st.caption(f"Closed form: 2 x layers x tokens x kv_heads x head_dim x {DTYPE_BYTES[infer_dtype]} bytes at batch "
            f"{batch}; a window layer holds at most its window. Fewer key/value heads (GQA, MQA) shrink it "
            "proportionally; a window caps it.")
