@@ -1,4 +1,4 @@
-"""Small choices of the Budgets page: which dtype goes with a precision policy, which attention
+"""Small choices the Budgets and Compare pages share: which dtype goes with a precision policy, which attention
 variants to overlay on the KV-cache chart, and the context-length grid. Pure functions, tested directly."""
 from __future__ import annotations
 
