@@ -23,6 +23,12 @@ def plain(text: str) -> str:
     return "".join(p if i % 2 else _MARKDOWN.sub(lambda m: "\\" + m.group(0), p) for i, p in enumerate(parts))
 
 
+def page_header(title: str, cfg: ModelConfig, reference: ModelConfig | None = None) -> None:
+    """How every page opens: its title, then the metric row of the current config (deltas against `reference`)."""
+    st.title(title)
+    metric_row(cfg, reference)
+
+
 def metric_row(cfg: ModelConfig, reference: ModelConfig | None = None) -> None:
     """The row every page opens with: total and non-embedding parameters, bf16 weights, KV cache at the full
     context (batch 1, bf16) and training FLOPs per token. With `reference`, each metric shows its delta."""

@@ -9,6 +9,7 @@ import difflib
 from dataclasses import dataclass
 
 from engine.config import ModelConfig
+from engine.validation import choice_problem
 
 
 @dataclass(frozen=True)
@@ -85,4 +86,4 @@ def get_preset(name: str) -> Preset:
     except KeyError:
         near = difflib.get_close_matches(str(name).lower(), list(PRESETS), n=1, cutoff=0.6)
         hint = f" (did you mean {near[0]}?)" if near else ""
-        raise KeyError(f"preset: {name!r} is not one of {', '.join(PRESETS)}{hint}") from None
+        raise KeyError(choice_problem("preset", name, PRESETS) + hint) from None

@@ -1,5 +1,6 @@
 """AppTest: the entry point, sidebar editor, URL sync and the Design page."""
 from engine.budget.params import count_params
+from engine.layers.norm import has_bias
 from engine.presets import PRESETS
 
 
@@ -63,7 +64,7 @@ def test_norm_bias_follows_the_norm_and_the_toggle_restores_the_count(new_app):
     box = at.sidebar.selectbox(key="field_norm_bias")
     assert box.value == "null" and box.disabled and "follow the norm (off)" in box.options
     cfg = at.session_state["cfg"]
-    assert cfg.norm == "rmsnorm" and not cfg.has_norm_bias
+    assert cfg.norm == "rmsnorm" and not has_bias(cfg)
     assert metrics(at)["Total parameters"] == f"{124_439_808 - 25 * 768:,}"   # 25 LayerNorm betas of width 768 gone
     assert dict(at.query_params) == {"preset": "gpt2", "norm": "rmsnorm"}
     at.sidebar.selectbox(key="field_norm").set_value("layernorm").run()

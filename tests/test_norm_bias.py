@@ -1,10 +1,11 @@
 """norm_bias follows the norm unless set: null = LayerNorm with a shift, RMSNorm without; one resolved value
-(ModelConfig.has_norm_bias) feeds the layers and the closed form, the same through YAML and the CLI."""
+(engine.layers.norm.has_bias) feeds the layers and the closed form, the same through YAML and the CLI."""
 import json
 
 import pytest
 
 from engine.budget.params import count_params
+from engine.layers.norm import has_bias
 from engine.cli import main
 from engine.config import ConfigError, ModelConfig
 from engine.model import build_model
@@ -15,9 +16,9 @@ NORMS = 2 * 12 + 1   # two per block and the final norm, each of width 768
 
 def test_gpt2_to_rmsnorm_and_back_restores_the_reference_count():
     gpt2 = ModelConfig()
-    assert gpt2.norm_bias is None and gpt2.has_norm_bias
+    assert gpt2.norm_bias is None and has_bias(gpt2)
     rms = gpt2.replace(norm="rmsnorm")
-    assert not rms.has_norm_bias
+    assert not has_bias(rms)
     assert count_params(rms).total == GPT2 - NORMS * 768
     assert count_params(rms.replace(norm="layernorm")).total == GPT2
 
@@ -40,8 +41,8 @@ def test_explicit_bias_on_rmsnorm_is_still_refused():
 
 
 def test_yaml_null_and_missing_follow_the_norm():
-    assert ModelConfig.from_yaml("norm: rmsnorm\n").has_norm_bias is False
-    assert ModelConfig.from_yaml("norm: layernorm\nnorm_bias: null\n").has_norm_bias is True
+    assert has_bias(ModelConfig.from_yaml("norm: rmsnorm\n")) is False
+    assert has_bias(ModelConfig.from_yaml("norm: layernorm\nnorm_bias: null\n")) is True
     cfg = ModelConfig(norm="rmsnorm")
     assert ModelConfig.from_yaml(cfg.to_yaml()) == cfg and "norm_bias: null" in cfg.to_yaml()
 
