@@ -10,7 +10,7 @@ from typing import Callable
 import plotly.graph_objects as go
 import streamlit as st
 
-from app import export, present
+from app import export, present, widgets
 from app.charts import lecture as charts
 from app.diagram import block_dot
 from app.state import current_config
@@ -19,7 +19,10 @@ from engine.units import fmt_bytes, fmt_count
 
 
 def _chart(fig: go.Figure, key: str) -> None:
-    export.chart(present.scale(fig), key=f"lecture_{key}", name=f"lecture-{key}", download=not present.is_present())
+    """In present mode a section's first chart goes to the stage (right under its title, see present.stage), so
+    the back row sees it without scrolling; the inputs and numbers that produced it follow below."""
+    with present.stage():
+        export.chart(present.scale(fig), key=f"lecture_{key}", name=f"lecture-{key}", download=not present.is_present())
 
 
 def _vector(where, label: str, default: str, key: str) -> tuple[float, ...]:
@@ -102,7 +105,7 @@ def parallel() -> None:
     cols = st.columns(2)
     for col, layout in zip(cols, ("serial", "parallel")):
         col.markdown(f"**{layout} block** (current config)")
-        col.graphviz_chart(block_dot(cfg.replace(block=layout, parallel_shared_norm=True)))
+        widgets.diagram(block_dot(cfg.replace(block=layout, parallel_shared_norm=True)), col)
 
 
 def tying() -> None:

@@ -59,7 +59,7 @@ else:
         with a:
             export.chart(charts.residual_rms_figure(stats.residual_rms), "stats_rms", f"{cfg.name}-residual-rms")
         with b:
-            export.chart(charts.entropy_figure(stats.entropy, stats.uniform_entropy), "stats_entropy",
+            export.chart(charts.entropy_figure(stats.entropy, stats.uniform_entropy, stats.tokens), "stats_entropy",
                          f"{cfg.name}-attention-entropy")
         st.caption("Entropy in nats: 0 means a head attends to a single key; the uniform value (hover) means it "
                    "spreads evenly over all visible keys, as untrained heads do.")

@@ -62,6 +62,7 @@ toggle_col.toggle("Present mode", key=TOGGLE, on_change=_toggled,
 
 title, render = SECTIONS[section]
 st.header(f"{index + 1}. {title}", anchor=section)
+present.open_stage()
 try:
     render()
 except ValueError as e:   # bad input (ConfigError included): say which field and what is allowed
