@@ -89,3 +89,14 @@ def test_engine_files_are_short_or_say_why():
         if text.count("\n") > MAX_LINES and "longer than" not in head:
             long.append(f"{path.relative_to(ROOT)}: {text.count(chr(10))} lines")
     assert not long
+
+
+def test_test_files_do_not_import_each_other():
+    """Shared test code lives in tests/helpers.py or tests/conftest.py."""
+    offenders = []
+    for path in (ROOT / "tests").glob("test_*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            offenders += [f"{path.name}: {n}" for n in names if n.split(".")[-1].startswith("test_")]
+    assert not offenders
