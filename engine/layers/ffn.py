@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.config import ModelConfig
+from engine.layers.init import init_linear
 
 ACTIVATIONS = {
     "relu": F.relu,
@@ -29,8 +30,12 @@ class DenseFFN(nn.Module):
         self.up = nn.Linear(d_model, d_ff, bias=bias)
         self.down = nn.Linear(d_ff, d_model, bias=bias)
 
+    def init_weights(self, std: float, out_std: float, generator: torch.Generator) -> None:
+        init_linear(self.up, std, generator)
+        init_linear(self.down, out_std, generator)       # writes into the residual stream
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down(self.act(self.up(x)))
+        return self.down(self.act(self.up(x)))           # [B, T, d] -> [B, T, f] -> [B, T, d]
 
 
 class GatedFFN(nn.Module):
@@ -43,8 +48,13 @@ class GatedFFN(nn.Module):
         self.up = nn.Linear(d_model, d_ff, bias=bias)
         self.down = nn.Linear(d_ff, d_model, bias=bias)
 
+    def init_weights(self, std: float, out_std: float, generator: torch.Generator) -> None:
+        init_linear(self.gate, std, generator)
+        init_linear(self.up, std, generator)
+        init_linear(self.down, out_std, generator)       # writes into the residual stream
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down(self.act(self.gate(x)) * self.up(x))
+        return self.down(self.act(self.gate(x)) * self.up(x))   # gate, up: [B, T, f]; out: [B, T, d]
 
 
 def make_ffn(cfg: ModelConfig) -> nn.Module:
