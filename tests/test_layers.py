@@ -5,15 +5,16 @@ import math
 import pytest
 import torch
 
+from engine.activation_curves import FORMULAS
 from engine.config import FIELDS, ModelConfig
 from engine.layers.attention import (Attention, LayerKV, attention_params, attention_variants, kv_bytes,
                                      kv_head_choices)
 from engine.layers.block import Block, block_layout, block_params
-from engine.layers.ffn import ffn_params, make_ffn
-from engine.layers.norm import make_norm, norm_params
+from engine.layers.ffn import ACTIVATIONS, GATE_ACTIVATION, ffn_params, make_ffn
+from engine.layers.norm import NORMS, make_norm, norm_params
 from engine.model import build_model
 from engine.presets import get_preset
-from tests.helpers import variant_configs
+from tests.helpers import AXES, variant_configs
 
 BASE = ModelConfig(vocab_size=64, context_length=32, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2)
 
@@ -117,3 +118,13 @@ def test_each_module_initialises_itself_to_the_old_values():
         _init_by_name_suffix(ref, seed=3)
         for (name, a), (_, b) in zip(ours.state_dict().items(), ref.state_dict().items(), strict=True):
             assert torch.equal(a, b), (cfg, name)
+
+
+def test_family_tables_are_the_config_choices():
+    """A new FFN activation or norm is one entry in its family module: the config's choices, the lecture's
+    formulas and the test grid all follow from it."""
+    assert FIELDS["ffn"].choices == tuple(ACTIVATIONS) + tuple(GATE_ACTIVATION)
+    assert FIELDS["norm"].choices == tuple(NORMS)
+    assert set(FORMULAS) == set(FIELDS["ffn"].choices)
+    assert set(AXES["ffn"]) == set(ACTIVATIONS) | set(GATE_ACTIVATION) and set(AXES["norm"]) == set(NORMS)
+    assert FORMULAS["swiglu"] == "SiLU(g)·u" and FORMULAS["relu"] == "max(0, x)"
