@@ -28,16 +28,3 @@ def kv_variants(cfg: ModelConfig) -> dict[str, ModelConfig]:
 def token_grid(context_length: int, points: int = 33) -> tuple[int, ...]:
     """Evenly spaced context lengths from 1 to context_length (inclusive), without repeats."""
     return tuple(sorted({max(1, round(context_length * k / (points - 1))) for k in range(points)}))
-
-
-MEASURE_MAX_SEQ = 256     # real-model measurements on the Budgets page stay seconds long on a CPU
-MEASURE_MAX_LAYERS = 256  # FlopCounterMode on meta costs ~20 ms a layer here: 1,000 layers stalled the page 30 s
-COMPARE_TRAIN_SEQ = 2048  # the training-step memory bar on Compare
-
-
-def measure_seq(seq: int) -> int:
-    return min(seq, MEASURE_MAX_SEQ)
-
-
-def compare_train_seq(cfg: ModelConfig) -> int:
-    return min(cfg.context_length, COMPARE_TRAIN_SEQ)

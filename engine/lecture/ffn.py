@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.activation_curves import activation_curves as sampled_curves
+from engine.activation_grid import activation_curves as sampled_curves
 from engine.config import DENSE_FFNS, ModelConfig
 from engine.layers.ffn import ACTIVATIONS, ffn_params
 from engine.validation import int_problem, require
@@ -23,9 +23,9 @@ def activation_values(z: float) -> dict[str, float]:
     return values
 
 
-def activation_curves(lo: float = -4.0, hi: float = 4.0, n: int = 161) -> dict[str, list[float]]:
+def dense_activation_table(lo: float = -4.0, hi: float = 4.0, n: int = 161) -> dict[str, list[float]]:
     """Sampled curves for a chart: key 'z' holds the inputs, one key per dense activation its outputs (the
-    Activations page's engine.activation_curves, reshaped for the lecture chart)."""
+    Activations page's engine.activation_grid.activation_curves, reshaped for the lecture chart)."""
     curves = sampled_curves(DENSE_FFNS, lo, hi, n)
     return {"z": curves[DENSE_FFNS[0]].x, **{name: c.y for name, c in curves.items()}}
 
