@@ -1,9 +1,8 @@
 """Small choices the Budgets and Compare pages share: which attention variants to overlay on the KV-cache chart
-and the context-length grid (POLICY_DTYPE, the dtype of each precision policy, comes from the memory budget).
+and the context-length grid (the dtype of each precision policy is engine.budget.memory.POLICY_DTYPE).
 Pure functions, tested directly."""
 from __future__ import annotations
 
-from engine.budget.memory import POLICY_DTYPE  # noqa: F401  (the pages read it as budget_view.POLICY_DTYPE)
 from engine.config import ConfigError, ModelConfig
 from engine.layers.attention import attention_variants
 

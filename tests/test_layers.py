@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from engine.activation_curves import FORMULAS
+from engine.activation_grid import FORMULAS
 from engine.config import FIELDS, ModelConfig
 from engine.layers.attention import (Attention, LayerKV, attention_params, attention_variants, kv_bytes,
                                      kv_head_choices)
