@@ -1,4 +1,5 @@
-"""Each layer family's closed forms against its own module: parameters, norms per block, KV-cache bytes."""
+"""Each layer family against its own module: parameters, norms per block, KV-cache bytes; the MHA/GQA/MQA
+rule; per-module init equal to the old name-matching init; the family tables are the config's choices."""
 import itertools
 import math
 
