@@ -7,6 +7,7 @@ from app.charts import latency as charts
 from app.state import current_config
 from app.widgets import page_header
 from engine.guard import MemoryRefusal, check_fits
+from engine.layers.attention import attention_variants
 from engine.measure import latency as lat
 from engine.measure import plan
 from engine.runtime import TORCH_DTYPES, resolve_device
@@ -89,7 +90,7 @@ if key == sweep_key and results:
                   "Peak memory is measured on CUDA only: not available on CPU."))
 
 st.header("Decode: one new token vs context already cached")
-variants = lat.attention_variants(cfg)
+variants = attention_variants(cfg)
 contexts = plan.decode_contexts(cfg, dev.type)
 if not contexts:
     st.info(f"context_length = {cfg.context_length} leaves no cached token before the timed one.")

@@ -6,11 +6,11 @@ from app.charts import activations as activation_charts
 from app.charts import budgets as budget_charts
 from app.charts import compare as compare_charts
 from app.charts import design as design_charts
-from app.budget_view import POLICY_DTYPE, kv_variants, token_grid
+from app.budget_view import kv_variants, token_grid
 from engine.activation_grid import activation_curves, gated_surface
 from engine.budget.devices import DEVICE_PROFILES, roofline
 from engine.budget.flops import flops_budget
-from engine.budget.memory import POLICIES, kv_cache_bytes, memory_budget
+from engine.budget.memory import POLICIES, POLICY_DTYPE, kv_cache_bytes, memory_budget
 from engine.budget.params import COMPONENTS, count_params
 from engine.presets import PRESETS
 from engine.units import fmt_count_short

@@ -9,6 +9,7 @@ import torch
 from engine.activation_grid import activation_curves as sampled_curves
 from engine.config import DENSE_FFNS, ModelConfig
 from engine.layers.ffn import ACTIVATIONS, ffn_params
+from engine.validation import int_problem, require
 
 
 def activation_values(z: float) -> dict[str, float]:
@@ -53,9 +54,7 @@ def gating_match(d_model: int = 768, dense_width: int | None = None, multiple_of
     """Parameter-matched gating: 3*D*F_g = 2*D*F gives F_g = 2F/3; real models round F_g to a hardware-friendly
     multiple, so the match is then only approximate. At D=768, F=3072: both 4,718,592; gated at 3072: 7,077,888."""
     F = 4 * d_model if dense_width is None else dense_width
-    for name, v in (("d_model", d_model), ("dense_width", F), ("multiple_of", multiple_of)):
-        if v < 1:
-            raise ValueError(f"{name}: {v} is not an integer >= 1")
+    require(int_problem("d_model", d_model), int_problem("dense_width", F), int_problem("multiple_of", multiple_of))
     dense = _ffn_matrix_params(d_model, F, "gelu")
     gated_width = multiple_of * math.ceil(2 * F / (3 * multiple_of))
     gated = _ffn_matrix_params(d_model, gated_width, "swiglu")
