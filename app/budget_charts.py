@@ -70,12 +70,17 @@ def flops_figure(fb: FlopBudget) -> go.Figure:
     return _layout(fig, f"FLOPs split: {fmt_flops(fb.train_flops)} per step", height=420)
 
 
-def flops_rules_figure(fb: FlopBudget) -> go.Figure:
-    """Counted FLOPs per token beside the 6N and PaLM rules of thumb."""
-    names = ["counted (closed form)", "6N rule", "PaLM 6N + 12·L·H·Q·T"]
-    values = [fb.flops_per_token, fb.six_n_per_token, fb.palm_per_token]
-    fig = go.Figure(go.Bar(x=names, y=values, marker_color=[COLORS["attention"], "#9D9D9D", "#6E6E6E"],
-                           text=[fmt_flops(v) for v in values], textposition="outside",
+def flops_rules_figure(fb: FlopBudget, full: FlopBudget | None = None) -> go.Figure:
+    """Counted FLOPs per token beside the 6N and PaLM rules of thumb; with `full` (the full-square count of the
+    same step), that count too, so the causal/window saving is visible."""
+    counted = "counted: causal/window pairs" if fb.causal else "counted: full T×T square"
+    names, values = [counted], [fb.flops_per_token]
+    if full is not None:
+        names, values = names + ["counted: full T×T square (FlopCounterMode)"], values + [full.flops_per_token]
+    names, values = names + ["6N rule", "PaLM 6N + 12·L·H·Q·T"], values + [fb.six_n_per_token, fb.palm_per_token]
+    colors = [COLORS["attention"]] + ([COLORS["ffn"]] if full is not None else []) + ["#9D9D9D", "#6E6E6E"]
+    fig = go.Figure(go.Bar(x=names, y=values, marker_color=colors,
+                           text=[fmt_flops(v) for v in values], textposition="outside", cliponaxis=False,
                            hovertemplate="%{x}: %{text}<extra></extra>"))
     fig.update_yaxes(title_text="training FLOPs per token (FLOP)", tickformat="~s", rangemode="tozero")
     return _layout(fig, "Per token: counted vs rules of thumb", height=420)

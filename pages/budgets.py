@@ -6,6 +6,7 @@ from app.state import current_config
 from app.widgets import metric_row
 from engine.budget.activations import ATTENTION_IMPLS
 from engine.budget.devices import DEVICE_PROFILES
+from engine.budget.flops import gap_note
 from engine.budget.memory import DTYPE_BYTES, OPTIMIZERS, POLICIES, RECOMPUTE, pure_policy
 from engine.guard import MemoryRefusal
 from engine.measure.stats import StatsRefusal, check_live
@@ -51,16 +52,18 @@ st.caption(f"Closed form: 2 x layers x tokens x kv_heads x head_dim x {DTYPE_BYT
            "proportionally; a window caps it.")
 
 st.header("FLOPs")
-causal = st.toggle("Count only the causal half of attention", key="b_causal",
-                   help="Off: the full T x T square, as FlopCounterMode and the 12·L·H·Q·T rule count it.")
+causal = st.toggle("Count only the query-key pairs a causal, windowed kernel computes", value=True, key="b_causal",
+                   help="On: the headline convention (causal halving, window limits, local/global layers). Off: the "
+                        "full T x T square, as FlopCounterMode and the 12·L·H·Q·T rule count it.")
 fb = compute.flops(cfg, batch, seq, causal)
 a, b = st.columns(2)
 with a:
     export.chart(budget_charts.flops_figure(fb), "b_flops", f"{cfg.name}-flops")
 with b:
-    export.chart(budget_charts.flops_rules_figure(fb), "b_flops_rules", f"{cfg.name}-flops-rules")
+    full = compute.flops(cfg, batch, seq, False) if causal else None
+    export.chart(budget_charts.flops_rules_figure(fb, full), "b_flops_rules", f"{cfg.name}-flops-rules")
 st.caption("Closed form from engine/budget/flops.py: a multiply-add is 2 FLOPs, only matrix products count; "
-           "backward is twice forward.")
+           "backward is twice forward. " + gap_note(cfg, seq))
 
 st.header("Roofline")
 r1, r2 = st.columns([1, 3])

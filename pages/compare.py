@@ -77,14 +77,15 @@ with mem_cols[0]:
     export.chart(budget_charts.compare_bars(
         "Memory", labels, {"bf16 weights": weights, "KV cache": kv, "training step": train}, "bytes", log),
         "cmp_memory", "compare-memory")
-flops = [compute.flops(c, 1, c.context_length) for c in configs.values()]
+flops = [compute.flops(c, 1, c.context_length, causal=True) for c in configs.values()]
 per_token = {"counted": [f.flops_per_token for f in flops], "6N rule": [f.six_n_per_token for f in flops]}
 with mem_cols[1]:
     export.chart(budget_charts.compare_bars("FLOPs per token", labels, per_token, "flops", log), "cmp_flops",
                  "compare-flops")
 st.caption("All closed forms (engine/budget): exact parameter counts; memory at batch 1 (KV cache in bf16 at the "
            "config's full context, training step with mixed-bf16 AdamW at sequence min(context, 2,048)); training "
-           "FLOPs per token at each config's own context length beside the 6N rule.")
+           "FLOPs per token at each config's own context length (causal and windowed query-key pairs only) beside the "
+           "6N rule.")
 
 st.subheader("Side by side")
 df, differing = tables.compare_table(configs)
