@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from app import train_charts
-from engine.measure.latency import DecodePoint, LatencyResult
+from engine.measure.decode import DecodePoint
+from engine.measure.latency import LatencyResult
 
 
 def result(batch: int, seq: int, ms: float) -> LatencyResult:
