@@ -9,7 +9,7 @@ import math
 import plotly.graph_objects as go
 
 from app.charts import COLORS, MEMORY_COLORS, _layout
-from engine.budget.devices import DeviceProfile, Roofline
+from engine.budget.devices import DeviceProfile, Roofline, fmt_ratio
 from engine.budget.flops import FlopBudget
 from engine.budget.memory import MemoryBudget
 from engine.units import byte_unit, fmt_bytes, fmt_count_short, fmt_flops
@@ -92,22 +92,31 @@ def roofline_figure(profile: DeviceProfile, points: dict[str, Roofline], dtype: 
     xs = [10 ** (k / 8) for k in range(-16, 41)]      # 0.01 .. 1e5 FLOP/byte
     intens = [p.flops_per_byte for p in points.values()]
     xs = sorted(set(xs + [peak / bw] + intens))
+    lo, hi = math.log10(min(xs)), math.log10(max(xs))
+
+    def side(x: float) -> str:
+        """Labels grow away from the nearer edge, so none leaves the plot."""
+        return "left" if math.log10(x) > lo + 0.6 * (hi - lo) else "right"
+
     fig = go.Figure(go.Scatter(x=xs, y=[min(peak, x * bw) for x in xs], mode="lines", name=f"{profile.name} roof",
                                line=dict(color="#444444", width=3),
                                hovertemplate="%{x:.3g} FLOP/B → %{y:.3s}FLOP/s<extra>roof</extra>"))
     for phase, p in points.items():
         fig.add_trace(go.Scatter(x=[p.flops_per_byte], y=[p.attainable_flops], mode="markers+text", name=phase,
-                                 text=[f"{phase}: {p.bound}-bound"], textposition="bottom right",
+                                 text=[f"{phase}: {p.bound}-bound"], textposition=f"bottom {side(p.flops_per_byte)}",
                                  marker=dict(size=14, color=COLORS["attention"] if phase == "prefill"
                                              else COLORS["positions"]),
                                  hovertemplate=f"{p.verdict}<br>attainable {fmt_flops(p.attainable_flops, 'FLOP/s')}"
                                  f"<br>time ≥ {p.time_s * 1e3:.3g} ms<extra></extra>"))
     ridge = peak / bw     # a trace, not add_vline: shapes on log axes take log10 coordinates
     fig.add_trace(go.Scatter(x=[ridge, ridge], y=[min(xs) * bw, peak], mode="lines+text", name="ridge point",
-                             line=dict(color="#888888", dash="dot"), text=["", f"ridge {ridge:,.0f} FLOP/B"],
-                             textposition="top left", hovertemplate=f"ridge {ridge:,.1f} FLOP/B<extra></extra>"))
-    fig.update_xaxes(type="log", title_text="arithmetic intensity (FLOP per byte moved)", dtick=1, tickformat=",~g")
-    fig.update_yaxes(type="log", title_text="attainable throughput (FLOP/s)", tickformat="~s")
+                             line=dict(color="#888888", dash="dot"), text=["", f"ridge {fmt_ratio(ridge)} FLOP/B"],
+                             textposition=f"top {side(ridge)}",
+                             hovertemplate=f"ridge {fmt_ratio(ridge)} FLOP/B<extra></extra>"))
+    fig.update_xaxes(type="log", title_text="arithmetic intensity (FLOP per byte moved)", dtick=1, tickformat=",~g",
+                     range=[lo, hi])
+    fig.update_yaxes(type="log", title_text="attainable throughput (FLOP/s)", tickformat="~s",
+                     range=[math.log10(min(xs) * bw), math.log10(peak) + 0.5])   # room above the ridge label
     return _layout(fig, f"Roofline: {profile.name}, {dtype} peak {fmt_flops(peak, 'FLOP/s')}, "
                         f"{fmt_bytes(bw)}/s", height=460)
 

@@ -56,7 +56,7 @@ else:
             stop = st.empty()   # any click reruns the page, which ends the sweep after the current round
             stop.button("Stop", key="lat_stop", help="Stops after the current round; every point keeps its rounds.")
             bar = st.progress(0.0, text=f"Building the model… (estimated {est.text})")
-            if lat.LOCK.locked():
+            if lat.busy():
                 st.info("Another session is timing on this machine; this sweep starts when it is done.")
 
             def on_round(p, so_far) -> None:

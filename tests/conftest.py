@@ -42,9 +42,9 @@ def _pinned_peaks(monkeypatch):
     import torch
 
     from engine.measure import probe
-    key = probe.machine_key(torch.device("cpu"))
-    monkeypatch.setattr(probe, "_CACHE", {key: {"peak": dict(PINNED_PEAKS["peak"]),
-                                                "bandwidth": PINNED_PEAKS["bandwidth"]}})
+    keys = [probe.machine_key(torch.device("cpu"), n) for n in range(1, torch.get_num_threads() + 1)]
+    monkeypatch.setattr(probe, "_CACHE", {k: {"peak": dict(PINNED_PEAKS["peak"]),
+                                              "bandwidth": PINNED_PEAKS["bandwidth"]} for k in keys})
 
 
 def _entry(app_path: str) -> None:

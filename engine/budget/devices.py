@@ -73,14 +73,25 @@ class Roofline:
     @property
     def verdict(self) -> str:
         return (f"{self.phase} on {self.device}: {self.bound}-bound "
-                f"({self.flops_per_byte:,.1f} FLOP/B vs ridge {self.ridge:,.1f} FLOP/B)")
+                f"({fmt_ratio(self.flops_per_byte)} FLOP/B vs ridge {fmt_ratio(self.ridge)} FLOP/B)")
+
+
+def fmt_ratio(x: float) -> str:
+    """FLOPs per byte: whole numbers with separators from 10 up, two significant digits below (a slow CPU's
+    ridge of 0.24 must not read 0)."""
+    return f"{x:,.0f}" if x >= 10 else f"{x:.2g}"
 
 
 def roofline(cfg: ModelConfig, device: str, batch: int, seq: int, dtype: str = "bf16") -> dict[str, Roofline]:
-    """Prefill and one decode step placed on the device's roofline."""
+    """Prefill and one decode step placed on the roofline of DEVICE_PROFILES[device]."""
     if device not in DEVICE_PROFILES:
         raise ValueError(f"device: {device!r} is not one of {', '.join(DEVICE_PROFILES)}")
-    prof = DEVICE_PROFILES[device]
+    return roofline_on(cfg, DEVICE_PROFILES[device], batch, seq, dtype)
+
+
+def roofline_on(cfg: ModelConfig, prof: DeviceProfile, batch: int, seq: int,
+                dtype: str = "bf16") -> dict[str, Roofline]:
+    """Prefill and one decode step placed on the roofline of `prof`."""
     peak, bw = prof.peak_flops[dtype], prof.mem_bandwidth
     out = {}
     for phase, it in arithmetic_intensity(cfg, batch, seq, dtype).items():

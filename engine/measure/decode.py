@@ -12,7 +12,7 @@ import torch
 from engine.config import ModelConfig
 from engine.guard import HEADROOM, MemoryRefusal, check_fits, free_bytes, needed_bytes
 from engine.measure.latency import check_request
-from engine.measure.rounds import NOISY_SPREAD, TARGET_SPREAD, interleaved
+from engine.measure.rounds import NOISY_SPREAD, TARGET_SPREAD, interleaved, timing_session
 from engine.model import DecoderLM, KVCache, build_model
 from engine.runtime import TORCH_DTYPES, resolve_device
 from engine.units import fmt_bytes
@@ -64,23 +64,24 @@ def decode_curves(models: dict[str, DecoderLM], contexts: list[int], batch: int 
     dev = next(next(iter(models.values())).parameters()).device
     tok = torch.randint(min(m.cfg.vocab_size for m in models.values()), (batch, 1), generator=gen).to(dev)
     curves: dict[str, list[DecodePoint]] = {k: [] for k in models}
-    for i, ctx in enumerate(contexts):
-        if stop is not None and stop.is_set():
-            break
-        steps = []
-        for label, model in models.items():
-            model.eval()
-            cache = caches[label]
-            new = torch.randint(model.cfg.vocab_size, (batch, ctx - cache.pos), generator=gen).to(dev)
-            with torch.no_grad():
-                model(new, cache)
-            steps.append(_decode_step(model, cache, tok))
-        timings = interleaved(steps, dev, budget_s / len(contexts), target_spread=target_spread)
-        for label, t in zip(models, timings):
-            curves[label].append(DecodePoint(ctx, t.median_s * 1e3, t.iqr_s * 1e3, batch / t.median_s,
-                                             caches[label].nbytes()))
-        if on_point is not None:
-            on_point(i + 1, len(contexts), curves)
+    with timing_session(dev):
+        for i, ctx in enumerate(contexts):
+            if stop is not None and stop.is_set():
+                break
+            steps = []
+            for label, model in models.items():
+                model.eval()
+                cache = caches[label]
+                new = torch.randint(model.cfg.vocab_size, (batch, ctx - cache.pos), generator=gen).to(dev)
+                with torch.no_grad():
+                    model(new, cache)
+                steps.append(_decode_step(model, cache, tok))
+            timings = interleaved(steps, dev, budget_s / len(contexts), target_spread=target_spread)
+            for label, t in zip(models, timings):
+                curves[label].append(DecodePoint(ctx, t.median_s * 1e3, t.iqr_s * 1e3, batch / t.median_s,
+                                                 caches[label].nbytes()))
+            if on_point is not None:
+                on_point(i + 1, len(contexts), curves)
     return curves
 
 

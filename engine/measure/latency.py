@@ -23,7 +23,8 @@ from engine.config import ModelConfig
 from engine.guard import check_fits
 from engine.measure import Measurement
 from engine.measure.probe import machine_peaks, raise_peak
-from engine.measure.rounds import LOCK, NOISY_SPREAD, TARGET_SPREAD, Progress, Timing, interleaved, time_fn  # noqa: F401
+from engine.measure.rounds import (LOCK, NOISY_SPREAD, TARGET_SPREAD, Progress, Timing, busy,  # noqa: F401
+                                   interleaved, time_fn, timing_session)
 from engine.model import DecoderLM, build_model
 from engine.runtime import TORCH_DTYPES, dtype_name, resolve_device
 
@@ -75,16 +76,16 @@ def device_label(dev: torch.device) -> str:
     return f"cpu ({torch.get_num_threads()} threads)"
 
 
-def device_peak(dev: torch.device, dtype: str) -> tuple[float | None, str | None]:
+def device_peak(dev: torch.device, dtype: str, threads: int | None = None) -> tuple[float | None, str | None]:
     """(peak FLOP/s in `dtype`, where it comes from): the catalogue entry a GPU's name contains, else this
-    device measured by the matmul probe."""
+    device measured by the matmul probe (on CPU with `threads` threads, default torch's current count)."""
     if dev.type == "cuda":
         gpu = torch.cuda.get_device_name(dev)
         known = next((k for k in DEVICE_PROFILES if k != "CPU (measured)" and k in gpu), None)
         if known is not None:
             return DEVICE_PROFILES[known].peak_flops.get(dtype) or None, known
         return machine_peaks(dev)[dtype], f"{gpu} (measured)"
-    return machine_peaks(dev)[dtype], "CPU (measured)"
+    return machine_peaks(dev, threads)[dtype], "CPU (measured)"
 
 
 def mfu(achieved: float, peak: float | None) -> float | None:
@@ -185,8 +186,9 @@ def measure(model: DecoderLM, batch: int, seq: int, mode: str = "forward", budge
     check_request(model.cfg, batch, seq, dtype_name(p.dtype), mode)
     if p.device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(p.device)
-    t = time_fn(_step_fn(model, _inputs(model.cfg, batch, seq, p.device, seed), mode), p.device, budget_s)
-    return _result(model, batch, seq, mode, t)
+    fn = _step_fn(model, _inputs(model.cfg, batch, seq, p.device, seed), mode)
+    with timing_session(p.device):            # the result names the threads and their peak
+        return _result(model, batch, seq, mode, interleaved([fn], p.device, budget_s)[0])
 
 
 def measure_latency(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp32", device: str = "auto",
@@ -212,7 +214,8 @@ def latency_sweep(cfg: ModelConfig, batches: list[int], seqs: list[int], dtype: 
         return [_result(model, b, s, mode, t) for (b, s), t in zip(pairs, timings)]
 
     report = None if on_round is None else (lambda p: on_round(p, results(p.timings)))
-    return results(interleaved(fns, dev, budget_s, on_round=report, stop=stop, target_spread=target_spread))
+    with timing_session(dev):
+        return results(interleaved(fns, dev, budget_s, on_round=report, stop=stop, target_spread=target_spread))
 
 
 def attention_variants(cfg: ModelConfig) -> dict[str, ModelConfig]:

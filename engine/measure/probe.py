@@ -29,8 +29,9 @@ def store_path() -> Path:
     return Path(os.environ.get("EXPLORER_HOME") or Path.home() / ".explorer") / "peaks.json"
 
 
-def machine_key(device: torch.device) -> str:
-    """What a stored peak belongs to: the processor (or GPU name), the threads used and torch's version."""
+def machine_key(device: torch.device, threads: int | None = None) -> str:
+    """What a stored peak belongs to: the processor (or GPU name), the threads used (default: torch's current
+    count) and torch's version."""
     if device.type == "cuda":
         return f"cuda:{torch.cuda.get_device_name(device)}|torch {torch.__version__}"
     cpu = platform.processor() or platform.machine()
@@ -38,7 +39,7 @@ def machine_key(device: torch.device) -> str:
         cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    return f"cpu:{cpu}|{torch.get_num_threads()} threads|torch {torch.__version__}"
+    return f"cpu:{cpu}|{threads or torch.get_num_threads()} threads|torch {torch.__version__}"
 
 
 def _sync(device: torch.device) -> None:
@@ -101,34 +102,49 @@ def _write_store(key: str, entry: dict) -> None:
         pass                                     # a read-only home only costs a re-probe next process
 
 
-def _entry(device: str | torch.device) -> tuple[str, dict]:
-    """(machine key, {"peak": {dtype: FLOP/s}, "bandwidth": bytes/s}): this process's, else stored, else probed."""
+def _entry(device: str | torch.device, threads: int | None = None) -> tuple[str, dict]:
+    """(machine key, {"peak": {dtype: FLOP/s}, "bandwidth": bytes/s}): this process's, else stored, else probed
+    (under the timing lock, with `threads` intra-op threads on CPU)."""
     dev = torch.device(device)
-    key = machine_key(dev)
+    threads = threads or torch.get_num_threads()
+    key = machine_key(dev, threads)
     if key not in _CACHE:
         entry = _read_store().get(key)
         try:
             entry = {"peak": {d: float(entry["peak"][d]) for d in TORCH_DTYPES}, "bandwidth": float(entry["bandwidth"])}
         except (TypeError, KeyError, ValueError):
-            entry = {"peak": {d: probe_matmul(d, dev) for d in TORCH_DTYPES}, "bandwidth": probe_bandwidth(dev)}
+            entry = _probe(dev, threads)
             _write_store(key, entry)
         _CACHE[key] = entry
     return key, _CACHE[key]
 
 
-def machine_peaks(device: str | torch.device = "cpu") -> dict[str, float]:
-    """Peak FLOP/s per dtype ("fp32", "bf16", "fp16") of `device`; the same dict object for the whole process."""
-    return _entry(device)[1]["peak"]
+def _probe(dev: torch.device, threads: int) -> dict:
+    from engine.measure.rounds import LOCK      # rounds imports nothing of ours; imported here to keep probe first
+    with LOCK:
+        before = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            return {"peak": {d: probe_matmul(d, dev) for d in TORCH_DTYPES}, "bandwidth": probe_bandwidth(dev)}
+        finally:
+            torch.set_num_threads(before)
 
 
-def machine_bandwidth(device: str | torch.device = "cpu") -> float:
+def machine_peaks(device: str | torch.device = "cpu", threads: int | None = None) -> dict[str, float]:
+    """Peak FLOP/s per dtype ("fp32", "bf16", "fp16") of `device` with `threads` threads (default: torch's
+    current count); the same dict object for the whole process."""
+    return _entry(device, threads)[1]["peak"]
+
+
+def machine_bandwidth(device: str | torch.device = "cpu", threads: int | None = None) -> float:
     """Memory bandwidth of `device` in bytes/s (best copy)."""
-    return _entry(device)[1]["bandwidth"]
+    return _entry(device, threads)[1]["bandwidth"]
 
 
 def raise_peak(device: str | torch.device, dtype: str, achieved: float) -> bool:
-    """A real model ran at `achieved` FLOP/s, above the probed peak: the probe ran on a busier machine. Keep the
-    higher figure (in this process and on disk) so later readings use it. True when the peak was raised."""
+    """A real model ran at `achieved` FLOP/s (with torch's current threads), above the probed peak: the probe ran
+    on a busier machine. Keep the higher figure (in this process and on disk) so later readings use it. True
+    when the peak was raised."""
     key, entry = _entry(device)
     if achieved <= entry["peak"].get(dtype, float("inf")):
         return False
