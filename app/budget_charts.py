@@ -18,8 +18,13 @@ TRAIN_TERMS = (("weights", "weights_bytes"), ("grads", "grads_bytes"), ("optimiz
                ("master", "master_bytes"), ("activations", "activations_bytes"))
 
 
-def memory_figure(train: dict[str, MemoryBudget], infer: MemoryBudget, infer_label: str) -> go.Figure:
-    """Stacked training memory per precision policy, and an inference bar (weights + KV cache)."""
+OPTIMIZER_NAMES = {"adamw": "AdamW: 2 states", "sgd-momentum": "SGD with momentum: 1 state", "sgd": "plain SGD: no state"}
+
+
+def memory_figure(train: dict[str, MemoryBudget], infer: MemoryBudget, infer_label: str,
+                  optimizer: str = "adamw") -> go.Figure:
+    """Stacked training memory per precision policy with `optimizer`'s state, and an inference bar (weights + KV
+    cache)."""
     largest = max([b.train_total_bytes for b in train.values()] + [infer.infer_total_bytes])
     div, unit = byte_unit(largest)
     cats = list(train) + [infer_label]
@@ -37,7 +42,8 @@ def memory_figure(train: dict[str, MemoryBudget], infer: MemoryBudget, infer_lab
     fig.add_trace(go.Scatter(x=cats, y=[t / div for t in totals], mode="text", text=[fmt_bytes(t) for t in totals],
                              textposition="top center", showlegend=False, hoverinfo="skip"))
     fig.update_layout(barmode="stack")
-    fig.update_xaxes(title_text="training precision policy (AdamW state, one step) | inference")
+    fig.update_xaxes(title_text=f"training precision policy ({OPTIMIZER_NAMES.get(optimizer, optimizer)}, one step)"
+                                " | inference")
     fig.update_yaxes(title_text=f"memory ({unit})", rangemode="tozero")
     return _layout(fig, "Memory per precision policy", height=460)
 

@@ -31,13 +31,23 @@ def token_grid(context_length: int, points: int = 33) -> tuple[int, ...]:
     return tuple(sorted({max(1, round(context_length * k / (points - 1))) for k in range(points)}))
 
 
-MEASURE_MAX_SEQ = 256     # real-model measurements on the Budgets page stay seconds long on a CPU
-MEASURE_MAX_LAYERS = 256  # FlopCounterMode on meta costs ~20 ms a layer here: 1,000 layers stalled the page 30 s
-COMPARE_TRAIN_SEQ = 2048  # the training-step memory bar on Compare
+MEASURE_MAX_TOKENS = 4096  # batch x seq of a real model built on the Budgets page: seconds, not minutes, on a CPU
+MEASURE_MAX_LAYERS = 256   # FlopCounterMode on meta costs ~20 ms a layer here: 1,000 layers stalled the page 30 s
+COMPARE_TRAIN_SEQ = 2048   # the training-step memory bar on Compare
 
 
-def measure_seq(seq: int) -> int:
-    return min(seq, MEASURE_MAX_SEQ)
+def measure_sizes(batch: int, seq: int, device: str) -> tuple[int, int, str | None]:
+    """(batch, seq) a real-model measurement runs at, and what was capped and why (None: the page's own).
+    On CPU at most MEASURE_MAX_TOKENS tokens per step: the batch shrinks first, then the sequence; saved bytes
+    per token do not depend on the batch, so a smaller batch still tests the same closed form. CUDA: as asked
+    (the memory guard refuses what does not fit)."""
+    if device != "cpu" or batch * seq <= MEASURE_MAX_TOKENS:
+        return batch, seq, None
+    b = max(1, MEASURE_MAX_TOKENS // seq)
+    s = min(seq, MEASURE_MAX_TOKENS // b)
+    return b, s, (f"Real-model measurements on a CPU are capped at {MEASURE_MAX_TOKENS:,} tokens per step so they "
+                  f"take seconds: building and running batch {b:,} x sequence {s:,} instead of the page's "
+                  f"{batch:,} x {seq:,}. FLOPs are still counted at {batch:,} x {seq:,} (on the meta device).")
 
 
 def compare_train_seq(cfg: ModelConfig) -> int:

@@ -34,7 +34,8 @@ st.header("Memory")
 train = {p: compute.memory(cfg, batch, seq, budget_view.POLICY_DTYPE[p], p, optimizer, recompute, attention)
          for p in POLICIES}
 infer = compute.memory(cfg, batch, seq, infer_dtype, pure_policy(infer_dtype), optimizer, recompute, attention)
-export.chart(budget_charts.memory_figure(train, infer, f"inference ({infer_dtype})"), "b_memory", f"{cfg.name}-memory")
+export.chart(budget_charts.memory_figure(train, infer, f"inference ({infer_dtype})", optimizer), "b_memory",
+             f"{cfg.name}-memory")
 st.caption("Closed forms from engine/budget/memory.py; activations are what autograd saves for one forward + "
            "loss at this batch and sequence (engine/budget/activations.py); the inference bar holds the weights "
            "and a KV cache of the whole sequence.")
@@ -78,25 +79,32 @@ with r2:
 
 st.header("Estimate vs measurement")
 dev = default_device()
-m_seq = budget_view.measure_seq(seq)
-st.caption(f"Builds the model for real on **{dev}** at batch 1, sequence {m_seq} in {infer_dtype} and compares: "
-           "activation bytes (saved-tensor hooks), KV-cache bytes (KVCache.nbytes after a decode step); FLOPs are "
-           f"counted by FlopCounterMode on the meta device (any width, up to {budget_view.MEASURE_MAX_LAYERS:,} "
-           "layers).")
+m_batch, m_seq, capped = budget_view.measure_sizes(batch, seq, dev)
+st.caption(f"Builds the model for real on **{dev}** at batch {m_batch:,}, sequence {m_seq:,} in {infer_dtype} and "
+           "compares: activation bytes (saved-tensor hooks), KV-cache bytes (KVCache.nbytes after a decode step); "
+           f"FLOPs are counted by FlopCounterMode on the meta device at batch {batch:,}, sequence {seq:,} (any width, "
+           f"up to {budget_view.MEASURE_MAX_LAYERS:,} layers).")
+if capped:
+    st.info(capped, icon=":material/compress:")
 if st.button("Measure", type="primary", key="b_measure"):
+    refused = []
     with st.status("Measuring…", expanded=True) as status:
         measured = {}
         if cfg.n_layers <= budget_view.MEASURE_MAX_LAYERS:
-            measured = measure_config(cfg, 1, m_seq, infer_dtype, attention, dev, ("flops",), st.write)
+            measured = measure_config(cfg, batch, seq, infer_dtype, attention, dev, ("flops",), st.write)
         else:
-            st.warning(f"n_layers: not counting FLOPs on the meta device for {cfg.n_layers:,} layers (at most "
-                       f"{budget_view.MEASURE_MAX_LAYERS:,}, each costs tens of ms); the closed form above stands.")
+            refused.append(f"n_layers: not counting FLOPs on the meta device for {cfg.n_layers:,} layers (at most "
+                           f"{budget_view.MEASURE_MAX_LAYERS:,}, each costs tens of ms); the closed form above "
+                           "stands.")
         try:
             check_live(cfg, dev)
-            measured |= measure_config(cfg, 1, m_seq, infer_dtype, attention, dev, ("activations", "kv_cache"),
+            measured |= measure_config(cfg, m_batch, m_seq, infer_dtype, attention, dev, ("activations", "kv_cache"),
                                        st.write)
         except (StatsRefusal, MemoryRefusal) as e:
-            st.error(f"Not building a real model: {e}")
-        status.update(label=f"Measured {len(measured)} quantities", state="complete")
+            refused.append(f"Not building a real model: {e}")
+        status.update(label=f"Measured {len(measured)} quantities" + (", the rest refused" if refused else ""),
+                      state="complete" if measured else "error", expanded=False)
+    for why in refused:         # outside the status box: a refusal is never shown as a completed measurement
+        st.warning(why, icon=":material/block:")
     rows = [(m, fmt_flops if key.endswith("_flops") else fmt_bytes) for key, m in measured.items()]
     st.dataframe(tables.measurements_table(rows), hide_index=True, width="stretch")

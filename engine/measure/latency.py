@@ -204,17 +204,18 @@ def latency_sweep(cfg: ModelConfig, batches: list[int], seqs: list[int], dtype: 
     """Every (batch, seq) pair of one model (built once, refused first if the largest pair would not fit),
     timed in interleaved rounds within `budget_s` (engine.measure.rounds). on_round(progress, results so far)
     after each round; setting `stop` ends the sweep after the current round."""
-    model, dev = prepare(cfg, max(batches), max(seqs), dtype, device, mode)
-    pairs = [(b, s) for b in sorted(set(batches)) for s in sorted(set(seqs))]
-    fns = [_step_fn(model, _inputs(cfg, b, s, dev, seed), mode) for seed, (b, s) in enumerate(pairs)]
-    if dev.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(dev)     # the peak of the sweep's largest call, shared by its points
+    dev = resolve_device(device)
+    with timing_session(dev):        # building on CPU also runs faster on the threads that have a core
+        model, _ = prepare(cfg, max(batches), max(seqs), dtype, device, mode)
+        pairs = [(b, s) for b in sorted(set(batches)) for s in sorted(set(seqs))]
+        fns = [_step_fn(model, _inputs(cfg, b, s, dev, seed), mode) for seed, (b, s) in enumerate(pairs)]
+        if dev.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(dev)     # the peak of the sweep's largest call, shared by its points
 
-    def results(timings: list[Timing]) -> list[LatencyResult]:
-        return [_result(model, b, s, mode, t) for (b, s), t in zip(pairs, timings)]
+        def results(timings: list[Timing]) -> list[LatencyResult]:
+            return [_result(model, b, s, mode, t) for (b, s), t in zip(pairs, timings)]
 
-    report = None if on_round is None else (lambda p: on_round(p, results(p.timings)))
-    with timing_session(dev):
+        report = None if on_round is None else (lambda p: on_round(p, results(p.timings)))
         return results(interleaved(fns, dev, budget_s, on_round=report, stop=stop, target_spread=target_spread))
 
 
