@@ -32,7 +32,11 @@ dtype = c[0].selectbox("dtype", list(TORCH_DTYPES) if on_gpu else ["fp32", "bf16
 mode = c[1].selectbox("What is timed", lat.MODES, key="lat_mode",
                       format_func=lambda m: {"forward": "forward (inference, no grad)",
                                              "train": "forward + backward"}[m])
-default_batches, default_seqs = latency_plan.default_sweep(cfg, dev, dtype, mode)
+# the default grid depends on the measured peak and the load: fixed per session, so a rerun never resets a choice
+defaults = st.session_state.setdefault("lat_defaults", {})
+if (cfg, dtype, mode) not in defaults:
+    defaults[(cfg, dtype, mode)] = latency_plan.default_sweep(cfg, dev, dtype, mode)
+default_batches, default_seqs = defaults[(cfg, dtype, mode)]
 batches = c[2].multiselect("Batch sizes (sequences)", latency_plan.batch_choices(), default=default_batches,
                            key="lat_batches")
 seqs = c[3].multiselect("Sequence lengths (tokens)", latency_plan.seq_choices(cfg), default=default_seqs,
