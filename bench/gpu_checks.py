@@ -12,6 +12,7 @@ import torch
 
 from engine.budget.params import count_params
 from engine.guard import MemoryRefusal
+from engine.layers.attention import attention_variants
 from engine.measure import latency as lat
 from engine.measure.decode import measure_decode
 from engine.presets import get_preset
@@ -51,7 +52,7 @@ def main() -> int:
     print("\nDecode, batch 1: ms per new token with the KV cache already holding `context` tokens\n")
     print("| attention | " + " | ".join(f"ctx {c}" for c in CONTEXTS) + " | cache at the longest |")
     print("|---|" + "---:|" * (len(CONTEXTS) + 1))
-    curves = measure_decode(lat.attention_variants(CFG), CONTEXTS, 1, "bf16", "cuda", budget_s=2.0)
+    curves = measure_decode(attention_variants(CFG), CONTEXTS, 1, "bf16", "cuda", budget_s=2.0)
     for label, points in curves.items():     # the variants were timed in interleaved rounds at each context
         print(f"| {label} | " + " | ".join(f"{p.median_ms:.2f}{' (noisy)' if p.noisy else ''}" for p in points)
               + f" | {fmt_bytes(points[-1].cache_bytes)} |", flush=True)

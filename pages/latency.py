@@ -2,18 +2,19 @@
 vs context with a KV cache for MHA, GQA and MQA."""
 import streamlit as st
 
-from app import export, latency_plan, latency_view, train_charts
+from app import export, latency_plan, latency_view
+from app.charts import latency as charts
 from app.state import current_config
-from app.widgets import metric_row
+from app.widgets import page_header
 from engine.guard import MemoryRefusal, check_fits
+from engine.layers.attention import attention_variants
 from engine.measure import latency as lat
 from engine.measure.decode import measure_decode
 from engine.measure.estimate import decode_estimate, sweep_estimate
 from engine.runtime import TORCH_DTYPES, resolve_device
 
 cfg = current_config()
-st.title(f"Latency: {cfg.name}")
-metric_row(cfg)
+page_header(f"Latency: {cfg.name}", cfg)
 
 dev = resolve_device("auto")
 on_gpu = dev.type == "cuda"
@@ -75,14 +76,14 @@ key, results = st.session_state.get("lat_sweep", (None, []))
 if key == sweep_key and results:
     a, b = st.columns(2)
     with a:
-        export.chart(train_charts.latency_figure(results), "lat_latency", f"{cfg.name}-latency")
+        export.chart(charts.latency_figure(results), "lat_latency", f"{cfg.name}-latency")
     with b:
-        export.chart(train_charts.throughput_figure(results), "lat_throughput", f"{cfg.name}-throughput")
+        export.chart(charts.throughput_figure(results), "lat_throughput", f"{cfg.name}-throughput")
     st.dataframe(latency_view.sweep_rows(cfg, results), hide_index=True, width="stretch", key="lat_table")
     st.caption(latency_view.sweep_caption(cfg, results, on_gpu))
 
 st.header("Decode: one new token vs context already cached")
-variants = lat.attention_variants(cfg)
+variants = attention_variants(cfg)
 contexts = latency_plan.decode_contexts(cfg, dev.type)
 if not contexts:
     st.info(f"context_length = {cfg.context_length} leaves no cached token before the timed one.")
@@ -111,6 +112,6 @@ if contexts and st.button("Measure decode: " + " vs ".join(variants), key="lat_d
     stop.empty()
 key, curves = st.session_state.get("lat_decode_curves", (None, {}))
 if key == decode_key and any(curves.values()):
-    export.chart(train_charts.decode_figure({k: v for k, v in curves.items() if v}), "lat_decode_curves",
+    export.chart(charts.decode_figure({k: v for k, v in curves.items() if v}), "lat_decode_curves",
                  f"{cfg.name}-decode")
     st.caption(latency_view.decode_caption(curves))

@@ -2,7 +2,8 @@
 optimizer, and roofline labels stay inside the plot."""
 import math
 
-from app import budget_charts, budget_view
+from app import budget_measure
+from app.charts import budgets as budget_charts
 from engine.budget.activations import activation_estimate
 from engine.budget.devices import DEVICE_PROFILES, roofline
 from engine.budget.flops import flops_budget
@@ -14,12 +15,12 @@ LLAMA = get_preset("llama-3-8b").config
 
 
 def test_measure_sizes_keep_the_page_values_or_say_what_was_capped():
-    assert budget_view.measure_sizes(2, 1024, "cpu") == (2, 1024, None)
-    assert budget_view.measure_sizes(64, 2048, "cuda") == (64, 2048, None)
-    b, s, note = budget_view.measure_sizes(8, 2048, "cpu")
-    assert (b, s) == (2, 2048) and b * s <= budget_view.MEASURE_MAX_TOKENS
+    assert budget_measure.measure_sizes(2, 1024, "cpu") == (2, 1024, None)
+    assert budget_measure.measure_sizes(64, 2048, "cuda") == (64, 2048, None)
+    b, s, note = budget_measure.measure_sizes(8, 2048, "cpu")
+    assert (b, s) == (2, 2048) and b * s <= budget_measure.MEASURE_MAX_TOKENS
     assert "batch 2 x sequence 2,048 instead of the page's 8 x 2,048" in note and "4,096 tokens" in note
-    b, s, note = budget_view.measure_sizes(1, 8192, "cpu")
+    b, s, note = budget_measure.measure_sizes(1, 8192, "cpu")
     assert (b, s) == (1, 4096) and "1 x 8,192" in note
 
 

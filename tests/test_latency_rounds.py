@@ -9,7 +9,8 @@ import pytest
 import torch
 
 import engine.measure.rounds as rounds
-from app import latency_view, train_charts
+from app import latency_view
+from app.charts import latency as latency_charts
 from engine.config import ModelConfig
 from engine.measure import latency as lat
 from engine.measure import probe
@@ -75,13 +76,13 @@ def test_noisy_points_are_flagged_in_the_table_and_on_the_charts():
     assert [r["MFU"] for r in rows] == ["peak estimate is wrong"] * 2      # 1 kFLOP/s peak: impossible MFU
     caption = latency_view.sweep_caption(TINY, rs, on_gpu=False)
     assert "peak estimate is wrong" in caption and "✕" in caption and "25%" in caption
-    for fig in (train_charts.latency_figure(rs), train_charts.throughput_figure(rs)):
+    for fig in (latency_charts.latency_figure(rs), latency_charts.throughput_figure(rs)):
         assert list(fig.data[0].marker.symbol) == ["circle", "x"]
-        assert fig.data[-1].name == train_charts.NOISY_LEGEND
-    quiet = train_charts.latency_figure(rs[:1])
+        assert fig.data[-1].name == latency_charts.NOISY_LEGEND
+    quiet = latency_charts.latency_figure(rs[:1])
     assert [t.name for t in quiet.data] == ["batch 1"]                # no legend entry when nothing is noisy
     pts = {"MHA": [DecodePoint(16, 1.0, 0.6, 1e3, 1)], "MQA": [DecodePoint(16, 1.0, 0.1, 1e3, 1)]}
-    fig = train_charts.decode_figure(pts)
+    fig = latency_charts.decode_figure(pts)
     assert list(fig.data[0].marker.symbol) == ["x"] and list(fig.data[1].marker.symbol) == ["circle"]
     assert "MHA 1.000 ms/token (IQR 0.600 ms, noisy)" in latency_view.decode_caption(pts)
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from engine.budget.flops import arithmetic_intensity
 from engine.config import ModelConfig
 from engine.measure.probe import machine_bandwidth, machine_peaks
+from engine.validation import choice_problem, require
 
 
 @dataclass(frozen=True)
@@ -84,8 +85,7 @@ def fmt_ratio(x: float) -> str:
 
 def roofline(cfg: ModelConfig, device: str, batch: int, seq: int, dtype: str = "bf16") -> dict[str, Roofline]:
     """Prefill and one decode step placed on the roofline of DEVICE_PROFILES[device]."""
-    if device not in DEVICE_PROFILES:
-        raise ValueError(f"device: {device!r} is not one of {', '.join(DEVICE_PROFILES)}")
+    require(choice_problem("device", device, DEVICE_PROFILES))
     return roofline_on(cfg, DEVICE_PROFILES[device], batch, seq, dtype)
 
 

@@ -54,7 +54,7 @@ def decode_curves(models: dict[str, DecoderLM], contexts: list[int], batch: int 
     Each cache is filled once and extended between contexts. on_point(done, total, the curves so far)."""
     contexts = sorted(set(contexts))
     if not contexts or contexts[0] < 1:
-        raise ValueError(f"contexts: {contexts!r} must be integers >= 1")
+        raise ValueError(f"contexts: {contexts!r} is not a list of integers >= 1")
     for model in models.values():
         if model.cfg.position == "learned" and contexts[-1] + 1 > model.cfg.context_length:
             raise ValueError(f"contexts: {contexts[-1]} + 1 new token exceeds "

@@ -21,12 +21,14 @@ from engine.budget.flops import flops_budget, headline_flops
 from engine.budget.memory import memory_budget, output_logits_bytes, pure_policy
 from engine.config import ModelConfig
 from engine.guard import check_fits
+from engine.layers.position import seq_problem
 from engine.measure import Measurement
 from engine.measure.probe import machine_peaks, raise_peak
 from engine.measure.rounds import (LOCK, NOISY_SPREAD, TARGET_SPREAD, Progress, Timing, busy,  # noqa: F401
                                    interleaved, time_fn, timing_session)
 from engine.model import DecoderLM, build_model
 from engine.runtime import TORCH_DTYPES, dtype_name, resolve_device
+from engine.validation import choice_problem, require, size_problems
 
 MODES = ("forward", "train")     # train = forward + backward of the cross-entropy loss (no optimizer step)
 
@@ -116,19 +118,8 @@ def memory_check(cfg: ModelConfig, r: LatencyResult) -> Measurement | None:
 
 def check_request(cfg: ModelConfig, batch: int, seq: int, dtype: str, mode: str = "forward") -> None:
     """ValueError naming every bad argument (batch, seq, dtype, mode) and what is allowed."""
-    problems = []
-    if not isinstance(batch, int) or batch < 1:
-        problems.append(f"batch: {batch!r} is not an integer >= 1")
-    if not isinstance(seq, int) or seq < 1:
-        problems.append(f"seq: {seq!r} is not an integer >= 1")
-    elif cfg.position == "learned" and seq > cfg.context_length:
-        problems.append(f"seq: {seq} exceeds context_length={cfg.context_length} (learned positions)")
-    if dtype not in TORCH_DTYPES:
-        problems.append(f"dtype: {dtype!r} is not one of {', '.join(TORCH_DTYPES)}")
-    if mode not in MODES:
-        problems.append(f"mode: {mode!r} is not one of {', '.join(MODES)}")
-    if problems:
-        raise ValueError("; ".join(problems))
+    require(*(size_problems(batch, seq) or [seq_problem(cfg, seq)]), choice_problem("dtype", dtype, TORCH_DTYPES),
+            choice_problem("mode", mode, MODES))
 
 
 def _step_fn(model: DecoderLM, x: torch.Tensor, mode: str) -> Callable[[], object]:
@@ -217,17 +208,3 @@ def latency_sweep(cfg: ModelConfig, batches: list[int], seqs: list[int], dtype: 
 
         report = None if on_round is None else (lambda p: on_round(p, results(p.timings)))
         return results(interleaved(fns, dev, budget_s, on_round=report, stop=stop, target_spread=target_spread))
-
-
-def attention_variants(cfg: ModelConfig) -> dict[str, ModelConfig]:
-    """The same config with MHA, one GQA setting (the config's own, else about a quarter of the heads) and
-    MQA: fewer key/value heads mean a smaller cache to read at every decode step."""
-    h = cfg.n_heads
-    out = {"MHA": cfg.replace(n_kv_heads=None)}
-    g = cfg.kv_heads if 1 < cfg.kv_heads < h else max(
-        (d for d in range(2, h // 4 + 1) if h % d == 0), default=None)
-    if g is not None:
-        out[f"GQA-{g}"] = cfg.replace(n_kv_heads=g)
-    if h > 1:
-        out["MQA"] = cfg.replace(n_kv_heads=1)
-    return out
