@@ -67,7 +67,7 @@ with mem_cols[1]:
 st.caption("All closed forms (engine/budget): exact parameter counts; memory at batch 1 (KV cache in bf16 at the "
            "config's full context, training step with mixed-bf16 AdamW at sequence min(context, "
            f"{compare_view.COMPARE_TRAIN_SEQ:,})); training FLOPs per token at each config's own context length "
-           "beside the 6N rule.")
+           "(causal and windowed query-key pairs only) beside the 6N rule.")
 
 st.subheader("Side by side")
 df, differing = tables.compare_table(configs)
