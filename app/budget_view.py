@@ -1,6 +1,5 @@
-"""Small choices the Budgets and Compare pages share: which attention variants to overlay on the KV-cache chart
-and the context-length grid (the dtype of each precision policy is engine.budget.memory.POLICY_DTYPE).
-Pure functions, tested directly."""
+"""Small choices of the Budgets page: which attention variants to overlay on the KV-cache chart and the
+context-length grid. Pure functions, tested directly."""
 from __future__ import annotations
 
 from engine.config import ConfigError, ModelConfig
