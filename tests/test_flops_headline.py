@@ -2,7 +2,7 @@
 row, Budgets and the `flops` CLI lead with it; the full square stays available and labelled."""
 import json
 
-from app import budget_charts
+from app.charts import budgets as budget_charts
 from engine.budget.flops import flops_budget, gap_note, headline_flops, matmul_params
 from engine.cli import main
 from engine.presets import get_preset
