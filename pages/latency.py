@@ -18,11 +18,8 @@ page_header(f"Latency: {cfg.name}", cfg)
 
 dev = resolve_device("auto")
 on_gpu = dev.type == "cuda"
-st.caption(f"Measured on **{lat.device_label(dev)}**, the real model in the chosen dtype with seeded random weights "
-           "and random tokens. "
-           + ("CUDA events around each call, then a synchronize (GPU kernels run asynchronously). " if on_gpu else
-              "Wall clock around each call, with all of this process's threads. ")
-           + "The points of a sweep (and the variants of the decode chart) are timed in interleaved rounds, so load "
+st.caption(latency_view.device_text(dev) + " The real model in the chosen dtype with seeded random weights and random "
+           "tokens. The points of a sweep (and the variants of the decode chart) are timed in interleaved rounds, so load "
            "from another process hits them alike; rounds stop once every point's IQR is within 5% of its median "
            "or the time budget is spent. Median and interquartile range (IQR) after a warm-up call; one session "
            "times at a time on this machine.")

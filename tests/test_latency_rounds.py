@@ -105,3 +105,11 @@ def test_sweep_duration_estimate_within_2x_of_the_real_duration(monkeypatch, bud
     lat.latency_sweep(cfg, batches, seqs, "fp32", "cpu", "forward", budget, target_spread=0.0)
     real = time.perf_counter() - t
     assert est.high_s / 2 <= real <= 2 * est.high_s, (est, real)
+
+
+def test_device_text_says_how_many_threads_time(monkeypatch):
+    import os
+    monkeypatch.setattr(os, "getloadavg", lambda: (50.0, 50.0, 50.0))
+    assert f"now 1 of {torch.get_num_threads()}" in latency_view.device_text(CPU)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    assert f"now {torch.get_num_threads()} of {torch.get_num_threads()}" in latency_view.device_text(CPU)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import torch
@@ -36,8 +37,8 @@ def test_probe_times_every_dtype_and_stores_it(real_probe, monkeypatch):
 
 
 def threads_of(r: lat.LatencyResult) -> int:
-    """The threads a CPU result was timed with ("cpu (1 threads)"): its peak is that thread count's."""
-    return int(r.device.split("(")[1].split()[0])
+    """The threads a CPU result was timed with ("cpu (timing threads: 1 of 2)"): its peak is that count's."""
+    return int(re.search(r"timing threads: (\d+)", r.device).group(1))
 
 
 def wrong_peak(fp32: float) -> None:
