@@ -77,10 +77,13 @@ def progress_share(p: Progress) -> float:
     return min(1.0, p.elapsed_s / total) if total > 0 else 1.0
 
 
-def decode_progress_text(done: int, total: int, curves: Mapping[str, Sequence[DecodePoint]]) -> str:
+def decode_progress_text(done: int, total: int, curves: Mapping[str, Sequence[DecodePoint]], elapsed_s: float) -> str:
+    """The context just timed, each variant's step time, and the time left at the pace so far."""
     last = {k: v[-1] for k, v in curves.items() if v}
     ctx = next(iter(last.values())).context
-    return f"context {ctx:,} done ({done}/{total}): " + ", ".join(f"{k} {p.median_ms:.3f} ms" for k, p in last.items())
+    left = elapsed_s / done * (total - done)
+    return (f"context {ctx:,} done ({done}/{total}): " + ", ".join(f"{k} {p.median_ms:.3f} ms" for k, p in last.items())
+            + (f"; about {left:,.0f} s left" if done < total else ""))
 
 
 def decode_caption(curves: Mapping[str, Sequence[DecodePoint]]) -> str:
