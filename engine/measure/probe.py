@@ -1,7 +1,7 @@
 """This machine's peak FLOP/s per dtype and its memory bandwidth, measured rather than assumed.
 
-Peak: square matmuls of growing size (128, 256, 512, 1,024 while one call stays under 50 ms), each repeated
-for a few tens of ms; the best rate seen. A busy machine only makes a probe slower, never faster, so the best
+Peak: square matmuls of growing size (CPU 128 to 1,024, GPU 1,024 to 8,192, while one call stays under
+50 ms), each repeated for a few tens of ms; the best rate seen. A busy machine only makes a probe slower, never faster, so the best
 of all probes is the closest to the hardware's peak: the result is kept per process and in
 $EXPLORER_HOME/peaks.json (per machine, thread count and torch version) and only ever raised, also by
 `raise_peak` when a measured model ran faster than the probe did. Bandwidth: the best of a few 64 MiB copies
@@ -9,6 +9,7 @@ $EXPLORER_HOME/peaks.json (per machine, thread count and torch version) and only
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -20,7 +21,7 @@ import torch
 from engine.measure.rounds import LOCK
 from engine.runtime import TORCH_DTYPES
 
-SIZES = (128, 256, 512, 1024)
+SIZES = {"cpu": (128, 256, 512, 1024), "cuda": (1024, 2048, 4096, 8192)}   # a GPU needs big ones to reach its peak
 SLOW_CALL_S = 0.05        # stop growing the matmul once one call takes this long
 PER_SIZE_S = 0.04         # repeat each size for about this long (at least twice)
 _CACHE: dict[str, dict] = {}    # machine key -> {"peak": {dtype: FLOP/s}, "bandwidth": bytes/s}
@@ -35,12 +36,16 @@ def machine_key(device: torch.device, threads: int | None = None) -> str:
     count) and torch's version."""
     if device.type == "cuda":
         return f"cuda:{torch.cuda.get_device_name(device)}|torch {torch.__version__}"
-    cpu = platform.processor() or platform.machine()
+    return f"cpu:{_cpu_name()}|{threads or torch.get_num_threads()} threads|torch {torch.__version__}"
+
+
+@functools.cache
+def _cpu_name() -> str:
     try:
-        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
     except (OSError, StopIteration):
-        pass
-    return f"cpu:{cpu}|{threads or torch.get_num_threads()} threads|torch {torch.__version__}"
+        return platform.processor() or platform.machine()
 
 
 def _sync(device: torch.device) -> None:
@@ -51,7 +56,7 @@ def _sync(device: torch.device) -> None:
 def probe_matmul(dtype: str, device: torch.device) -> float:
     """Best FLOP/s of n x n x n matmuls (2 n^3 FLOPs each) in `dtype` on `device`."""
     best = 0.0
-    for n in SIZES:
+    for n in SIZES.get(device.type, SIZES["cpu"]):
         a = torch.randn(n, n, device=device).to(TORCH_DTYPES[dtype])
         b = torch.randn(n, n, device=device).to(TORCH_DTYPES[dtype])
         a @ b                                    # warm-up: thread pool, kernel selection
