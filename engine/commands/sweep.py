@@ -4,7 +4,9 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import signal
 import sys
+import threading
 
 from engine.budget.memory import OPTIMIZERS, POLICIES
 from engine.cli import UsageError, add_config_args, apply_field_flags, base_config, print_json
@@ -145,7 +147,7 @@ def _print_table(sweep, rows: list[dict]) -> None:
 
 
 def _measure(args: argparse.Namespace, sweep) -> list[dict]:
-    from engine.sweep.measured import MeasureSettings, measure_sweep
+    from engine.sweep.measured import MeasureSettings, estimate_seconds, measure_sweep
     from engine.train.store import RunStore
     what = tuple(w.strip() for w in args.measure.split(",") if w.strip())
     try:
@@ -153,7 +155,21 @@ def _measure(args: argparse.Namespace, sweep) -> list[dict]:
     except ConfigError as e:
         raise _usage(e) from None
 
-    def show(p) -> None:
-        print(f"[{p.done}/{p.total}] {p.what}; about {p.seconds_left:,.0f} s left", file=sys.stderr, flush=True)
+    print(f"measuring {', '.join(ms.what)}: at least {estimate_seconds(sweep, ms):,.0f} s (closed-form FLOPs at "
+          f"the device's peak); Ctrl-C stops after the current step", file=sys.stderr, flush=True)
+    shown = [0.0]
 
-    return measure_sweep(sweep, ms, store=RunStore(), on_progress=show).rows()
+    def show(p) -> None:   # at most one line a second
+        if p.elapsed_s - shown[0] >= 1 or p.done == p.total:
+            shown[0] = p.elapsed_s
+            print(f"[{p.done}/{p.total}] {p.what}; about {p.seconds_left:,.0f} s left", file=sys.stderr, flush=True)
+
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
+    try:
+        result = measure_sweep(sweep, ms, store=RunStore(), on_progress=show, stop=stop)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if result.stopped:
+        print("stopped: the points measured so far are shown", file=sys.stderr)
+    return result.rows()
