@@ -7,7 +7,7 @@ import pytest
 from engine.budget.params import count_params
 from engine.config import FIELDS, ConfigError
 from engine.presets import get_preset
-from engine.sweep import METRICS, SweepSettings, d_ff_step, default_values, run_sweep
+from engine.sweep import METRICS, SweepSettings, d_ff_step, default_values, pareto_front, run_sweep
 
 LLAMA3 = get_preset("llama-3-8b").config
 GPT2 = get_preset("gpt2").config
@@ -121,3 +121,11 @@ def test_learned_positions_beyond_context_is_an_invalid_point():
     s = run_sweep(GPT2, {"context_length": [512, 2048]}, SweepSettings(context=1024))
     assert not s.points[0].valid and s.points[0].problems[0].startswith("context: 1024 exceeds context_length=512")
     assert s.points[1].valid
+
+
+def test_pareto_front_keeps_the_points_nothing_beats_on_both():
+    rows = [{"kv": 1, "loss": 3.0}, {"kv": 2, "loss": 2.5}, {"kv": 4, "loss": 2.6}, {"kv": 8, "loss": 2.0},
+            {"kv": 8, "loss": 2.2}, {"kv": None, "loss": 1.0}]
+    assert pareto_front(rows, "kv", "loss") == [0, 1, 3]          # 4 loses to 2; (8, 2.2) to (8, 2.0); None skipped
+    s = run_sweep(LLAMA3, {"n_kv_heads": [1, 8, 32]}).rows()
+    assert pareto_front(s, "kv_cache_bytes", "total_params") == [0]   # MQA is smallest on both closed forms

@@ -3,7 +3,7 @@
 measured columns, latency and the loss of a short run, computed on demand (measured.py)."""
 from engine.sweep.grid import KNOBS, default_values, value_label
 from engine.sweep.hold import HOLD_FIELDS, HOLD_TARGETS, d_ff_step
-from engine.sweep.table import METRICS, Metric, Point, Sweep, SweepSettings, parse_values, run_sweep
+from engine.sweep.table import METRICS, Metric, Point, Sweep, SweepSettings, pareto_front, parse_values, run_sweep
 
 __all__ = ["HOLD_FIELDS", "HOLD_TARGETS", "KNOBS", "METRICS", "Metric", "Point", "Sweep", "SweepSettings",
-           "d_ff_step", "default_values", "parse_values", "run_sweep", "value_label"]
+           "d_ff_step", "default_values", "pareto_front", "parse_values", "run_sweep", "value_label"]

@@ -195,3 +195,15 @@ def run_sweep(base: ModelConfig, knobs: dict[str, list[Any] | None], settings: S
     points = [_point(base, dict(zip(grid, combo)), s, hold, hold_target, target)
               for combo in itertools.product(*grid.values())]
     return Sweep(base, tuple(grid), points, s, hold, hold_target, target)
+
+
+def pareto_front(rows: list[dict[str, Any]], x: str, y: str) -> list[int]:
+    """Indices of the rows no other row beats on both x and y (lower is better for every sweep metric: bytes,
+    parameters, FLOPs, latency, loss); rows missing either value are left out."""
+    have = [i for i, r in enumerate(rows) if r.get(x) is not None and r.get(y) is not None]
+
+    def beaten(i: int) -> bool:
+        a = rows[i]
+        return any(rows[j][x] <= a[x] and rows[j][y] <= a[y] and (rows[j][x], rows[j][y]) != (a[x], a[y])
+                   for j in have)
+    return [i for i in have if not beaten(i)]
