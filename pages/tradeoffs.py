@@ -118,7 +118,7 @@ if not on_stage:
 st.toggle("Present mode", key="sweep_present", value=on_stage, on_change=lambda: present.set_present(
     st.session_state["sweep_present"]), help="Only the charts, large, for a projector. Same as ?present=1.")
 
-with st.expander("Measured columns: forward latency and the val loss of a short run", expanded=running,
+with st.expander("Measured columns: forward latency and the val loss of a short run", expanded=job is not None,
                  icon=":material/timer:"):
     c = st.columns(5)
     what = c[0].multiselect("Measure", MEASURES, default=["latency"], key="sw_measure", disabled=running)
@@ -145,25 +145,28 @@ with st.expander("Measured columns: forward latency and the val loss of a short 
     if b2.button("Stop", key="sw_stop", disabled=not running):
         job.stop.set()
 
-    @st.fragment(run_every=1.0 if running else None)
-    def live() -> None:
-        job = st.session_state.get(JOB)
-        if job is None:
-            return
-        p = job.progress
-        if job.running:
-            text = f"{p.what} — {p.done:,} of {p.total:,}, about {p.seconds_left:,.0f} s left" if p else "building…"
-            st.progress(p.done / p.total if p and p.total else 0.0, text=text)
-            return
-        if job.error:
-            st.error(f"The measurement failed: {job.error}", icon=":material/error:")
-        elif job.result is not None:
-            runs = [r["run_id"] for r in job.result.rows() if r.get("run_id") is not None]
-            note = f" Training runs {', '.join(map(str, runs))} are in Training → Stored runs." if runs else ""
-            (st.warning if job.result.stopped else st.success)(
-                ("Stopped; the points measured so far are shown." if job.result.stopped else "Measured.") + note)
-        if st.session_state.get(DONE) is not job:   # once per job: redraw the charts with the measured columns
-            st.session_state[DONE] = job
-            st.rerun()
 
-    live()
+@st.fragment(run_every=1.0 if running else None)
+def live() -> None:
+    job = st.session_state.get(JOB)
+    if job is None:
+        return
+    p = job.progress
+    if job.running:
+        text = f"{p.what} — {p.done:,} of {p.total:,}, about {p.seconds_left:,.0f} s left" if p else "building…"
+        st.progress(p.done / p.total if p and p.total else 0.0, text=text)
+        return
+    if job.error:
+        st.error(f"The measurement failed: {job.error}", icon=":material/error:")
+    elif job.result is not None:
+        runs = [r["run_id"] for r in job.result.rows() if r.get("run_id") is not None]
+        note = f" Training runs {', '.join(map(str, runs))} are in Training → Stored runs." if runs else ""
+        (st.warning if job.result.stopped else st.success)(
+            ("Stopped; the points measured so far are shown." if job.result.stopped else "Every point measured.")
+            + note)
+    if st.session_state.get(DONE) is not job:   # once per job: redraw the charts with the measured columns
+        st.session_state[DONE] = job
+        st.rerun()
+
+
+live()
