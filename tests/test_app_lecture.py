@@ -26,6 +26,8 @@ EXPECTED = {
               "log Z": "0.6931", "log Z, shifted": "10.6931"},
     "softcap": {"masked key, cap then mask": "0.0000", "engine: weight on a future key": "0.0000"},
     "kvcache": {"MHA (32 KV heads)": "4.00 GiB", "GQA-8 (8 KV heads)": "1.00 GiB", "MQA (1 KV head)": "128.00 MiB"},
+    "sweeps": {"KV cache, n_kv_heads=1": "3.00 MiB", "KV cache, n_kv_heads=12": "36.00 MiB",   # gpt2: 12 layers, 1,024
+               "total parameters, n_kv_heads=12": "124,439,808"},
     "heads": {"attention width A = H·d_h": "12", "D mod H": "1", "q_proj weight": "12 × 10", "o_proj weight": "10 × 12",
               "logits": "1 × 5 × 16"},
     "depth": {"block params L=12, D=768": "84,934,656", "block params L=48, D=384": "84,934,656",
@@ -141,3 +143,17 @@ def test_kv_variants_follow_the_head_count(new_app):
     at.number_input(key="lec_kv_h").set_value(30).run()       # 8 KV heads do not divide 30: only MHA and MQA
     clean(at)
     assert "GQA-8 (8 KV heads)" not in metrics(at) and "MQA (1 KV head)" in metrics(at)
+
+
+def test_ready_sweeps_one_click_each(new_app):
+    at = new_app(page=LECTURE, section="sweeps")
+    at.run()
+    clean(at)
+    for name, shown in (("gating", {"total parameters, ffn=gelu": "124,439,808"}),
+                        ("depth", {"non-embedding parameters, n_layers=3": "84,997,632"}),   # 3*(12D²+13D)+2D, D=1536
+                        ("window", {"KV cache, attn_window=full": "36.00 MiB", "KV cache, attn_window=4": "144.00 KiB"})):
+        at.session_state["lec_sweep"] = name
+        at.run()
+        clean(at)
+        for label, value in shown.items():
+            assert metrics(at)[label] == value, (name, label, metrics(at))

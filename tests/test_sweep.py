@@ -129,3 +129,17 @@ def test_pareto_front_keeps_the_points_nothing_beats_on_both():
     assert pareto_front(rows, "kv", "loss") == [0, 1, 3]          # 4 loses to 2; (8, 2.2) to (8, 2.0); None skipped
     s = run_sweep(LLAMA3, {"n_kv_heads": [1, 8, 32]}).rows()
     assert pareto_front(s, "kv_cache_bytes", "total_params") == [0]   # MQA is smallest on both closed forms
+
+
+def test_ready_sweeps_reproduce_the_lecture_facts():
+    from engine.sweep.ready import READY, run_ready
+    gating = run_ready(GPT2, "gating")
+    assert [p.config.d_ff for p in gating.points] == [3072, 2048]          # DESIGN: both 4,718,592 FFN matrix params
+    depth = run_ready(GPT2, "depth")
+    widths = {p.values["n_layers"]: p.config.d_model for p in depth.points}
+    assert widths[12] == 768 and widths[48] == 384 and widths[3] == 1536   # 12*L*D^2 blocks: 4x depth, 1/2 width
+    gqa = run_ready(LLAMA3, "gqa")
+    assert [p.metrics["kv_cache_bytes"] for p in gqa.points][::5] == [128 << 20, 4 << 30]
+    assert set(READY) == {"gqa", "gating", "depth", "window"}
+    with pytest.raises(ValueError, match="sweep: 'x' is not one of gqa"):
+        run_ready(GPT2, "x")
