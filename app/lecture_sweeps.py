@@ -7,7 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from app import export, present
-from app import sweep_charts as charts
+from app.charts import sweep as charts
 from app.state import current_config
 from app.sweep_view import SweepSpec, spec_to_params
 from engine.sweep.ready import READY, run_ready

@@ -8,13 +8,14 @@ from dataclasses import asdict
 
 import streamlit as st
 
-from app import export, present, state, widgets
-from app import sweep_charts as charts
+from app import export, present, state
+from app.charts import sweep as charts
 from app import sweep_view as view
 from app.image_export import PROJECTOR, figure_png, png_unavailable
+from app.widgets import page_header
 from engine.config import ConfigError
 from engine.sweep import HOLD_FIELDS, HOLD_TARGETS, KNOBS, METRICS, default_values, value_label
-from engine.sweep.measured import MEASURED, MEASURES, MeasureSettings, SweepJob, estimate_seconds
+from engine.sweep.measured import MEASURED, MEASURES, MeasureSettings, SweepJob, estimate_duration
 from engine.train.store import RunStore
 
 JOB, SEEN, DONE = "sweep_job", "sweep_url_seen", "sweep_seen_done"
@@ -39,8 +40,7 @@ job = st.session_state.get(JOB)
 running = job is not None and job.running
 
 if not on_stage:
-    st.title(f"Trade-offs: {cfg.name}")
-    widgets.metric_row(cfg)
+    page_header(f"Trade-offs: {cfg.name}", cfg)
     st.caption("Pick a knob (and optionally a second): every point is this config with the knob's value, its "
                "parameters, memory, KV cache and FLOPs computed exactly by the engine. Empty values: every allowed "
                "choice, or a grid that fits the knob.")
@@ -89,7 +89,7 @@ held = (f"; {sweep.hold} solved at each point to keep {sweep.hold_target.replace
         f"{sweep.target:,}" if sweep.hold else "")
 title = f"{sweep.base.name}: {' x '.join(sweep.knobs)}{held}"
 measured = [m for m in MEASURED if any(r.get(m) is not None for r in rows)]
-shown = [m for m in (*METRICS, *measured) if m not in ("active_params", "latency_spread_ms")]
+shown = [m for m in (*METRICS, *measured) if m not in ("active_params", "latency_iqr_ms")]
 panels = charts.small_multiples(rows, sweep.knobs, shown, cols=4 if on_stage else 3, title=title)
 pareto = charts.pareto_figure(rows, sweep.knobs, spec.x, spec.y)
 
@@ -123,20 +123,20 @@ with st.expander("Measured columns: forward latency and the val loss of a short 
     c = st.columns(5)
     what = c[0].multiselect("Measure", MEASURES, default=["latency"], key="sw_measure", disabled=running)
     steps = c[1].number_input("Training steps per point", 1, 100_000, 100, key="sw_steps", disabled=running)
-    rounds = c[2].number_input("Latency rounds", 1, 50, 3, key="sw_rounds", disabled=running,
-                               help="Each round times every point once, in alternating order; the median of the "
-                                    "rounds is shown with their spread.")
+    budget = c[2].number_input("Latency time budget (s)", 1, 600, 5, key="sw_budget", disabled=running,
+                               help="Every point is timed once per round, all points in every round (load hits "
+                                    "them alike); rounds stop once every point is tight or the budget is spent.")
     seq = c[3].number_input("Latency tokens", 1, 1 << 16, 64, key="sw_seq", disabled=running)
     try:
-        ms = MeasureSettings(what=tuple(what), seq=int(seq), rounds=int(rounds), steps=int(steps))
+        ms = MeasureSettings(what=tuple(what), seq=int(seq), budget_s=float(budget), steps=int(steps))
     except ConfigError as e:
         ms = None
         st.error("; ".join(e.problems))
     if ms is not None:
-        st.caption(f"At least **{estimate_seconds(sweep, ms):,.1f} s** before it starts (closed-form FLOPs at this "
-                   "device's peak; small models run well below it, so the live estimate below is the one to trust). "
-                   "Each point trains with the same seed, data (first names) and tokens; the runs are stored and show "
-                   "on the Training page. A point too big for free memory is refused with the numbers.")
+        est = estimate_duration(sweep, ms)
+        st.caption(f"Expected: **{est.text}** ({est.how}). Each point trains with the same seed, data (first names) "
+                   "and tokens; the runs are stored and show on the Training page. A point too big for free memory "
+                   "is refused with the numbers.")
     b1, b2, _ = c[4].columns([1, 1, 0.1])
     if b1.button("Measure", type="primary", key="sw_start", disabled=running or ms is None):
         st.session_state[JOB] = SweepJob(sweep, ms, store=RunStore()).start()
@@ -153,8 +153,8 @@ def live() -> None:
         return
     p = job.progress
     if job.running:
-        text = f"{p.what} — {p.done:,} of {p.total:,}, about {p.seconds_left:,.0f} s left" if p else "building…"
-        st.progress(p.done / p.total if p and p.total else 0.0, text=text)
+        text = f"{p.what}: {p.elapsed_s:,.0f} s so far, about {p.seconds_left:,.0f} s left" if p else "starting…"
+        st.progress(p.fraction if p else 0.0, text=text)
         return
     if job.error:
         st.error(f"The measurement failed: {job.error}", icon=":material/error:")

@@ -135,3 +135,11 @@ LECTURE_NUMBERS = {
               "KV cache ratio": "2×", "sequential depth ratio": "4×"},
     "microgpt": {"by hand": "4,224", "engine closed form": "4,224", "engine, built model": "4,224"},
 }
+
+
+def settle(page, timeout_ms: int = 60000) -> None:
+    """Wait until the script run has finished (no 'Running...' status widget) and the app has drawn."""
+    page.wait_for_selector('[data-testid="stSidebarNav"]', timeout=timeout_ms)
+    page.wait_for_selector('[data-testid="stMetric"]', timeout=timeout_ms)
+    page.wait_for_function('!document.querySelector(\'[data-testid="stStatusWidget"]\')', timeout=timeout_ms)
+    page.wait_for_timeout(1500)

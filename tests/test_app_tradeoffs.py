@@ -57,7 +57,7 @@ def test_small_measured_sweep_stores_runs_shown_on_training(new_app):
     at.run()
     at.multiselect(key="sw_measure").set_value(["latency", "loss"])
     at.number_input(key="sw_steps").set_value(3)
-    at.number_input(key="sw_rounds").set_value(1)
+    at.number_input(key="sw_budget").set_value(1)
     at.number_input(key="sw_seq").set_value(8)
     at.run()
     at.button(key="sw_start").click().run()

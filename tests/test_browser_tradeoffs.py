@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from tests.test_browser import settle
+from tests.helpers import settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SHOTS = os.environ.get("SWEEP_SHOTS")   # a folder to save screenshots in, for reviewing the look
@@ -50,7 +50,7 @@ def test_small_measured_sweep_runs_show_on_training(served_app, browser):
     page.keyboard.press("Escape")
     page.get_by_text("loss", exact=True).first.wait_for(timeout=30000)   # the chip
     page.wait_for_timeout(800)
-    for label, value in (("Training steps per point", "3"), ("Latency rounds", "1"), ("Latency tokens", "8")):
+    for label, value in (("Training steps per point", "3"), ("Latency time budget (s)", "1"), ("Latency tokens", "8")):
         field = page.get_by_role("spinbutton", name=label)
         field.fill(value)
         field.press("Enter")

@@ -5,7 +5,7 @@ import struct
 
 import pytest
 
-from app import sweep_charts as charts
+from app.charts import sweep as charts
 from app.image_export import PROJECTOR, figure_png, for_projector, png_unavailable
 from app.sweep_view import SweepSpec, run_spec, spec_from_params, spec_to_params
 from engine.config import ConfigError

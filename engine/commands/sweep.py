@@ -9,7 +9,7 @@ import sys
 import threading
 
 from engine.budget.memory import OPTIMIZERS, POLICIES
-from engine.cli import UsageError, add_config_args, apply_field_flags, base_config, print_json
+from engine.commands import UsageError, add_config_args, apply_field_flags, base_config, print_json
 from engine.config import ConfigError
 from engine.runtime import DTYPE_BYTES
 from engine.sweep import HOLD_FIELDS, HOLD_TARGETS, METRICS, SweepSettings, parse_values, run_sweep, value_label
@@ -115,7 +115,7 @@ _FMT = {"parameters": fmt_count, "bytes": fmt_bytes, "FLOP": fmt_flops, "ms": la
 
 _SHORT = {"total_params": "params", "non_embedding_params": "non-emb", "active_params": "active",
           "weights_bytes": "weights", "kv_cache_bytes": "KV cache", "flops_per_token": "FLOPs/token",
-          "train_memory_bytes": "train mem", "latency_ms": "latency", "latency_spread_ms": "spread",
+          "train_memory_bytes": "train mem", "latency_ms": "latency", "latency_iqr_ms": "IQR",
           "val_loss": "val loss"}
 
 
@@ -147,7 +147,7 @@ def _print_table(sweep, rows: list[dict]) -> None:
 
 
 def _measure(args: argparse.Namespace, sweep) -> list[dict]:
-    from engine.sweep.measured import MeasureSettings, estimate_seconds, measure_sweep
+    from engine.sweep.measured import MeasureSettings, estimate_duration, measure_sweep
     from engine.train.store import RunStore
     what = tuple(w.strip() for w in args.measure.split(",") if w.strip())
     try:
@@ -155,14 +155,15 @@ def _measure(args: argparse.Namespace, sweep) -> list[dict]:
     except ConfigError as e:
         raise _usage(e) from None
 
-    print(f"measuring {', '.join(ms.what)}: at least {estimate_seconds(sweep, ms):,.0f} s (closed-form FLOPs at "
-          f"the device's peak); Ctrl-C stops after the current step", file=sys.stderr, flush=True)
+    est = estimate_duration(sweep, ms)
+    print(f"measuring {', '.join(ms.what)}: {est.text} ({est.how}); Ctrl-C stops after the current round or step",
+          file=sys.stderr, flush=True)
     shown = [0.0]
 
     def show(p) -> None:   # at most one line a second
-        if p.elapsed_s - shown[0] >= 1 or p.done == p.total:
+        if p.elapsed_s - shown[0] >= 1:
             shown[0] = p.elapsed_s
-            print(f"[{p.done}/{p.total}] {p.what}; about {p.seconds_left:,.0f} s left", file=sys.stderr, flush=True)
+            print(f"[{p.fraction:4.0%}] {p.what}; about {p.seconds_left:,.0f} s left", file=sys.stderr, flush=True)
 
     stop = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())

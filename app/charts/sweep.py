@@ -8,13 +8,13 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from app.charts import FONT, series_color
 from engine.sweep import METRICS, pareto_front, value_label
 from engine.sweep.measured import MEASURED
 from engine.units import byte_unit, fmt_bytes, fmt_count, fmt_flops
 
 ALL_METRICS = {**METRICS, **MEASURED}
-SERIES = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6", "#9D755D", "#BAB0AC")
-FRONT, OTHER = "#E45756", "#9AA5B1"
+FRONT, OTHER = series_color(3), "#9AA5B1"       # the Pareto front in red, dominated points grey
 _COUNT_SCALE = ((1e12, "trillions"), (1e9, "billions"), (1e6, "millions"), (1e3, "thousands"))
 _FLOP_SCALE = ((1e15, "PFLOP"), (1e12, "TFLOP"), (1e9, "GFLOP"), (1e6, "MFLOP"), (1e3, "KFLOP"))
 
@@ -66,7 +66,7 @@ def small_multiples(rows: list[dict], knobs: tuple[str, ...], metrics: list[str]
                         horizontal_spacing=0.08, vertical_spacing=0.5 / nrows if nrows > 1 else 0.1)
     order = list(dict.fromkeys(value_label(knobs[0], r[knobs[0]]) for r in rows))
     for s, (name, group) in enumerate(_series(rows, knobs).items()):
-        color = SERIES[s % len(SERIES)]
+        color = series_color(s)
         for i, m in enumerate(metrics):
             div, _ = scales[m]
             shown = [r for r in group if r.get(m) is not None]
@@ -81,7 +81,7 @@ def small_multiples(rows: list[dict], knobs: tuple[str, ...], metrics: list[str]
         r, c = i // cols + 1, i % cols + 1
         fig.update_xaxes(title_text=knobs[0], type="category", categoryorder="array", categoryarray=order, row=r, col=c)
         fig.update_yaxes(title_text=scales[m][1], rangemode="tozero", tickformat=",~r", row=r, col=c)
-    fig.update_layout(title=title, font=dict(size=14), height=330 * nrows + 60, margin=dict(l=10, r=10, t=80, b=10),
+    fig.update_layout(title=title, font=FONT, height=330 * nrows + 60, margin=dict(l=10, r=10, t=80, b=10),
                       legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"))
     return fig
 
@@ -108,6 +108,6 @@ def pareto_figure(rows: list[dict], knobs: tuple[str, ...], x: str, y: str, titl
     fig.update_xaxes(title_text=f"{ALL_METRICS[x].label} ({xu})", tickformat=",~r")
     fig.update_yaxes(title_text=f"{ALL_METRICS[y].label} ({yu})", tickformat=",~r")
     fig.update_layout(title=title or f"{ALL_METRICS[y].label} vs {ALL_METRICS[x].label} (lower is better on both)",
-                      font=dict(size=14), height=520, margin=dict(l=10, r=10, t=60, b=10),
+                      font=FONT, height=520, margin=dict(l=10, r=10, t=60, b=10),
                       legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"))
     return fig
