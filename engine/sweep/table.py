@@ -17,7 +17,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.budget.flops import flops_budget
+from engine.budget.flops import headline_flops
 from engine.budget.memory import OPTIMIZERS, POLICIES, memory_budget
 from engine.budget.params import ParamCount, count_params
 from engine.config import ConfigError, ModelConfig, coerce
@@ -122,7 +122,7 @@ def metrics(cfg: ModelConfig, s: SweepSettings) -> dict[str, float]:
     mem = memory_budget(cfg, s.batch, context, s.dtype, s.policy, s.optimizer)
     return {"total_params": pc.total, "non_embedding_params": pc.non_embedding, "active_params": active_params(pc),
             "weights_bytes": pc.total * DTYPE_BYTES[s.dtype], "kv_cache_bytes": mem.kv_cache_bytes,
-            "flops_per_token": flops_budget(cfg, s.batch, context, causal=True).flops_per_token,
+            "flops_per_token": headline_flops(cfg, s.batch, context).flops_per_token,
             "train_memory_bytes": mem.train_total_bytes}
 
 
