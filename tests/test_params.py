@@ -33,7 +33,9 @@ def component_of(name: str) -> str:
         module = path[path.index("attn") + 1]
         return "qk_norm" if module in ("q_norm", "k_norm") else f"attention_{module[0]}"
     if "ffn" in path:
-        return "ffn"
+        sub = path[path.index("ffn") + 1]
+        return {"router": "router", "experts": "routed_experts", "shared": "shared_experts",
+                "shared_gate": "shared_experts"}.get(sub, "ffn")
     assert path[-2] in NORM_MODULES, f"parameter {name} belongs to no known component"
     return "norms"
 
@@ -62,6 +64,11 @@ def check(cfg: ModelConfig, model: torch.nn.Module | None = None) -> None:
         p.numel() for m in (model.tok_emb, model.pos_emb, None if cfg.tie_embeddings else model.head)
         if m is not None for p in m.parameters())
     assert count.tying_saves == cfg.vocab_size * cfg.d_model and count.tied == cfg.tie_embeddings
+    # active: every parameter but the routed experts a token skips, E - k of each MoE layer's experts
+    skipped = sum(sum(p.numel() for p in m.experts.parameters()) // m.n_experts * (m.n_experts - m.k)
+                  for m in model.moe_layers())
+    assert count.active == count.total - skipped
+    assert count.active_non_embedding == count.non_embedding - skipped
 
 
 def choice_configs():
@@ -113,6 +120,21 @@ def test_build_model_on_meta_allocates_nothing_and_counts_the_same():
 
 
 @st.composite
+def moe_fields(draw) -> dict:
+    """The mixture-of-experts knobs: dense (n_experts null) half the time."""
+    n_experts = draw(st.none() | st.integers(1, 8))
+    groups = draw(st.sampled_from([g for g in (1, 2, 4) if n_experts and n_experts % g == 0] or [1]))
+    return dict(
+        n_experts=n_experts, experts_per_token=draw(st.integers(1, 4)), expert_d_ff=draw(st.none() | st.integers(1, 12)),
+        n_shared_experts=draw(st.integers(0, 2)), shared_d_ff=draw(st.none() | st.integers(1, 12)),
+        shared_expert_gate=draw(st.booleans()), moe_first_dense=draw(st.integers(0, 1)),
+        moe_every=draw(st.integers(1, 2)), router=draw(st.sampled_from(FIELDS["router"].choices)),
+        router_renorm=draw(st.booleans()), router_selection_bias=draw(st.booleans()), router_groups=groups,
+        router_group_topk=draw(st.integers(1, groups)), routed_scale=draw(st.floats(0.5, 3)),
+        expert_bias=draw(st.booleans()), aux_loss_coef=draw(st.floats(0, 0.1)), z_loss_coef=draw(st.floats(0, 0.01)))
+
+
+@st.composite
 def configs(draw, max_d: int = 24) -> ModelConfig:
     """Any valid config at tiny sizes: sizes and every knob drawn; invalid combinations are filtered out."""
     n_heads = draw(st.integers(1, 6))
@@ -136,6 +158,7 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
         tie_embeddings=draw(st.booleans()), embed_scale=draw(st.booleans()),
         logit_softcap=draw(opt(st.floats(0.5, 50))))
     values["norm_bias"] = values["norm"] == "layernorm" and draw(st.booleans())
+    values.update(qk_norm_scope=draw(st.sampled_from(FIELDS["qk_norm_scope"].choices)), **draw(moe_fields()))
     assert set(values) == set(FIELDS), "a new field needs a strategy here"
     try:
         return ModelConfig(**values)

@@ -45,8 +45,10 @@ class Attention(nn.Module):
         self.k_proj = nn.Linear(cfg.d_model, cfg.kv_width, bias=qkv_bias)
         self.v_proj = nn.Linear(cfg.d_model, cfg.kv_width, bias=qkv_bias)
         self.o_proj = nn.Linear(cfg.attn_width, cfg.d_model, bias=cfg.bias)
-        self.q_norm = make_norm(cfg, self.hd) if cfg.qk_norm else None
-        self.k_norm = make_norm(cfg, self.hd) if cfg.qk_norm else None
+        # all_heads (OLMoE): one norm over the whole projection, before it is split into heads
+        self.qk_all = cfg.qk_norm and cfg.qk_norm_scope == "all_heads"
+        self.q_norm = make_norm(cfg, cfg.attn_width if self.qk_all else self.hd) if cfg.qk_norm else None
+        self.k_norm = make_norm(cfg, cfg.kv_width if self.qk_all else self.hd) if cfg.qk_norm else None
         self.impl = "sdpa"          # "sdpa" or "explicit"; soft-capping always takes the explicit path
         self.keep_probs = False     # explicit path stores softmax probabilities in .probs (for plots)
         self.probs: torch.Tensor | None = None
@@ -54,10 +56,13 @@ class Attention(nn.Module):
     def forward(self, x: torch.Tensor, pos: torch.Tensor, rope: tuple | None,
                 cache: LayerKV | None = None) -> torch.Tensor:
         B, T, _ = x.shape
-        q = self.q_proj(x).view(B, T, self.n_heads, self.hd).transpose(1, 2)
-        k = self.k_proj(x).view(B, T, self.kv_heads, self.hd).transpose(1, 2)
+        q, k = self.q_proj(x), self.k_proj(x)
+        if self.qk_all:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q = q.view(B, T, self.n_heads, self.hd).transpose(1, 2)
+        k = k.view(B, T, self.kv_heads, self.hd).transpose(1, 2)
         v = self.v_proj(x).view(B, T, self.kv_heads, self.hd).transpose(1, 2)
-        if self.q_norm is not None:
+        if self.q_norm is not None and not self.qk_all:
             q, k = self.q_norm(q), self.k_norm(k)
         if rope is not None:
             q, k = apply_rope(q, *rope), apply_rope(k, *rope)

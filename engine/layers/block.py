@@ -8,6 +8,7 @@ from torch import nn
 from engine.config import ModelConfig
 from engine.layers.attention import Attention, LayerKV
 from engine.layers.ffn import make_ffn
+from engine.layers.moe import MoE
 from engine.layers.norm import make_norm
 
 
@@ -27,11 +28,11 @@ class Block(nn.Module):
     parallel post:   x = N1(x + A(x) + F(x))
     parallel sandwich: x = x + P1(A(N1(x))) + P2(F(N2(x)))"""
 
-    def __init__(self, cfg: ModelConfig, window: int | None):
+    def __init__(self, cfg: ModelConfig, window: int | None, moe: bool = False):
         super().__init__()
         self.parallel, self.placement, self.p = cfg.block == "parallel", cfg.norm_placement, cfg.dropout
         self.attn = Attention(cfg, window)
-        self.ffn = make_ffn(cfg)
+        self.ffn = MoE(cfg) if moe else make_ffn(cfg)
         self.norm1 = make_norm(cfg)
         shared = self.parallel and (cfg.parallel_shared_norm or self.placement == "post")
         self.norm2 = None if shared else make_norm(cfg)
