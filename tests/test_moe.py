@@ -165,3 +165,62 @@ def test_model_returns_router_losses_in_training_only():
     aux = sum(m.aux_loss for m in layers) / 2
     assert losses["aux_loss"].item() == pytest.approx(aux.item())
     assert losses["regularizer"].item() == pytest.approx(0.01 * aux.item() + 0.001 * losses["z_loss"].item())
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("changes", [
+    dict(), dict(router_renorm=False), dict(router="topk_softmax"),
+    dict(router="sigmoid", router_selection_bias=True, n_experts=8, router_groups=4, router_group_topk=2,
+         routed_scale=2.5),
+    dict(n_shared_experts=1, shared_expert_gate=True, expert_bias=True), dict(n_shared_experts=2, ffn="gelu"),
+    dict(ffn="relu", moe_first_dense=1, n_layers=3), dict(ffn="reglu"),
+    dict(qk_norm=True, qk_norm_scope="all_heads"), dict(qk_norm=True, qk_norm_scope="all_heads", rope_fraction=0.5),
+])
+def test_activation_estimate_equals_saved_tensor_measurement(changes, dtype):
+    """Exact on CPU: the expert tensors sum to N*k rows whatever the routing, so the real (unbalanced) loads
+    of this batch and balanced routing give the same bytes."""
+    from engine.measure.activations import measure_activations
+    m = measure_activations(ModelConfig(**{**TINY, **changes}), batch=2, seq=8, dtype=dtype)
+    assert m.estimate == m.measured
+
+
+def test_activation_bytes_do_not_depend_on_the_routing():
+    """All tokens to one expert (router rows forced) saves exactly what the balanced closed form says."""
+    from engine.budget.activations import activation_estimate
+    from engine.measure.activations import saved_bytes
+    cfg = ModelConfig(**TINY)
+    model = build_model(cfg).train()
+    with torch.no_grad():
+        for m in model.moe_layers():
+            m.router.weight.zero_()
+            m.router.weight[0].fill_(5.0)   # expert 0 (and ties) win for every positive-sum token
+    idx, targets = torch.randint(0, 11, (2, 2, 8), generator=torch.Generator().manual_seed(0))
+    assert saved_bytes(model, idx, targets) == activation_estimate(cfg, 2, 8, "fp32").total
+    assert max(int(m.load.max()) for m in model.moe_layers()) > 2 * 16 // 4   # the loads really were skewed
+
+
+@pytest.mark.parametrize("changes", [dict(), dict(n_shared_experts=1, shared_expert_gate=True, moe_first_dense=1,
+                                                 n_layers=3), dict(router="sigmoid", ffn="gelu", expert_bias=True)])
+def test_flops_closed_form_equals_flop_counter(changes):
+    """Forward and backward FLOPs follow active parameters (router included), as FlopCounterMode counts on the
+    meta device (where routing is assumed balanced; the matmul FLOPs only depend on N*k)."""
+    from engine.measure.flops import measure_flops
+    for m in measure_flops(ModelConfig(**{**TINY, **changes}), batch=2, seq=8).values():
+        assert m.estimate == m.measured
+
+
+def test_memory_and_flops_json_for_mixtral(capsys):
+    """Weights from the total (46,702,792,704 * 2 B in bf16), FLOPs from the active matrix params by hand:
+    per layer attention 2*4096^2 + 2*4096*1024, router 8*4096, two experts 2*3*4096*14336; head 32000*4096."""
+    import json
+    from engine.cli import main
+    assert main(["memory", "--preset", "mixtral-8x7b", "--json"]) == 0
+    mem = json.loads(capsys.readouterr().out)
+    assert mem["weights_bytes"] == 46_702_792_704 * 2 and mem["grads_bytes"] == 46_702_792_704 * 2
+    assert mem["optimizer_bytes"] == 46_702_792_704 * 2 * 4
+    assert main(["flops", "--preset", "mixtral-8x7b", "--json", "--batch", "1", "--seq", "128"]) == 0
+    flops = json.loads(capsys.readouterr().out)
+    active_matrix = 32 * (2 * 4096 ** 2 + 2 * 4096 * 1024 + 8 * 4096 + 2 * 3 * 4096 * 14336) + 32000 * 4096
+    assert active_matrix == 12_748_587_008
+    assert flops["matmul_flops"] == 2 * active_matrix * 128
+    assert flops["six_n_per_token"] == 6 * 12_617_781_248

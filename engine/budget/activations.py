@@ -10,6 +10,8 @@ H = n_heads, V = vocab. What each op saves for backward:
                     saves its own fp32 copy of the input instead of the input
   GELU/SiLU         input;  ReLU  output (the same tensor the next linear saves)
   gated FFN         act input (not ReLU), act output, up output, their product
+  MoE layer         router, dispatch, experts on N*k rows, shared experts, router losses (moe_saved_bytes in
+                    engine/layers/moe.py; independent of how the router spreads the tokens)
   SDPA (CPU flash)  q, k, v as passed (K-wide for GQA), output, logsumexp B*H*T fp32, window mask T*T*e
   SDPA + dropout    falls back to the math path, in fp32 on CPU: q, k^T, v broadcast to A, probs, dropout
                     noise, dropped probs (3 x B*H*T*T*4), and a copy of the output for o_proj
@@ -30,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.config import ModelConfig
+from engine.layers.moe import ffn_saved, moe_saved_bytes
 from engine.runtime import DTYPE_BYTES
 
 ATTENTION_IMPLS = ("sdpa", "explicit")
@@ -67,7 +70,10 @@ def _attention(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, imp
     """Saved tensors of one attention layer, excluding its input (the normed residual) and its output."""
     N, A, K, H, hd = B * T, cfg.attn_width, cfg.kv_width, cfg.n_heads, cfg.head_width
     drop = cfg.dropout > 0
-    if cfg.qk_norm:
+    all_heads = cfg.qk_norm and cfg.qk_norm_scope == "all_heads"
+    if all_heads:                                  # one norm over the whole q (A wide) and k (K wide)
+        add("qk_norm", _normed(cfg, N, A, e) + _normed(cfg, N, K, e))
+    elif cfg.qk_norm:
         add("qk_norm", _normed(cfg, N * H, hd, e) + _normed(cfg, N * cfg.kv_heads, hd, e))
     if cfg.position == "rope" and e != 4:
         add("rope_tables", 4 * T * cfg.rotary_dim * e)
@@ -77,7 +83,7 @@ def _attention(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, imp
         add("attn_qkv", N * (A + 2 * K) * e)
         # the kernel's output takes q's layout: a view of q_proj ([B,T,H,hd] memory) makes o_proj's input a
         # view of it; q rebuilt by QK-norm or partial RoPE is [B,H,T,hd]-contiguous, so o_proj gets a copy
-        q_rebuilt = cfg.qk_norm or 0 < cfg.rotary_dim < hd
+        q_rebuilt = (cfg.qk_norm and not all_heads) or 0 < cfg.rotary_dim < hd
         add("attn_out", N * A * e * (2 if q_rebuilt else 1))
         add("attn_lse", B * H * T * STAT)
         if window is not None:
@@ -95,19 +101,18 @@ def _attention(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, imp
         + (scores if cfg.attn_softcap is not None else 0))       # tanh of the capped scores
 
 
-def _ffn(cfg: ModelConfig, N: int, e: int) -> int:
-    relu = cfg.ffn in ("relu", "reglu")
-    width = (3 if relu else 4) if cfg.gated else (1 if relu else 2)
-    return width * N * cfg.ffn_width * e
-
-
-def _layer(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, impl: str, add) -> None:
+def _layer(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, impl: str, add,
+           moe: bool = False) -> None:
     N, d = B * T, cfg.d_model
     tok = N * d * e
     normed = _normed(cfg, N, d, e)
     noise = tok if cfg.dropout > 0 else 0
     _attention(cfg, B, T, e, window, impl, add)
-    add("ffn", _ffn(cfg, N, e))
+    if moe:
+        for name, n in moe_saved_bytes(cfg, N, e).items():
+            add(name, n)
+    else:
+        add("ffn", ffn_saved(cfg, N, cfg.ffn_width, e))
     add("dropout", 2 * noise)
     if cfg.norm_placement == "sandwich":          # post-branch norms read the branch outputs
         add("norms", 2 * normed)
@@ -148,9 +153,9 @@ def activation_estimate(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp
     if cfg.position == "rope" and e == 4:
         add("rope_tables", 2 * T * cfg.rotary_dim * STAT)
     layers = []
-    for w in cfg.layer_windows:
+    for w, moe in zip(cfg.layer_windows, cfg.moe_layers):
         bucket: dict[str, int] = {}
-        _layer(cfg, B, T, e, w, impl, adder(bucket))
+        _layer(cfg, B, T, e, w, impl, adder(bucket), moe)
         layers.append(bucket)
     head: dict[str, int] = {}
     add = adder(head)

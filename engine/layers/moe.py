@@ -46,13 +46,14 @@ class Router(nn.Module):
         cfg = self.cfg
         logits = F.linear(x, self.weight, self.bias)
         if cfg.router == "topk_softmax":
-            top, idx = logits.topk(self.k, dim=-1)
-            return logits, top.float().softmax(-1).to(x.dtype), idx
+            idx = logits.detach().topk(self.k, dim=-1)[1]
+            return logits, logits.gather(1, idx).softmax(-1, dtype=torch.float32).to(x.dtype), idx
         scores = logits.float().softmax(-1) if cfg.router == "softmax_topk" else logits.float().sigmoid()
-        choice = scores if self.selection_bias is None else scores + self.selection_bias
-        if cfg.router_groups > 1:
-            choice = self._within_best_groups(choice)
-        idx = choice.topk(self.k, dim=-1)[1]
+        with torch.no_grad():   # choosing is not differentiable; only the chosen scores carry gradients
+            choice = scores if self.selection_bias is None else scores + self.selection_bias
+            if cfg.router_groups > 1:
+                choice = self._within_best_groups(choice)
+            idx = choice.topk(self.k, dim=-1)[1]
         w = scores.gather(1, idx)
         if cfg.router_renorm:
             w = w / w.sum(-1, keepdim=True)
@@ -136,21 +137,32 @@ class MoE(nn.Module):
         logits, w, idx = self.router(x)
         flat = idx.flatten()
         order = flat.argsort(stable=True)
-        counts = torch.bincount(flat, minlength=self.n_experts)
         token = order // self.k
-        out = self.experts.run(x[token], counts.tolist()) * w.flatten()[order].unsqueeze(-1)
+        if x.is_meta:   # no values to route on the meta device: assume balanced routing (same FLOPs)
+            sizes = balanced_counts(flat.numel(), self.n_experts)
+            counts = torch.tensor(sizes)
+        else:
+            counts = torch.bincount(flat, minlength=self.n_experts)
+            sizes = counts.tolist()
+        out = self.experts.run(x[token], sizes) * w.flatten()[order].unsqueeze(-1)
         y = torch.zeros_like(x).index_add_(0, token, out)
         if self.shared is not None:
             s = self.shared(x)
             y = y + (torch.sigmoid(self.shared_gate(x)) * s if self.shared_gate is not None else s)
         self.load, self.choice = counts.detach(), idx.detach()
-        self.aux_loss = balance_loss(logits, idx, self.n_experts) if self.training else None
-        self.z_loss = z_loss(logits) if self.training else None
+        self.aux_loss = balance_loss(logits, idx, self.n_experts) if self.training and not x.is_meta else None
+        self.z_loss = z_loss(logits) if self.training and not x.is_meta else None
         return y.reshape(shape)
 
     def regularizer(self) -> torch.Tensor:
         """aux_loss_coef * load-balancing loss + z_loss_coef * z-loss of the last training forward."""
         return self.aux_coef * self.aux_loss + self.z_coef * self.z_loss
+
+
+def balanced_counts(assignments: int, n_experts: int) -> list[int]:
+    """N*k assignments spread as evenly as possible over E experts (the first ones get one more)."""
+    q, r = divmod(assignments, n_experts)
+    return [q + (e < r) for e in range(n_experts)]
 
 
 def balance_loss(logits: torch.Tensor, idx: torch.Tensor, n_experts: int) -> torch.Tensor:
@@ -198,3 +210,38 @@ def moe_matmul_params(cfg: ModelConfig) -> int:
     m, d = (3 if cfg.gated else 2), cfg.d_model
     return (cfg.n_experts * d + (d if cfg.shared_expert_gate else 0) + m * d * cfg.shared_width
             + cfg.experts_per_token * m * d * cfg.expert_width)
+
+
+def moe_saved_bytes(cfg: ModelConfig, tokens: int, e: int) -> dict[str, int]:
+    """Bytes autograd saves inside one MoE layer for N = tokens (its input, the norm output, is counted by
+    the block), e = element bytes. Per-expert tensors sum over experts to N*k rows whatever the routing, so
+    the count is the same for the measured batch's real expert loads and for balanced routing.
+      router     softmax/sigmoid output N*E*4 (topk_softmax: the k-way softmax N*k*4 and, unless fp32, the
+                 logits N*E*e), chosen ids N*k*8,
+                 renormalising: the k weights N*k*4 and their sums N*4
+      dispatch   the sort order and token ids 2*N*k*8, gathered rows N*k*d*e, weights N*k*e,
+                 expert outputs before and after weighting 2*N*k*d*e
+      experts    the dense FFN's tensors on N*k rows of width expert_d_ff
+      shared     the dense FFN's tensors on N rows of the shared width; gate: sigmoid N*e and output N*d*e
+      losses     load balance: softmax N*E*4 + shares E*4;  z-loss: fp32 logits N*E*4 + logsumexp N*4"""
+    N, k, E, d = tokens, cfg.experts_per_token, cfg.n_experts, cfg.d_model
+    rows = N * k
+    if cfg.router == "topk_softmax":   # gather keeps the logits: in fp32 the very tensor the z-loss keeps
+        router = rows * 4 + rows * 8 + (N * E * e if e != 4 else 0)
+    else:
+        router = N * E * 4 + rows * 8 + ((rows + N) * 4 if cfg.router_renorm else 0)
+    out = {"moe_router": router,
+           "moe_dispatch": 2 * rows * 8 + rows * d * e + rows * e + 2 * rows * d * e,
+           "moe_experts": ffn_saved(cfg, rows, cfg.expert_width, e),
+           "moe_losses": 2 * N * E * 4 + E * 4 + N * 4}
+    if cfg.n_shared_experts:
+        out["moe_shared"] = ffn_saved(cfg, N, cfg.shared_width, e) + (N * e + N * d * e if cfg.shared_expert_gate else 0)
+    return out
+
+
+def ffn_saved(cfg: ModelConfig, rows: int, width: int, e: int) -> int:
+    """A dense or gated FFN's saved tensors besides its input: act input (not ReLU), act output, and for a
+    gated FFN the up output and the product."""
+    relu = cfg.ffn in ("relu", "reglu")
+    n = (3 if relu else 4) if cfg.gated else (1 if relu else 2)
+    return n * rows * width * e
