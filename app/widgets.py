@@ -8,6 +8,12 @@ from engine.config import ModelConfig
 from engine.units import fmt_bytes, fmt_count, fmt_flops
 
 
+def page_header(title: str, cfg: ModelConfig, reference: ModelConfig | None = None) -> None:
+    """How every page opens: its title, then the metric row of the current config (deltas against `reference`)."""
+    st.title(title)
+    metric_row(cfg, reference)
+
+
 def metric_row(cfg: ModelConfig, reference: ModelConfig | None = None) -> None:
     """The row every page opens with: total and non-embedding parameters, bf16 weights, KV cache at the full
     context (batch 1, bf16) and training FLOPs per token. With `reference`, each metric shows its delta."""

@@ -12,6 +12,7 @@ import torch
 
 from engine.budget.params import count_params
 from engine.guard import MemoryRefusal
+from engine.layers.attention import attention_variants
 from engine.measure import latency as lat
 from engine.presets import get_preset
 from engine.units import fmt_bytes
@@ -50,7 +51,7 @@ def main() -> int:
     print("\nDecode, batch 1: ms per new token with the KV cache already holding `context` tokens\n")
     print("| attention | " + " | ".join(f"ctx {c}" for c in CONTEXTS) + " | cache at the longest |")
     print("|---|" + "---:|" * (len(CONTEXTS) + 1))
-    for label, vcfg in lat.attention_variants(CFG).items():
+    for label, vcfg in attention_variants(CFG).items():
         points = lat.measure_decode(vcfg, CONTEXTS, 1, "bf16", "cuda", min_run_time=0.5)
         print(f"| {label} | " + " | ".join(f"{p.median_ms:.2f}" for p in points)
               + f" | {fmt_bytes(points[-1].cache_bytes)} |", flush=True)

@@ -2,18 +2,19 @@
 vs context with a KV cache for MHA, GQA and MQA."""
 import streamlit as st
 
-from app import export, train_charts
+from app import export
+from app.charts import latency as charts
 from app.state import current_config
-from app.widgets import metric_row
+from app.widgets import page_header
 from engine.guard import MemoryRefusal, check_fits
+from engine.layers.attention import attention_variants
 from engine.measure import latency as lat
 from engine.measure import plan
 from engine.runtime import TORCH_DTYPES, resolve_device
 from engine.units import fmt_bytes, fmt_flops
 
 cfg = current_config()
-st.title(f"Latency: {cfg.name}")
-metric_row(cfg)
+page_header(f"Latency: {cfg.name}", cfg)
 
 dev = resolve_device("auto")
 on_gpu = dev.type == "cuda"
@@ -66,9 +67,9 @@ key, results = st.session_state.get("lat_sweep", (None, []))
 if key == sweep_key and results:
     a, b = st.columns(2)
     with a:
-        export.chart(train_charts.latency_figure(results), "lat_latency", f"{cfg.name}-latency")
+        export.chart(charts.latency_figure(results), "lat_latency", f"{cfg.name}-latency")
     with b:
-        export.chart(train_charts.throughput_figure(results), "lat_throughput", f"{cfg.name}-throughput")
+        export.chart(charts.throughput_figure(results), "lat_throughput", f"{cfg.name}-throughput")
     rows = []
     for r in results:
         m = lat.memory_check(cfg, r)
@@ -89,7 +90,7 @@ if key == sweep_key and results:
                   "Peak memory is measured on CUDA only: not available on CPU."))
 
 st.header("Decode: one new token vs context already cached")
-variants = lat.attention_variants(cfg)
+variants = attention_variants(cfg)
 contexts = plan.decode_contexts(cfg, dev.type)
 if not contexts:
     st.info(f"context_length = {cfg.context_length} leaves no cached token before the timed one.")
@@ -122,7 +123,7 @@ if contexts and st.button("Measure decode: " + " vs ".join(variants), key="lat_d
     stop.empty()
 key, curves = st.session_state.get("lat_decode_curves", (None, {}))
 if key == decode_key and any(curves.values()):
-    export.chart(train_charts.decode_figure({k: v for k, v in curves.items() if v}), "lat_decode_curves",
+    export.chart(charts.decode_figure({k: v for k, v in curves.items() if v}), "lat_decode_curves",
                  f"{cfg.name}-decode")
     last = {k: v[-1] for k, v in curves.items() if v}
     st.caption("At the longest context: " + "; ".join(

@@ -83,14 +83,6 @@ def test_bad_input_names_the_field(kw, field):
         lat.prepare(TINY, **args)
 
 
-def test_attention_variants():
-    names = lambda cfg: {k: c.attention_kind for k, c in lat.attention_variants(cfg).items()}  # noqa: E731
-    assert names(get_preset("gpt2").config) == {"MHA": "MHA", "GQA-3": "GQA-3", "MQA": "MQA"}
-    assert names(get_preset("llama-3-8b").config) == {"MHA": "MHA", "GQA-8": "GQA-8", "MQA": "MQA"}
-    assert names(TINY.replace(n_heads=2)) == {"MHA": "MHA", "MQA": "MQA"}
-    assert names(TINY.replace(n_heads=1)) == {"MHA": "MHA"}
-
-
 @pytest.mark.parametrize("cfg", [TINY, TINY.replace(n_kv_heads=1), TINY.replace(attn_window=8, global_every=2)])
 def test_decode_holds_exactly_the_closed_form_cache(cfg):
     """The timed step's new key/value is put back each time: the cache stays at `context` tokens."""

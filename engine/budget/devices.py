@@ -16,6 +16,7 @@ import torch
 
 from engine.budget.flops import arithmetic_intensity
 from engine.config import ModelConfig
+from engine.validation import choice_problem, require
 
 
 @dataclass(frozen=True)
@@ -98,8 +99,7 @@ class Roofline:
 
 def roofline(cfg: ModelConfig, device: str, batch: int, seq: int, dtype: str = "bf16") -> dict[str, Roofline]:
     """Prefill and one decode step placed on the device's roofline."""
-    if device not in DEVICE_PROFILES:
-        raise ValueError(f"device: {device!r} is not one of {', '.join(DEVICE_PROFILES)}")
+    require(choice_problem("device", device, DEVICE_PROFILES))
     prof = DEVICE_PROFILES[device]
     peak, bw = prof.peak_flops[dtype], prof.mem_bandwidth
     out = {}

@@ -11,16 +11,20 @@ A = n_heads*head_dim, K = kv_heads*head_dim, f = d_ff, V = vocab, L = layers:
               only visible keys: (i+1) for query i, min(i+1, window) on window layers
 Backward = 2 x forward (gradient w.r.t. inputs and w.r.t. weights for every product). Fused attention kernels
 also recompute QK^T in backward (+0.5 x attention forward); that is not added here.
-Rules of thumb beside it: 6N per token (N = active non-embedding params) and 6N + 12*L*H*Q*T (PaLM, Q = head_dim).
+Each layer family holds its part (engine/layers/attention.py, ffn.py, moe.py, block.py); this module sums over
+layers. Rules of thumb beside it: 6N per token (N = active non-embedding params) and 6N + 12*L*H*Q*T (PaLM,
+Q = head_dim).
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from engine.budget.memory import DTYPE_BYTES, _check_sizes, kv_cache_bytes
+from engine.budget.memory import DTYPE_BYTES, kv_cache_bytes
 from engine.budget.params import count_params
 from engine.config import ModelConfig
-from engine.layers.moe import moe_matmul_params
+from engine.layers.attention import keys_held, query_key_pairs, score_flops
+from engine.layers.block import block_matmul_params
+from engine.validation import require, size_problems
 
 
 @dataclass(frozen=True)
@@ -45,33 +49,20 @@ class FlopBudget:
 def matmul_params(cfg: ModelConfig) -> int:
     """Weights that take part in a matrix product per token (not biases, norms, embeddings or positions);
     in an MoE layer only the router, the shared experts and the k routed experts a token is sent to."""
-    d, A, K = cfg.d_model, cfg.attn_width, cfg.kv_width
-    n_moe = sum(cfg.moe_layers)
-    attn, dense = d * A + 2 * d * K + A * d, (3 if cfg.gated else 2) * d * cfg.ffn_width
-    moe = moe_matmul_params(cfg) if n_moe else 0
-    return cfg.n_layers * attn + (cfg.n_layers - n_moe) * dense + n_moe * moe + d * cfg.vocab_size
+    return sum(block_matmul_params(cfg, moe) for moe in cfg.moe_layers) + cfg.d_model * cfg.vocab_size
 
 
 def _query_key_pairs(cfg: ModelConfig, seq: int, causal: bool) -> int:
-    """Query-key pairs of one sequence summed over layers: T^2 per layer (the full square), or, causal, the
-    visible ones: T(T+1)/2, and on a window layer with w < T, w(w+1)/2 + (T-w)*w."""
-    if not causal:
-        return cfg.n_layers * seq * seq
-    total = 0
-    for w in cfg.layer_windows:
-        if w is None or w >= seq:
-            total += seq * (seq + 1) // 2
-        else:
-            total += w * (w + 1) // 2 + (seq - w) * w
-    return total
+    """Query-key pairs of one sequence summed over layers (each layer with its own window)."""
+    return sum(query_key_pairs(seq, w, causal) for w in cfg.layer_windows)
 
 
 def flops_budget(cfg: ModelConfig, batch: int, seq: int, causal: bool = False) -> FlopBudget:
     """Forward/backward FLOPs of a training step on `batch` sequences of `seq` tokens."""
-    _check_sizes(batch, seq)
+    require(*size_problems(batch, seq))
     tokens, weights = batch * seq, matmul_params(cfg)
     mm = 2 * weights * tokens
-    attn = 4 * cfg.attn_width * batch * _query_key_pairs(cfg, seq, causal)
+    attn = score_flops(cfg, batch, _query_key_pairs(cfg, seq, causal))
     fwd = mm + attn
     n = count_params(cfg).active_non_embedding   # == non_embedding for a dense model
     L, H, Q = cfg.n_layers, cfg.n_heads, cfg.head_width
@@ -95,8 +86,8 @@ def decode_flops(cfg: ModelConfig, batch: int, context: int) -> int:
     """Forward FLOPs of one decode step: one new token per sequence attending to `context` cached tokens
     (window layers to at most `window` of them)."""
     mm = 2 * matmul_params(cfg) * batch
-    held = sum(context + 1 if w is None else min(context + 1, w) for w in cfg.layer_windows)
-    return mm + 4 * cfg.attn_width * batch * held
+    held = sum(keys_held(context + 1, w) for w in cfg.layer_windows)
+    return mm + score_flops(cfg, batch, held)
 
 
 @dataclass(frozen=True)

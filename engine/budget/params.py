@@ -1,5 +1,7 @@
 """Exact closed-form parameter counts, per component, equal to the built model's `parameters()`.
 
+A thin sum: each layer family (engine/layers/*) holds its own closed form; this module adds them over layers.
+
 Per layer, with d = d_model, A = n_heads*head_dim, K = kv_heads*head_dim, f = d_ff:
   attention   q: d*A (+A)   k, v: d*K (+K each)   o: A*d (+d)        (q/k/v biases: bias or qkv_bias; o: bias)
   QK-norm     2 norms of width head_dim
@@ -15,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.config import ModelConfig
-from engine.layers.block import block_norm_count
-from engine.layers.ffn import ffn_params
-from engine.layers.moe import moe_active_params, moe_params
+from engine.layers.block import block_params
+from engine.layers.moe import moe_skipped_params
 from engine.layers.norm import norm_params
+from engine.layers.position import position_params
 
 COMPONENTS = ("token_embedding", "positions", "attention_q", "attention_k", "attention_v", "attention_o",
               "qk_norm", "ffn", "router", "shared_experts", "routed_experts", "norms", "output_head")
@@ -41,43 +43,18 @@ class ParamCount:
                 "tying_saves": self.tying_saves, "tied": self.tied, "components": dict(self.components)}
 
 
-def attention_params(cfg: ModelConfig) -> dict[str, int]:
-    d, A, K = cfg.d_model, cfg.attn_width, cfg.kv_width
-    qkv_bias = cfg.bias or cfg.qkv_bias
-    return {"attention_q": d * A + (A if qkv_bias else 0),
-            "attention_k": d * K + (K if qkv_bias else 0),
-            "attention_v": d * K + (K if qkv_bias else 0),
-            "attention_o": A * d + (d if cfg.bias else 0),
-            "qk_norm": _qk_norm_params(cfg)}
-
-
-def _qk_norm_params(cfg: ModelConfig) -> int:
-    if not cfg.qk_norm:
-        return 0
-    if cfg.qk_norm_scope == "all_heads":
-        return norm_params(cfg, cfg.attn_width) + norm_params(cfg, cfg.kv_width)
-    return 2 * norm_params(cfg, cfg.head_width)
-
-
 def count_params(cfg: ModelConfig) -> ParamCount:
     L, d, V = cfg.n_layers, cfg.d_model, cfg.vocab_size
-    shared = attention_params(cfg)
-    shared["norms"] = block_norm_count(cfg) * norm_params(cfg, d)
-    comps = {name: L * shared.get(name, 0) for name in COMPONENTS}
     n_moe = sum(cfg.moe_layers)
-    comps["ffn"] = (L - n_moe) * ffn_params(cfg)
-    skipped = 0
-    if n_moe:
-        for name, n in moe_params(cfg).items():
-            comps[name] = n_moe * n
-        skipped = n_moe * (sum(moe_params(cfg).values()) - moe_active_params(cfg))
-    first = moe_params(cfg) if cfg.moe_layers[0] else {"ffn": ffn_params(cfg)}
+    dense, moe = block_params(cfg), block_params(cfg, moe=True) if n_moe else {}
+    comps = {name: (L - n_moe) * dense.get(name, 0) + n_moe * moe.get(name, 0) for name in COMPONENTS}
+    skipped = n_moe * moe_skipped_params(cfg) if n_moe else 0
     comps["token_embedding"] = V * d
-    comps["positions"] = cfg.context_length * d if cfg.position == "learned" else 0
+    comps["positions"] = position_params(cfg)
     comps["norms"] += (int(cfg.embed_norm) + int(cfg.final_norm)) * norm_params(cfg, d)
     comps["output_head"] = 0 if cfg.tie_embeddings else V * d
     total = sum(comps.values())
     non_embedding = total - comps["token_embedding"] - comps["positions"] - comps["output_head"]
-    return ParamCount(components=comps, per_layer=sum(shared.values()) + sum(first.values()), total=total,
+    return ParamCount(components=comps, per_layer=sum((moe if cfg.moe_layers[0] else dense).values()), total=total,
                       non_embedding=non_embedding, tying_saves=V * d, tied=cfg.tie_embeddings,
                       active=total - skipped, active_non_embedding=non_embedding - skipped)

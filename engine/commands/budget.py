@@ -7,10 +7,12 @@ import sys
 from engine.budget.devices import DEVICE_PROFILES, roofline
 from engine.budget.flops import arithmetic_intensity, flops_budget
 from engine.budget.memory import DTYPE_BYTES, OPTIMIZERS, POLICIES, RECOMPUTE, memory_budget
-from engine.cli import UsageError, add_config_args, load_config, print_json
+from engine.commands import UsageError, add_config_args, load_config, print_json
 from engine.guard import MemoryRefusal
+from engine.layers.position import seq_problem
 from engine.measure import Measurement
 from engine.units import fmt_bytes, fmt_flops
+from engine.validation import size_problems
 
 MEMORY_KEYS = ("weights_bytes", "grads_bytes", "optimizer_bytes", "master_bytes", "activations_bytes",
                "kv_cache_bytes", "train_total_bytes", "infer_total_bytes")
@@ -46,12 +48,8 @@ def _common(p: argparse.ArgumentParser) -> None:
 def _sizes(args: argparse.Namespace):
     cfg = load_config(args)
     seq = cfg.context_length if args.seq is None else args.seq
-    for name, v in (("batch", args.batch), ("seq", seq)):
-        if v < 1:
-            raise UsageError(f"{name}: {v} is not an integer >= 1")
-    if cfg.position == "learned" and seq > cfg.context_length:
-        raise UsageError(f"seq: {seq} exceeds context_length={cfg.context_length} (learned positions have no row "
-                         f"for it); use --seq <= {cfg.context_length}")
+    if problems := size_problems(args.batch, seq) or [p for p in [seq_problem(cfg, seq)] if p]:
+        raise UsageError("; ".join(problems))
     return cfg, args.batch, seq
 
 

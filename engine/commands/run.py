@@ -6,7 +6,7 @@ import signal
 import sys
 import threading
 
-from engine.cli import UsageError, add_config_args, apply_field_flags, base_config, load_config, print_json
+from engine.commands import UsageError, add_config_args, apply_field_flags, base_config, load_config, print_json
 from engine.config import ModelConfig
 
 

@@ -2,7 +2,8 @@
 
 Two paths compute the same thing: PyTorch's fused scaled_dot_product_attention, and an explicit
 softmax(QK^T/sqrt(d)) V that also handles soft-capping (cap the scores, then mask) and can keep the
-attention probabilities for plots.
+attention probabilities for plots. Below the module: the family's closed forms (parameters, matrix weights,
+score FLOPs, KV-cache bytes, bytes saved for backward), each matching the module above.
 """
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.config import ModelConfig
-from engine.layers.norm import make_norm
-from engine.layers.position import apply_rope
+from engine.layers.norm import STAT, make_norm, norm_params, norm_saved_bytes
+from engine.layers.position import apply_rope, rope_saved_bytes
 
 
 class LayerKV:
@@ -97,3 +98,118 @@ class Attention(nn.Module):
             self.probs = probs.detach()
         probs = F.dropout(probs, self.dropout, self.training)
         return probs @ v
+
+
+def kv_head_choices(n_heads: int, own: int | None = None, min_group: int = 4) -> dict[str, int]:
+    """The MHA / GQA / MQA alternatives for `n_heads` query heads, as kind -> key/value heads: MHA n_heads;
+    one GQA: `own` when it is a GQA count, else the most key/value heads that each still serve at least
+    `min_group` query heads (32 heads -> GQA-8, 12 -> GQA-3, 4 -> none); MQA 1 (absent with one head)."""
+    out = {"MHA": n_heads}
+    g = own if own is not None and 1 < own < n_heads else max(
+        (k for k in range(2, n_heads // min_group + 1) if n_heads % k == 0), default=None)
+    if g is not None:
+        out[f"GQA-{g}"] = g
+    if n_heads > 1:
+        out["MQA"] = 1
+    return out
+
+
+def attention_variants(cfg: ModelConfig) -> dict[str, ModelConfig]:
+    """The same config as MHA, one GQA (kv_head_choices) and MQA: fewer key/value heads mean a smaller cache
+    to hold and to read at every decode step."""
+    return {kind: cfg.replace(n_kv_heads=None if k == cfg.n_heads else k)
+            for kind, k in kv_head_choices(cfg.n_heads, cfg.kv_heads).items()}
+
+
+# Closed forms of one attention layer. d = d_model, A = n_heads*head_dim, K = kv_heads*head_dim.
+ATTENTION_IMPLS = ("sdpa", "explicit")
+
+
+def attention_params(cfg: ModelConfig) -> dict[str, int]:
+    """q: d*A (+A), k and v: d*K (+K each), o: A*d (+d); q/k/v biases with bias or qkv_bias, o's with bias;
+    QK-norm adds two norms of width head_dim (all_heads: one of width A for q, one of width K for k)."""
+    d, A, K = cfg.d_model, cfg.attn_width, cfg.kv_width
+    qkv_bias = cfg.bias or cfg.qkv_bias
+    return {"attention_q": d * A + (A if qkv_bias else 0),
+            "attention_k": d * K + (K if qkv_bias else 0),
+            "attention_v": d * K + (K if qkv_bias else 0),
+            "attention_o": A * d + (d if cfg.bias else 0),
+            "qk_norm": _qk_norm_params(cfg)}
+
+
+def _qk_norm_params(cfg: ModelConfig) -> int:
+    if not cfg.qk_norm:
+        return 0
+    if cfg.qk_norm_scope == "all_heads":
+        return norm_params(cfg, cfg.attn_width) + norm_params(cfg, cfg.kv_width)
+    return 2 * norm_params(cfg, cfg.head_width)
+
+
+def attention_matmul_params(cfg: ModelConfig) -> int:
+    """Weights in the projections' matrix products (2 FLOPs each per token): d*A + 2*d*K + A*d."""
+    d, A, K = cfg.d_model, cfg.attn_width, cfg.kv_width
+    return d * A + 2 * d * K + A * d
+
+
+def query_key_pairs(seq: int, window: int | None, causal: bool) -> int:
+    """Query-key pairs of one sequence in one layer: T^2 (the full square), or, causal, the visible ones:
+    T(T+1)/2, and with a window w < T, w(w+1)/2 + (T-w)*w."""
+    if not causal:
+        return seq * seq
+    if window is None or window >= seq:
+        return seq * (seq + 1) // 2
+    return window * (window + 1) // 2 + (seq - window) * window
+
+
+def score_flops(cfg: ModelConfig, batch: int, pairs: int) -> int:
+    """QK^T and PV over `pairs` query-key pairs per sequence: 2 products * 2 FLOPs * A each."""
+    return 4 * cfg.attn_width * batch * pairs
+
+
+def keys_held(tokens: int, window: int | None) -> int:
+    """Keys a layer holds (and a new query reads) after `tokens` positions: a window layer only the last w."""
+    return tokens if window is None else min(tokens, window)
+
+
+def kv_bytes(cfg: ModelConfig, batch: int, tokens: int, window: int | None, e: int) -> int:
+    """One layer's cached K and V after `tokens` positions: 2 * held * B * K * e."""
+    return 2 * keys_held(tokens, window) * batch * cfg.kv_width * e
+
+
+def attention_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, impl: str, add) -> None:
+    """Saved tensors of one attention layer, excluding its input (the normed residual) and its output:
+    SDPA (CPU flash) keeps q, k, v as passed (K-wide for GQA), its output, the fp32 logsumexp and a window
+    mask; with dropout it falls back to the math path in fp32 (q, k^T, v broadcast to A, probs, noise,
+    dropped probs); the explicit path keeps q, k^T, v (A-wide), a bool mask, (tanh of capped scores), the
+    fp32 softmax output and either dropout noise + dropped probs or the probs cast to e. `add(term, bytes)`."""
+    N, A, K, H, hd = B * T, cfg.attn_width, cfg.kv_width, cfg.n_heads, cfg.head_width
+    drop = cfg.dropout > 0
+    all_heads = cfg.qk_norm and cfg.qk_norm_scope == "all_heads"
+    if all_heads:                                  # one norm over the whole q (A wide) and k (K wide)
+        add("qk_norm", norm_saved_bytes(cfg, N, A, e) + norm_saved_bytes(cfg, N, K, e))
+    elif cfg.qk_norm:
+        add("qk_norm", norm_saved_bytes(cfg, N * H, hd, e) + norm_saved_bytes(cfg, N * cfg.kv_heads, hd, e))
+    add("rope_tables", rope_saved_bytes(cfg, T, e)[1])
+    scores = B * H * T * T * e
+    explicit = impl == "explicit" or cfg.attn_softcap is not None
+    if not explicit and not drop:
+        add("attn_qkv", N * (A + 2 * K) * e)
+        # the kernel's output takes q's layout: a view of q_proj ([B,T,H,hd] memory) makes o_proj's input a
+        # view of it; q rebuilt by per-head QK-norm or partial RoPE is [B,H,T,hd]-contiguous, so o_proj gets a
+        # copy (all-heads QK-norm runs before the split into heads and keeps the [B,T,H,hd] layout)
+        q_rebuilt = (cfg.qk_norm and not all_heads) or 0 < cfg.rotary_dim < hd
+        add("attn_out", N * A * e * (2 if q_rebuilt else 1))
+        add("attn_lse", B * H * T * STAT)
+        if window is not None:
+            add("attn_mask", T * T * e)            # the bool window mask, converted to an additive float mask
+        return
+    add("attn_out", N * A * e)                     # the [B,T,A] copy o_proj reads
+    if not explicit:                               # SDPA's math fallback (dropout) computes in fp32 on CPU:
+        add("attn_qkv", 3 * N * A * STAT)          # q, k^T, v broadcast to all H heads,
+        add("attn_scores", 3 * B * H * T * T * STAT)   # probabilities, dropout noise, dropped probabilities
+        return
+    add("attn_qkv", 3 * N * A * e)                 # q, k^T and v, broadcast to all H heads
+    add("attn_mask", T * T)                        # bool, one per layer
+    add("attn_scores", B * H * T * T * STAT        # softmax output (fp32), then either dropout (noise and
+        + (2 * scores if drop else scores if e != STAT else 0)   # dropped probs) or the cast probs
+        + (scores if cfg.attn_softcap is not None else 0))       # tanh of the capped scores

@@ -1,4 +1,8 @@
-"""Feed-forward networks: dense act(x W_up) W_down, or gated (act(x W_gate) * x W_up) W_down."""
+"""Feed-forward networks: dense act(x W_up) W_down, or gated (act(x W_gate) * x W_up) W_down.
+
+The family's closed forms sit below the modules: parameters, matrix weights (FLOPs = 2 per weight per token)
+and the bytes autograd saves. A new FFN choice is one entry in ACTIVATIONS / GATE_ACTIVATION plus the
+config's choice list."""
 from __future__ import annotations
 
 import functools
@@ -53,3 +57,17 @@ def ffn_params(cfg: ModelConfig) -> int:
     d, f, mats = cfg.d_model, cfg.ffn_width, 3 if cfg.gated else 2
     biases = ((mats - 1) * f + d) if cfg.bias else 0
     return mats * d * f + biases
+
+
+def ffn_matmul_params(cfg: ModelConfig) -> int:
+    """Weights in the FFN's matrix products (2 FLOPs each per token): (3 gated or 2 dense) * d * f."""
+    return (3 if cfg.gated else 2) * cfg.d_model * cfg.ffn_width
+
+
+def ffn_saved_bytes(cfg: ModelConfig, tokens: int, e: int) -> int:
+    """Bytes autograd saves inside the FFN, its input excluded: dense GELU/SiLU keep the activation input and
+    output, ReLU only its output (which the down projection saves anyway); gated keeps the act input (not
+    ReLU), act output, up output and their product."""
+    relu = cfg.ffn in ("relu", "reglu")
+    width = (3 if relu else 4) if cfg.gated else (1 if relu else 2)
+    return width * tokens * cfg.ffn_width * e

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.config import ModelConfig
-from engine.layers.ffn import ACTIVATIONS, GATE_ACTIVATION, DenseFFN, GatedFFN
+from engine.layers.ffn import ACTIVATIONS, GATE_ACTIVATION, DenseFFN, GatedFFN, ffn_saved_bytes
 
 
 class Router(nn.Module):
@@ -205,6 +205,11 @@ def moe_active_params(cfg: ModelConfig) -> int:
     return p["router"] + p["shared_experts"] + cfg.experts_per_token * expert_params(cfg)
 
 
+def moe_skipped_params(cfg: ModelConfig) -> int:
+    """Routed-expert parameters one token does not use in one MoE layer: E - k experts."""
+    return (cfg.n_experts - cfg.experts_per_token) * expert_params(cfg)
+
+
 def moe_matmul_params(cfg: ModelConfig) -> int:
     """Weights one token multiplies in one MoE layer (router, shared gate, shared and k routed experts)."""
     m, d = (3 if cfg.gated else 2), cfg.d_model
@@ -240,8 +245,5 @@ def moe_saved_bytes(cfg: ModelConfig, tokens: int, e: int) -> dict[str, int]:
 
 
 def ffn_saved(cfg: ModelConfig, rows: int, width: int, e: int) -> int:
-    """A dense or gated FFN's saved tensors besides its input: act input (not ReLU), act output, and for a
-    gated FFN the up output and the product."""
-    relu = cfg.ffn in ("relu", "reglu")
-    n = (3 if relu else 4) if cfg.gated else (1 if relu else 2)
-    return n * rows * width * e
+    """What the dense FFN family saves (ffn_saved_bytes) for `rows` tokens, at another hidden width."""
+    return ffn_saved_bytes(cfg, rows, e) // cfg.ffn_width * width   # linear in the width

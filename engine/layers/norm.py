@@ -45,3 +45,20 @@ def norm_params(cfg: ModelConfig, dim: int) -> int:
     if not cfg.norm_affine:
         return 0
     return dim * (2 if cfg.norm == "layernorm" and cfg.norm_bias else 1)
+
+
+STAT = 4   # bytes of an fp32 statistic (rstd, mean on CUDA, logsumexp)
+
+
+def norm_saved_bytes(cfg: ModelConfig, rows: int, width: int, e: int, readers: int = 1) -> int:
+    """Bytes autograd saves for `readers` norms reading one tensor that nothing else saves, input included.
+    LayerNorm saves its input plus mean and rstd (one per row, input dtype on CPU); RMSNorm saves its input,
+    an fp32 rstd and, with a gain, the fp32 normalized x the gain multiply saves. RMSNorm in bf16/fp16
+    computes in fp32 and saves its own fp32 copy of the input (one per norm) instead of the input."""
+    if cfg.norm == "layernorm":
+        stats = 2 * rows * e
+    else:
+        stats = rows * STAT + (rows * width * STAT if cfg.norm_affine else 0)
+    own_copy = cfg.norm == "rmsnorm" and e != STAT
+    inp = readers * rows * width * STAT if own_copy else rows * width * e
+    return inp + readers * stats

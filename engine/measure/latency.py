@@ -22,9 +22,11 @@ from engine.budget.flops import flops_budget
 from engine.budget.memory import memory_budget, output_logits_bytes, pure_policy
 from engine.config import ModelConfig
 from engine.guard import check_fits
+from engine.layers.position import seq_problem
 from engine.measure import Measurement
 from engine.model import DecoderLM, KVCache, build_model
 from engine.runtime import TORCH_DTYPES, dtype_name, resolve_device
+from engine.validation import choice_problem, require, size_problems
 
 MODES = ("forward", "train")     # train = forward + backward of the cross-entropy loss (no optimizer step)
 LOCK = threading.Lock()          # held while anything is being timed in this process
@@ -108,20 +110,9 @@ def memory_check(cfg: ModelConfig, r: LatencyResult) -> Measurement | None:
                        f"torch.cuda.max_memory_allocated during the timing; estimate: {how}")
 
 
-def _check(cfg: ModelConfig, batch: int, seq: int, dtype: str, mode: str = "forward") -> None:
-    problems = []
-    if not isinstance(batch, int) or batch < 1:
-        problems.append(f"batch: {batch!r} is not an integer >= 1")
-    if not isinstance(seq, int) or seq < 1:
-        problems.append(f"seq: {seq!r} is not an integer >= 1")
-    elif cfg.position == "learned" and seq > cfg.context_length:
-        problems.append(f"seq: {seq} exceeds context_length={cfg.context_length} (learned positions)")
-    if dtype not in TORCH_DTYPES:
-        problems.append(f"dtype: {dtype!r} is not one of {', '.join(TORCH_DTYPES)}")
-    if mode not in MODES:
-        problems.append(f"mode: {mode!r} is not one of {', '.join(MODES)}")
-    if problems:
-        raise ValueError("; ".join(problems))
+def _check_inputs(cfg: ModelConfig, batch: int, seq: int, dtype: str, mode: str = "forward") -> None:
+    require(*(size_problems(batch, seq) or [seq_problem(cfg, seq)]), choice_problem("dtype", dtype, TORCH_DTYPES),
+            choice_problem("mode", mode, MODES))
 
 
 def _timing(times: list[float], runs: int) -> Timing:
@@ -171,7 +162,7 @@ def _step_fn(model: DecoderLM, x: torch.Tensor, mode: str) -> Callable[[], objec
 def prepare(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp32", device: str = "auto",
             mode: str = "forward") -> tuple[DecoderLM, torch.device]:
     """Validate, refuse what would not fit (MemoryRefusal with the numbers), then build the real model."""
-    _check(cfg, batch, seq, dtype, mode)
+    _check_inputs(cfg, batch, seq, dtype, mode)
     dev = resolve_device(device)
     check_fits(cfg, dev, batch, seq, dtype, mode == "train")
     model = build_model(cfg, device=dev, dtype=TORCH_DTYPES[dtype])
@@ -185,7 +176,7 @@ def measure(model: DecoderLM, batch: int, seq: int, mode: str = "forward", min_r
     cfg = model.cfg
     p = next(model.parameters())
     dtype = dtype_name(p.dtype)
-    _check(cfg, batch, seq, dtype, mode)
+    _check_inputs(cfg, batch, seq, dtype, mode)
     dev = p.device
     gen = torch.Generator().manual_seed(seed)
     x = torch.randint(cfg.vocab_size, (batch, seq), generator=gen).to(dev)
@@ -227,20 +218,6 @@ def latency_sweep(cfg: ModelConfig, batches: list[int], seqs: list[int], dtype: 
     return out
 
 
-def attention_variants(cfg: ModelConfig) -> dict[str, ModelConfig]:
-    """The same config with MHA, one GQA setting (the config's own, else about a quarter of the heads) and
-    MQA: fewer key/value heads mean a smaller cache to read at every decode step."""
-    h = cfg.n_heads
-    out = {"MHA": cfg.replace(n_kv_heads=None)}
-    g = cfg.kv_heads if 1 < cfg.kv_heads < h else max(
-        (d for d in range(2, h // 4 + 1) if h % d == 0), default=None)
-    if g is not None:
-        out[f"GQA-{g}"] = cfg.replace(n_kv_heads=g)
-    if h > 1:
-        out["MQA"] = cfg.replace(n_kv_heads=1)
-    return out
-
-
 def decode_latency(model: DecoderLM, contexts: list[int], batch: int = 1, min_run_time: float = 0.2,
                    on_point: Callable[[int, int, DecodePoint], None] | None = None,
                    stop: threading.Event | None = None, seed: int = 0) -> list[DecodePoint]:
@@ -251,7 +228,7 @@ def decode_latency(model: DecoderLM, contexts: list[int], batch: int = 1, min_ru
     cfg, p = model.cfg, next(model.parameters())
     contexts = sorted(set(contexts))
     if not contexts or contexts[0] < 1:
-        raise ValueError(f"contexts: {contexts!r} must be integers >= 1")
+        raise ValueError(f"contexts: {contexts!r} is not a list of integers >= 1")
     if cfg.position == "learned" and contexts[-1] + 1 > cfg.context_length:
         raise ValueError(f"contexts: {contexts[-1]} + 1 new token exceeds context_length={cfg.context_length}")
     gen = torch.Generator().manual_seed(seed)

@@ -1,18 +1,16 @@
-"""Pure figure builders for the Budgets and Compare pages: memory, KV cache, FLOPs and the roofline.
+"""Figures of the Budgets page: memory per precision policy, KV cache vs context, FLOPs split and the roofline.
 
 Byte axes use one binary unit chosen from the largest value (KiB, MiB, GiB, TiB); FLOP axes use SI prefixes.
 """
 from __future__ import annotations
 
-import math
-
 import plotly.graph_objects as go
 
-from app.charts import COLORS, MEMORY_COLORS, _layout
+from app.charts import COLORS, MEMORY_COLORS, layout
 from engine.budget.devices import DeviceProfile, Roofline
 from engine.budget.flops import FlopBudget
 from engine.budget.memory import MemoryBudget
-from engine.units import byte_unit, fmt_bytes, fmt_count_short, fmt_flops
+from engine.units import byte_unit, fmt_bytes, fmt_flops
 
 TRAIN_TERMS = (("weights", "weights_bytes"), ("grads", "grads_bytes"), ("optimizer", "optimizer_bytes"),
                ("master", "master_bytes"), ("activations", "activations_bytes"))
@@ -39,10 +37,10 @@ def memory_figure(train: dict[str, MemoryBudget], infer: MemoryBudget, infer_lab
     fig.update_layout(barmode="stack")
     fig.update_xaxes(title_text="training precision policy (AdamW state, one step) | inference")
     fig.update_yaxes(title_text=f"memory ({unit})", rangemode="tozero")
-    return _layout(fig, "Memory per precision policy", height=460)
+    return layout(fig, "Memory per precision policy", height=460)
 
 
-def kv_figure(tokens: list[int], series: dict[str, list[int]], current: str) -> go.Figure:
+def kv_vs_context_figure(tokens: list[int], series: dict[str, list[int]], current: str) -> go.Figure:
     """KV cache bytes against context length, one line per attention variant; the current config is bold."""
     div, unit = byte_unit(max(max(v) for v in series.values()))
     fig = go.Figure()
@@ -53,7 +51,7 @@ def kv_figure(tokens: list[int], series: dict[str, list[int]], current: str) -> 
                                  hovertemplate=f"{label}: %{{customdata}}<extra>%{{x:,}} tokens</extra>"))
     fig.update_xaxes(title_text="context length (tokens)", tickformat=",")
     fig.update_yaxes(title_text=f"KV cache ({unit})", rangemode="tozero")
-    return _layout(fig, "KV cache vs context length", height=420, hovermode="x unified")
+    return layout(fig, "KV cache vs context length", height=420, hovermode="x unified")
 
 
 def flops_figure(fb: FlopBudget) -> go.Figure:
@@ -67,7 +65,7 @@ def flops_figure(fb: FlopBudget) -> go.Figure:
                              customdata=[fmt_flops(value)], hovertemplate=f"{name}: %{{customdata}}<extra></extra>"))
     fig.update_layout(barmode="stack")
     fig.update_yaxes(title_text="FLOPs per step (FLOP)", tickformat="~s")
-    return _layout(fig, f"FLOPs split: {fmt_flops(fb.train_flops)} per step", height=420)
+    return layout(fig, f"FLOPs split: {fmt_flops(fb.train_flops)} per step", height=420)
 
 
 def flops_rules_figure(fb: FlopBudget) -> go.Figure:
@@ -78,7 +76,7 @@ def flops_rules_figure(fb: FlopBudget) -> go.Figure:
                            text=[fmt_flops(v) for v in values], textposition="outside",
                            hovertemplate="%{x}: %{text}<extra></extra>"))
     fig.update_yaxes(title_text="training FLOPs per token (FLOP)", tickformat="~s", rangemode="tozero")
-    return _layout(fig, "Per token: counted vs rules of thumb", height=420)
+    return layout(fig, "Per token: counted vs rules of thumb", height=420)
 
 
 def roofline_figure(profile: DeviceProfile, points: dict[str, Roofline], dtype: str) -> go.Figure:
@@ -103,36 +101,5 @@ def roofline_figure(profile: DeviceProfile, points: dict[str, Roofline], dtype: 
                              textposition="top left", hovertemplate=f"ridge {ridge:,.1f} FLOP/B<extra></extra>"))
     fig.update_xaxes(type="log", title_text="arithmetic intensity (FLOP per byte moved)", dtick=1, tickformat=",~g")
     fig.update_yaxes(type="log", title_text="attainable throughput (FLOP/s)", tickformat="~s")
-    return _layout(fig, f"Roofline: {profile.name}, {dtype} peak {fmt_flops(peak, 'FLOP/s')}, "
+    return layout(fig, f"Roofline: {profile.name}, {dtype} peak {fmt_flops(peak, 'FLOP/s')}, "
                         f"{fmt_bytes(bw)}/s", height=460)
-
-
-PIN_COLORS = ("#4C78A8", "#F58518", "#54A24B", "#E45756")
-
-
-def compare_bars(title: str, labels: list[str], metrics: dict[str, list[float]], kind: str,
-                 log: bool = False) -> go.Figure:
-    """Grouped bars: one group per metric, one bar per pinned config. kind: 'count', 'bytes' or 'flops';
-    `log` puts the value axis on a log scale so a 100M and a 70B model are both readable."""
-    if kind not in ("count", "bytes", "flops"):
-        raise ValueError(f"kind: {kind!r} is not one of count, bytes, flops")
-    largest = max((v for vs in metrics.values() for v in vs), default=1)
-    div, unit = byte_unit(largest) if kind == "bytes" else (1, "")
-    text = {"count": lambda v: f"{int(v):,}", "bytes": fmt_bytes, "flops": fmt_flops}[kind]
-    fig = go.Figure()
-    for i, label in enumerate(labels):
-        values = [vs[i] for vs in metrics.values()]
-        fig.add_trace(go.Bar(x=list(metrics), y=[v / div for v in values], name=label,
-                             marker_color=PIN_COLORS[i % len(PIN_COLORS)], customdata=[text(v) for v in values],
-                             text=[text(v) for v in values], textposition="outside", cliponaxis=False,
-                             hovertemplate=f"{label}: %{{customdata}}<extra>%{{x}}</extra>"))
-    axis = {"count": "parameters (count)", "bytes": f"memory ({unit})", "flops": "FLOPs per token (FLOP)"}[kind]
-    fig.update_layout(barmode="group")
-    fig.update_yaxes(title_text=axis + (", log scale" if log else ""), type="log" if log else "linear",
-                     tickformat={"count": ",d", "bytes": ",~g", "flops": "~s"}[kind], dtick=1 if log else None)
-    if kind == "count" and log:   # decades read as people say them: 1M, 100M, 10B (plotly's SI would say 10G)
-        positive = [v for vs in metrics.values() for v in vs if v > 0] or [1]
-        decades = [10 ** k for k in range(int(math.floor(math.log10(min(positive)))),
-                                          int(math.ceil(math.log10(max(positive)))) + 1)]
-        fig.update_yaxes(tickvals=decades, ticktext=[fmt_count_short(v) for v in decades])
-    return _layout(fig, title, height=420)
