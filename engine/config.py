@@ -17,14 +17,15 @@ from typing import Any
 
 import yaml
 
+from engine.layers import ffn as _ffn
+from engine.layers import norm as _norm
 from engine.validation import ConfigError, FieldSpec, field_problem, parse_bool, shown
 
 __all__ = ["ConfigError", "DENSE_FFNS", "FIELDS", "FieldSpec", "GATED_FFNS", "GROUPS", "ModelConfig", "coerce",
            "field_names", "parse_bool"]
 
 GROUPS = ("sizes", "attention", "position", "ffn", "moe", "normalization", "block", "output")
-DENSE_FFNS = ("relu", "gelu", "gelu_tanh", "silu")
-GATED_FFNS = ("swiglu", "geglu", "geglu_tanh", "reglu")
+DENSE_FFNS, GATED_FFNS = _ffn.DENSE_FFNS, _ffn.GATED_FFNS   # the FFN family's tables name the choices
 ROUTERS = ("softmax_topk", "topk_softmax", "sigmoid")
 
 
@@ -115,7 +116,7 @@ class ModelConfig:
                                "(ST-MoE), which keeps router logits small.", lo=0)
 
     norm: str = _decl("layernorm", "normalization", "LayerNorm subtracts the mean and divides by the standard "
-                      "deviation; RMSNorm only divides by the root mean square.", choices=("layernorm", "rmsnorm"))
+                      "deviation; RMSNorm only divides by the root mean square.", choices=tuple(_norm.NORMS))
     norm_eps: float = _decl(1e-5, "normalization", "Small number added inside the square root for stability.",
                             lo=0, lo_open=True)
     norm_bias: bool = _decl(True, "normalization", "LayerNorm's learned shift (beta); RMSNorm has none.")
@@ -347,8 +348,8 @@ def _problems(c: ModelConfig) -> list[str]:
             problems.append(f"head_dim: rope needs an even rotary width (head_dim*rope_fraction), "
                             f"got {c.head_width}*{c.rope_fraction:g} = {rot:g}")
     problems += _moe_problems(c, ok)
-    if ok("norm", "norm_bias") and c.norm == "rmsnorm" and c.norm_bias:
-        problems.append("norm_bias: rmsnorm has no bias; set norm_bias: false")
+    if ok("norm", "norm_bias") and not _norm.NORMS[c.norm].has_bias and c.norm_bias:
+        problems.append(f"norm_bias: {c.norm} has no bias; set norm_bias: false")
     if ok("position", "context_length") and c.position == "learned" and c.context_length > 1 << 24:
         problems.append(f"context_length: {c.context_length} is too long for a learned position table "
                         f"(at most 16,777,216)")

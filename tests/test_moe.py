@@ -12,7 +12,25 @@ from engine.budget.params import count_params
 from engine.config import ConfigError, ModelConfig
 from engine.layers.moe import MoE, balance_loss, z_loss
 from engine.model import build_model
-from tests.test_params import check
+
+
+def check(cfg: ModelConfig) -> None:
+    """Closed form against the meta-built model: total, the three MoE components, active."""
+    with torch.device("meta"):
+        model = build_model(cfg, device="meta")
+    count = count_params(cfg)
+    by = {"router": 0, "experts": 0, "shared": 0, "shared_gate": 0}
+    for name, p in model.named_parameters():
+        parts = name.split(".")
+        if parts[2:3] == ["ffn"] and parts[3] in by:
+            by[parts[3]] += p.numel()
+    assert count.total == sum(p.numel() for p in model.parameters())
+    c = count.components
+    assert (c["router"], c["routed_experts"], c["shared_experts"]) == (
+        by["router"], by["experts"], by["shared"] + by["shared_gate"])
+    skipped = sum(sum(p.numel() for p in m.experts.parameters()) * (m.n_experts - m.k) // m.n_experts
+                  for m in model.moe_layers())
+    assert count.active == count.total - skipped and skipped > 0
 
 TINY = dict(name="tiny-moe", vocab_size=11, context_length=8, d_model=8, n_layers=2, n_heads=2, norm="rmsnorm",
             norm_bias=False, bias=False, position="rope", ffn="swiglu", n_experts=4, experts_per_token=2,

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.config import ModelConfig
+from engine.layers.init import init_linear, init_norm
 from engine.layers.norm import STAT, make_norm, norm_params, norm_saved_bytes
 from engine.layers.position import apply_rope, rope_saved_bytes
 
@@ -54,23 +55,31 @@ class Attention(nn.Module):
         self.keep_probs = False     # explicit path stores softmax probabilities in .probs (for plots)
         self.probs: torch.Tensor | None = None
 
+    def init_weights(self, std: float, out_std: float, generator: torch.Generator) -> None:
+        for proj in (self.q_proj, self.k_proj, self.v_proj):
+            init_linear(proj, std, generator)
+        init_linear(self.o_proj, out_std, generator)     # writes into the residual stream
+        init_norm(self.q_norm)
+        init_norm(self.k_norm)
+
     def forward(self, x: torch.Tensor, pos: torch.Tensor, rope: tuple | None,
                 cache: LayerKV | None = None) -> torch.Tensor:
-        B, T, _ = x.shape
-        q, k = self.q_proj(x), self.k_proj(x)
+        # shapes: B batch, T new tokens, S keys (T, or cached + T), H query heads, Hkv kv heads, hd head_dim
+        B, T, _ = x.shape                                                      # x: [B, T, d_model]
+        q, k = self.q_proj(x), self.k_proj(x)                                  # [B, T, A], [B, T, K]
         if self.qk_all:
-            q, k = self.q_norm(q), self.k_norm(k)
-        q = q.view(B, T, self.n_heads, self.hd).transpose(1, 2)
-        k = k.view(B, T, self.kv_heads, self.hd).transpose(1, 2)
-        v = self.v_proj(x).view(B, T, self.kv_heads, self.hd).transpose(1, 2)
+            q, k = self.q_norm(q), self.k_norm(k)        # over all heads at once (OLMoE)
+        q = q.view(B, T, self.n_heads, self.hd).transpose(1, 2)                # [B, H, T, hd]
+        k = k.view(B, T, self.kv_heads, self.hd).transpose(1, 2)               # [B, Hkv, T, hd]
+        v = self.v_proj(x).view(B, T, self.kv_heads, self.hd).transpose(1, 2)  # [B, Hkv, T, hd]
         if self.q_norm is not None and not self.qk_all:
-            q, k = self.q_norm(q), self.k_norm(k)
+            q, k = self.q_norm(q), self.k_norm(k)        # per head, over hd
         if rope is not None:
             q, k = apply_rope(q, *rope), apply_rope(k, *rope)
-        k_pos = pos
+        k_pos = pos                                      # [S] absolute key positions
         if cache is not None:
             if cache.k is not None:
-                k, v = torch.cat([cache.k, k], dim=2), torch.cat([cache.v, v], dim=2)
+                k, v = torch.cat([cache.k, k], dim=2), torch.cat([cache.v, v], dim=2)   # [B, Hkv, S, hd]
             k_pos = torch.arange(cache.start, cache.start + k.shape[2], device=x.device)
             keep = k.shape[2] if self.window is None else min(k.shape[2], self.window)
             cache.k, cache.v = k[:, :, -keep:], v[:, :, -keep:]
@@ -82,14 +91,14 @@ class Attention(nn.Module):
             mask = None if plain_causal else visible(pos, k_pos, self.window)
             y = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask, is_causal=plain_causal, enable_gqa=self.kv_heads != self.n_heads,
-                dropout_p=self.dropout if self.training else 0.0)
-        return self.o_proj(y.transpose(1, 2).reshape(B, T, self.n_heads * self.hd))
+                dropout_p=self.dropout if self.training else 0.0)              # [B, H, T, hd]
+        return self.o_proj(y.transpose(1, 2).reshape(B, T, self.n_heads * self.hd))   # [B, T, d_model]
 
     def _explicit(self, q, k, v, allowed: torch.Tensor) -> torch.Tensor:
         group = self.n_heads // self.kv_heads
-        if group > 1:
-            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-        scores = (q @ k.transpose(-2, -1)) * self.hd ** -0.5
+        if group > 1:                                    # each kv head serves `group` query heads
+            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)   # [B, H, S, hd]
+        scores = (q @ k.transpose(-2, -1)) * self.hd ** -0.5                           # [B, H, T, S]
         if self.softcap is not None:
             scores = self.softcap * torch.tanh(scores / self.softcap)   # cap first, then mask
         scores = scores.masked_fill(~allowed, float("-inf"))
@@ -97,7 +106,7 @@ class Attention(nn.Module):
         if self.keep_probs:
             self.probs = probs.detach()
         probs = F.dropout(probs, self.dropout, self.training)
-        return probs @ v
+        return probs @ v                                 # [B, H, T, hd]
 
 
 def kv_head_choices(n_heads: int, own: int | None = None, min_group: int = 4) -> dict[str, int]:

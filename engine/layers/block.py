@@ -17,6 +17,7 @@ from engine.layers.attention import (Attention, LayerKV, attention_matmul_params
                                      attention_saved_bytes)
 from engine.layers.ffn import GATE_ACTIVATION, ffn_matmul_params, ffn_params, ffn_saved_bytes, make_ffn
 from engine.layers.moe import MoE, moe_matmul_params, moe_params, moe_saved_bytes
+from engine.layers.init import init_norm
 from engine.layers.norm import make_norm, norm_params, norm_saved_bytes
 
 
@@ -88,6 +89,12 @@ class Block(nn.Module):
         self.post_attn_norm = make_norm(cfg) if lay.branch_norms else None
         self.post_ffn_norm = make_norm(cfg) if lay.branch_norms else None
 
+    def init_weights(self, std: float, out_std: float, generator: torch.Generator) -> None:
+        self.attn.init_weights(std, out_std, generator)
+        self.ffn.init_weights(std, out_std, generator)
+        for norm in (self.norm1, self.norm2, self.post_attn_norm, self.post_ffn_norm):
+            init_norm(norm)
+
     def _attn(self, h, pos, rope, cache):
         y = self.attn(h, pos, rope, cache)
         y = self.post_attn_norm(y) if self.post_attn_norm is not None else y
@@ -100,7 +107,7 @@ class Block(nn.Module):
 
     def forward(self, x: torch.Tensor, pos: torch.Tensor, rope: tuple | None,
                 cache: LayerKV | None = None) -> torch.Tensor:
-        # x: [B, T, d] residual stream in and out; every branch reads and returns [B, T, d]
+        # x: [B, T, d] residual stream in and out; every branch (attention, FFN, norms) reads and returns [B, T, d]
         if self.placement == "post":
             if self.parallel:
                 return self.norm1(x + self._attn(x, pos, rope, cache) + self._ffn(x))

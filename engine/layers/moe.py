@@ -21,6 +21,7 @@ from torch import nn
 
 from engine.config import ModelConfig
 from engine.layers.ffn import ACTIVATIONS, GATE_ACTIVATION, DenseFFN, GatedFFN, ffn_saved_bytes
+from engine.layers.init import init_linear
 
 
 class Router(nn.Module):
@@ -130,6 +131,14 @@ class MoE(nn.Module):
         self.choice: torch.Tensor | None = None    # chosen experts of the last forward ([N, k])
         self.aux_loss: torch.Tensor | None = None  # training only: load-balancing loss of the last forward
         self.z_loss: torch.Tensor | None = None
+
+    def init_weights(self, std: float, out_std: float, generator: torch.Generator) -> None:
+        self.router.init_(generator, std)
+        self.experts.init_(generator, std, out_std)
+        if self.shared is not None:
+            self.shared.init_weights(std, out_std, generator)
+        if self.shared_gate is not None:
+            init_linear(self.shared_gate, std, generator)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
