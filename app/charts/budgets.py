@@ -41,7 +41,7 @@ def memory_figure(train: dict[str, MemoryBudget], infer: MemoryBudget, infer_lab
     totals = [b.train_total_bytes for b in train.values()] + [infer.infer_total_bytes]
     fig.add_trace(go.Scatter(x=cats, y=[t / div for t in totals], mode="text", text=[fmt_bytes(t) for t in totals],
                              textposition="top center", showlegend=False, hoverinfo="skip"))
-    fig.updatelayout(barmode="stack")
+    fig.update_layout(barmode="stack")
     fig.update_xaxes(title_text=f"training precision policy ({OPTIMIZER_NAMES.get(optimizer, optimizer)}, one step)"
                                 " | inference")
     fig.update_yaxes(title_text=f"memory ({unit})", rangemode="tozero")
@@ -71,7 +71,7 @@ def flops_figure(fb: FlopBudget) -> go.Figure:
     for name, value, color in parts:
         fig.add_trace(go.Bar(x=["training step"], y=[value], name=name, marker_color=color,
                              customdata=[fmt_flops(value)], hovertemplate=f"{name}: %{{customdata}}<extra></extra>"))
-    fig.updatelayout(barmode="stack")
+    fig.update_layout(barmode="stack")
     fig.update_yaxes(title_text="FLOPs per step (FLOP)", tickformat="~s")
     return layout(fig, f"FLOPs split: {fmt_flops(fb.train_flops)} per step", height=420)
 
