@@ -27,5 +27,6 @@ def test_dense_preset_has_no_active_metric(new_app):
 def test_every_page_renders_an_moe_preset(new_app, page):
     at = new_app(page, preset="qwen1.5-moe-a2.7b")
     at.run()
-    assert not at.exception and not at.error, page
+    assert not at.exception, page
+    assert all("limited to" in e.value or "refusing to build" in e.value for e in at.error), page   # big builds
     assert metrics(at)["Active / token"] == "2,689,173,504"
