@@ -1,9 +1,7 @@
-"""Small choices the Budgets and Compare pages share: which attention variants to overlay on the KV-cache chart
-and the context-length grid (POLICY_DTYPE, the dtype of each precision policy, comes from the memory budget).
-Pure functions, tested directly."""
+"""Small choices of the Budgets page: which attention variants to overlay on the KV-cache chart and the
+context-length grid. Pure functions, tested directly."""
 from __future__ import annotations
 
-from engine.budget.memory import POLICY_DTYPE  # noqa: F401  (the pages read it as budget_view.POLICY_DTYPE)
 from engine.config import ConfigError, ModelConfig
 from engine.layers.attention import attention_variants
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.budget_view import POLICY_DTYPE, kv_variants, token_grid
+from app.budget_view import kv_variants, token_grid
 from engine.activation_grid import Curve, Surface, activation_curves, gated_surface
 from engine.budget.devices import Roofline, roofline
 from engine.budget.flops import FlopBudget, flops_budget
-from engine.budget.memory import POLICIES, MemoryBudget, kv_cache_bytes, memory_budget
+from engine.budget.memory import POLICIES, POLICY_DTYPE, MemoryBudget, kv_cache_bytes, memory_budget
 from engine.budget.params import ParamCount, count_params
 from engine.config import ModelConfig
 from engine.measure.stats import ModelStats, model_stats

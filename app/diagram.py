@@ -10,6 +10,7 @@ from __future__ import annotations
 from app.charts import COLORS
 from engine.config import ModelConfig
 from engine.layers.block import BlockLayout, block_layout
+from engine.layers.norm import NORMS
 
 NORM_COLOR, ADD_COLOR, DATA_COLOR = COLORS["norms"], "#FFFFFF", "#EEEEEE"
 
@@ -55,7 +56,7 @@ class _Cluster:
 
 def norm_label(cfg: ModelConfig) -> str:
     lay = block_layout(cfg)
-    name = "LayerNorm" if lay.norm == "layernorm" else "RMSNorm"
+    name = NORMS[lay.norm].label
     return name if lay.norm_affine else name + "\\n(no gain)"
 
 

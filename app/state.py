@@ -12,17 +12,19 @@ from typing import Any
 
 import streamlit as st
 
+from app.sweep_view import URL_KEYS as SWEEP_URL_KEYS
 from engine.config import FIELDS, ConfigError, ModelConfig
 from engine.presets import PRESETS
 
 DEFAULT_PRESET = "gpt2"
 CFG, PRESET, PROBLEMS = "cfg", "preset", "cfg_problems"
-# URL keys that are not config fields: what a page shows (app.url_view), e.g. Lecture's section and projector mode
+# URL keys that are not config fields: what a page shows (app.url_view; the Trade-offs page's sweep in app.sweep_view)
 VIEW_PARAMS = ("section", "present",                                                   # Lecture
                "batch", "seq", "optimizer", "recompute", "kernel", "dtype", "causal", "device",   # Budgets
-               "mode", "batches", "seqs",                                              # Latency (and dtype)
+               "mode", "batches", "seqs", "budget",                                    # Latency (and dtype)
                "pins", "log", "only",                                                  # Compare
-               "curves", "range", "tokens")                                            # Activations
+               "curves", "range", "tokens",                                            # Activations
+               *SWEEP_URL_KEYS)                                                        # Trade-offs
 EDITOR_MAX_INT = 2**53 - 1   # JavaScript's Number.MAX_SAFE_INTEGER: the largest integer a browser number box holds
 MAX_LAYERS = 100_000         # the budgets walk the layers one by one (windows differ per layer); more stalls a page
 

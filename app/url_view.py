@@ -47,17 +47,19 @@ def restore(key: str, setting: Setting, default: Any) -> None:
         set_view_param(setting.param, None)
 
 
-def publish(key: str, setting: Setting, default: Any) -> None:
-    """Write widget `key`'s value into the URL (no key while it holds the default)."""
+def publish(key: str, setting: Setting, default: Any, always: bool = False) -> None:
+    """Write widget `key`'s value into the URL (no key while it holds the default, unless `always`: a default
+    that depends on this machine's load would read differently in another session)."""
     value = st.session_state.get(key, default)
-    set_view_param(setting.param, None if value == default else setting.encode(value))
+    set_view_param(setting.param, None if value == default and not always else setting.encode(value))
 
 
-def bound(key: str, setting: Setting, default: Any, draw: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def bound(key: str, setting: Setting, default: Any, draw: Callable[..., Any], *args: Any, always: bool = False,
+          **kwargs: Any) -> Any:
     """restore, draw the widget (`draw(*args, key=key, **kwargs)`), publish; returns the widget's value."""
     restore(key, setting, default)
     value = draw(*args, key=key, **kwargs)
-    publish(key, setting, default)
+    publish(key, setting, default, always)
     return value
 
 

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.config import DENSE_FFNS, GATED_FFNS
-from engine.layers.ffn import ACTIVATIONS, GATE_ACTIVATION
+from engine.layers.ffn import ACTIVATIONS, DENSE_FFNS, GATE_ACTIVATION, GATED_FFNS, ffn_formula
 from engine.validation import choice_problem, int_problem, require
 
 
@@ -26,13 +25,7 @@ class Curve:
     formula: str
 
 
-FORMULAS = {
-    "relu": "max(0, x)",
-    "gelu": "x·Φ(x)  (exact, Φ = normal CDF)",
-    "gelu_tanh": "x·½(1 + tanh(√(2/π)(x + 0.044715x³)))",
-    "silu": "x·σ(x)",
-    "swiglu": "SiLU(g)·u", "geglu": "GELU(g)·u", "geglu_tanh": "GELU_tanh(g)·u", "reglu": "ReLU(g)·u",
-}
+FORMULAS = {name: ffn_formula(name) for name in DENSE_FFNS + GATED_FFNS}
 
 
 def _grid(lo: float, hi: float, n: int) -> torch.Tensor:
@@ -47,9 +40,9 @@ def activation_curve(name: str, lo: float = -4.0, hi: float = 4.0, n: int = 201)
     require(choice_problem("activation", name, FORMULAS))
     x = _grid(lo, hi, n)
     if name in GATED_FFNS:
-        y = ACTIVATIONS[GATE_ACTIVATION[name]](x) * x
+        y = ACTIVATIONS[GATE_ACTIVATION[name]].fn(x) * x
     else:
-        y = ACTIVATIONS[name](x)
+        y = ACTIVATIONS[name].fn(x)
     (dy,) = torch.autograd.grad(y.sum(), x)   # elementwise functions: the gradient of the sum is dy/dx
     return Curve(name, x.detach().tolist(), y.detach().tolist(), dy.tolist(), FORMULAS[name])
 
@@ -71,5 +64,5 @@ def gated_surface(name: str, lo: float = -3.0, hi: float = 3.0, n: int = 61) -> 
     """act(g) * u on an n x n grid: the gate decides how much of the linear `up` value passes."""
     require(choice_problem("gated ffn", name, GATED_FFNS))
     axis = _grid(lo, hi, n).detach()
-    z = ACTIVATIONS[GATE_ACTIVATION[name]](axis)[None, :] * axis[:, None]
+    z = ACTIVATIONS[GATE_ACTIVATION[name]].fn(axis)[None, :] * axis[:, None]
     return Surface(name, axis.tolist(), axis.tolist(), z.tolist())

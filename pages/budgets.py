@@ -5,9 +5,10 @@ from app import budget_measure, compute, export, tables, url_view
 from app.charts import budgets as charts
 from app.state import current_config
 from app.widgets import page_header, plain
-from engine.budget.activations import ATTENTION_IMPLS
 from engine.budget.devices import DEVICE_PROFILES
+from engine.budget.flops import gap_note
 from engine.budget.memory import DTYPE_BYTES, OPTIMIZERS, RECOMPUTE, pure_policy
+from engine.layers.attention import ATTENTION_IMPLS
 from engine.runtime import default_device
 from engine.units import fmt_bytes
 
@@ -33,9 +34,16 @@ infer_dtype = url_view.bound("b_dtype", url_view.choice("dtype", list(DTYPE_BYTE
                              c[5].selectbox, "Inference dtype", list(DTYPE_BYTES))
 
 st.header("Memory")
+if cfg.n_experts is not None:
+    pc = compute.params(cfg)
+    st.info(f"Mixture of experts: memory below is from **all {pc.total:,} parameters** (every expert must be "
+            f"stored), FLOPs further down from the **{pc.active:,} active** ones (router, shared experts and "
+            f"{cfg.experts_per_token} of {cfg.n_experts} routed experts per token), because each token is "
+            "computed by k experts but any token may pick any of them.", icon=":material/info:")
 train = compute.policy_memories(cfg, batch, seq, optimizer, recompute, attention)
 infer = compute.memory(cfg, batch, seq, infer_dtype, pure_policy(infer_dtype), optimizer, recompute, attention)
-export.chart(charts.memory_figure(train, infer, f"inference ({infer_dtype})"), "b_memory", f"{cfg.name}-memory")
+export.chart(charts.memory_figure(train, infer, f"inference ({infer_dtype})", optimizer), "b_memory",
+             f"{cfg.name}-memory")
 st.caption("Closed forms from engine/budget/memory.py; activations are what autograd saves for one forward + "
            "loss at this batch and sequence (engine/budget/activations.py); the inference bar holds the weights "
            "and a KV cache of the whole sequence.")
@@ -51,17 +59,19 @@ st.caption(f"Closed form: 2 x layers x tokens x kv_heads x head_dim x {DTYPE_BYT
            "proportionally; a window caps it.")
 
 st.header("FLOPs")
-causal = url_view.bound("b_causal", url_view.flag("causal"), False, st.toggle,
-                       "Count only the causal half of attention",
-                       help="Off: the full T x T square, as FlopCounterMode and the 12·L·H·Q·T rule count it.")
+causal = url_view.bound("b_causal", url_view.flag("causal"), True, st.toggle,
+                       "Count only the query-key pairs a causal, windowed kernel computes",
+                       help="On: the headline convention (causal halving, window limits, local/global layers). Off: "
+                            "the full T x T square, as FlopCounterMode and the 12·L·H·Q·T rule count it.")
 fb = compute.flops(cfg, batch, seq, causal)
 a, b = st.columns(2)
 with a:
     export.chart(charts.flops_figure(fb), "b_flops", f"{cfg.name}-flops")
 with b:
-    export.chart(charts.flops_rules_figure(fb), "b_flops_rules", f"{cfg.name}-flops-rules")
+    full = compute.flops(cfg, batch, seq, False) if causal else None
+    export.chart(charts.flops_rules_figure(fb, full), "b_flops_rules", f"{cfg.name}-flops-rules")
 st.caption("Closed form from engine/budget/flops.py: a multiply-add is 2 FLOPs, only matrix products count; "
-           "backward is twice forward.")
+           "backward is twice forward. " + gap_note(cfg, seq))
 
 st.header("Roofline")
 r1, r2 = st.columns([1, 3])
@@ -77,17 +87,19 @@ with r2:
 
 st.header("Estimate vs measurement")
 dev = default_device()
-m_seq = budget_measure.measure_seq(seq)
-st.caption(f"Builds the model for real on **{dev}** at batch 1, sequence {m_seq} in {infer_dtype} and compares: "
-           "activation bytes (saved-tensor hooks), KV-cache bytes (KVCache.nbytes after a decode step); FLOPs are "
-           f"counted by FlopCounterMode on the meta device (any width, up to {budget_measure.MEASURE_MAX_LAYERS:,} "
-           "layers).")
+m_batch, m_seq, capped = budget_measure.measure_sizes(batch, seq, dev)
+st.caption(f"Builds the model for real on **{dev}** at batch {m_batch:,}, sequence {m_seq:,} in {infer_dtype} and "
+           "compares: activation bytes (saved-tensor hooks), KV-cache bytes (KVCache.nbytes after a decode step); "
+           f"FLOPs are counted by FlopCounterMode on the meta device at batch {batch:,}, sequence {seq:,} (any width, "
+           f"up to {budget_measure.MEASURE_MAX_LAYERS:,} layers).")
+if capped:
+    st.info(capped, icon=":material/compress:")
 if st.button("Measure", type="primary", key="b_measure"):
     with st.status("Measuring…", expanded=True) as status:
-        result = budget_measure.measure_budgets(cfg, m_seq, infer_dtype, attention, dev, st.write)
-        if result.skipped:
-            st.warning(plain(result.skipped))
-        if result.refused:
-            st.error(plain(result.refused))
-        status.update(label=f"Measured {len(result.measured)} quantities", state="complete")
+        result = budget_measure.measure_budgets(cfg, batch, seq, infer_dtype, attention, dev, st.write)
+        refused = [why for why in (result.skipped, result.refused) if why]
+        status.update(label=f"Measured {len(result.measured)} quantities" + (", the rest refused" if refused else ""),
+                      state="complete" if result.measured else "error", expanded=False)
+    for why in refused:         # outside the status box: a refusal is never shown as a completed measurement
+        st.warning(plain(why), icon=":material/block:")
     st.dataframe(tables.measurements_table(result.rows()), hide_index=True, width="stretch")

@@ -71,8 +71,9 @@ with mem_cols[1]:
     export.chart(charts.compare_bars("FLOPs per token", labels, values["flops"], "flops", log), "cmp_flops",
                  "compare-flops")
 st.caption("All closed forms (engine/budget): exact parameter counts; memory at batch 1 (KV cache in bf16 at the "
-           "config's full context, training step with mixed-bf16 AdamW at sequence min(context, 2,048)); training "
-           "FLOPs per token at each config's own context length beside the 6N rule.")
+           "config's full context, training step with mixed-bf16 AdamW at sequence min(context, "
+           f"{compare_view.COMPARE_TRAIN_SEQ:,})); training FLOPs per token at each config's own context length "
+           "(causal and windowed query-key pairs only) beside the 6N rule.")
 
 st.subheader("Side by side")
 df, differing = tables.compare_table(configs)

@@ -2,10 +2,14 @@
 figure builders (log axes, units)."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from app import latency_plan
 from app.charts import latency as latency_charts
-from engine.measure.latency import DecodePoint, LatencyResult
+from engine.measure.decode import DecodePoint
+from engine.measure.latency import LatencyResult
 
 
 def result(batch: int, seq: int, ms: float) -> LatencyResult:
@@ -40,10 +44,12 @@ def test_decode_figure_one_line_per_variant():
     assert fig.data[0].customdata[1][0] == 16.0        # MiB in the hover
 
 
-def test_page_sweeps_and_decodes_a_tiny_model(new_app):
+def test_page_sweeps_and_decodes_a_tiny_model(new_app, monkeypatch):
+    monkeypatch.setattr(latency_plan, "DECODE_BUDGET_S", 0.5)       # time budgets of a second, not the defaults
     at = new_app("pages/latency.py", preset="microgpt")
     at.run()
     assert not at.exception and at.title[0].value == "Latency: microgpt"
+    at.number_input(key="lat_budget").set_value(1.0).run()
     at.button(key="lat_run").click().run()
     assert not at.exception and not at.error
     key, results = at.session_state["lat_sweep"]
@@ -76,3 +82,15 @@ def test_browser_sweep_draws_charts(served_app, browser):
     page.get_by_text("Peak memory is measured on CUDA only").first.wait_for(timeout=60000)
     assert page.locator('[data-testid="stException"]').count() == 0
     page.close()
+
+
+def test_page_shows_the_estimate_before_timing_and_the_spread_after(new_app):
+    at = new_app("pages/latency.py", preset="microgpt")
+    at.run()
+    assert any(c.value.startswith("Estimated duration: **") and "time budget 20 s" in c.value for c in at.caption)
+    assert sum("Estimated duration" in c.value for c in at.caption) == 2          # the sweep and the decode chart
+    at.number_input(key="lat_budget").set_value(1.0).run()
+    at.button(key="lat_run").click().run()
+    table = at.dataframe[-1].value
+    assert all(re.fullmatch(r"\d+%|noisy \(\d+%\)", v) for v in table["IQR / median"])
+    assert all(v.endswith("%") for v in table["MFU"])             # conftest's pinned peak: far above this CPU

@@ -10,7 +10,7 @@ from app.charts.lecture import marked_activations_figure
 from app.lecture_sections import SECTIONS
 from engine.lecture import dense_activation_table
 from engine.presets import get_preset
-from tests.test_app_lecture import EXPECTED
+from tests.helpers import LECTURE_NUMBERS as EXPECTED
 
 pytestmark = pytest.mark.browser
 LOAD = 60_000

@@ -35,10 +35,10 @@ def test_no_suggestion_for_nothing_alike(capsys):
 
 
 def test_bench_default_sequence_fits_the_context(capsys):
-    rc, out, err = run(capsys, "bench", "--preset", "microgpt", "--mode", "train", "--min-time", "0.02", "--json")
+    rc, out, err = run(capsys, "bench", "--preset", "microgpt", "--mode", "train", "--time-budget", "0.02", "--json")
     assert rc == 0, err
     assert json.loads(out)["seq"] == 16   # microgpt's context_length (the default 128 does not fit)
-    rc, out, _ = run(capsys, "bench", "--preset", "gpt2", "--n-layers", "1", "--min-time", "0.02", "--json")
+    rc, out, _ = run(capsys, "bench", "--preset", "gpt2", "--n-layers", "1", "--time-budget", "0.02", "--json")
     assert rc == 0 and json.loads(out)["seq"] == 128
 
 

@@ -1,16 +1,21 @@
-"""Each layer family's closed forms against its own module: parameters, norms per block, KV-cache bytes."""
+"""Each layer family against its own module: parameters, norms per block, KV-cache bytes; the MHA/GQA/MQA
+rule; per-module init equal to the old name-matching init; the family tables are the config's choices."""
 import itertools
+import math
 
 import pytest
 import torch
 
+from engine.activation_grid import FORMULAS
 from engine.config import FIELDS, ModelConfig
 from engine.layers.attention import (Attention, LayerKV, attention_params, attention_variants, kv_bytes,
                                      kv_head_choices)
 from engine.layers.block import Block, block_layout, block_params
-from engine.layers.ffn import ffn_params, make_ffn
-from engine.layers.norm import make_norm, norm_params
+from engine.layers.ffn import ACTIVATIONS, GATE_ACTIVATION, ffn_params, make_ffn
+from engine.layers.norm import NORMS, make_norm, norm_params
+from engine.model import build_model
 from engine.presets import get_preset
+from tests.helpers import AXES, variant_configs
 
 BASE = ModelConfig(vocab_size=64, context_length=32, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2)
 
@@ -85,3 +90,42 @@ def test_kv_head_choices_follow_the_rule(n_heads):
     assert kv_head_choices(n_heads) == expected
     assert kv_head_choices(n_heads, own=2 if n_heads > 2 else None)["MHA"] == n_heads
     assert kv_head_choices(4, min_group=2) == {"MHA": 4, "GQA-2": 2, "MQA": 1}
+
+
+@torch.no_grad()
+def _init_by_name_suffix(model, seed: int, std: float = 0.02) -> None:
+    """The model-wide init the modules replaced: walk named_modules, match residual projections by suffix."""
+    g = torch.Generator().manual_seed(seed)
+    out_std = std / math.sqrt(2 * model.cfg.n_layers)
+    for name, m in model.named_modules():
+        if isinstance(m, (torch.nn.Linear, torch.nn.Embedding)):
+            if not (m is model.head and model.cfg.tie_embeddings):
+                torch.nn.init.normal_(m.weight, 0.0, out_std if name.endswith(("o_proj", "ffn.down")) else std,
+                                      generator=g)
+            if getattr(m, "bias", None) is not None:
+                torch.nn.init.zeros_(m.bias)
+        elif hasattr(m, "eps"):
+            if m.weight is not None:
+                torch.nn.init.ones_(m.weight)
+            if getattr(m, "bias", None) is not None:
+                torch.nn.init.zeros_(m.bias)
+
+
+def test_each_module_initialises_itself_to_the_old_values():
+    """Per-module init_weights draws the same values, in the same order, as the old name-matching loop."""
+    for cfg in variant_configs():
+        ours = build_model(cfg, seed=3)
+        ref = build_model(cfg, init=False)
+        _init_by_name_suffix(ref, seed=3)
+        for (name, a), (_, b) in zip(ours.state_dict().items(), ref.state_dict().items(), strict=True):
+            assert torch.equal(a, b), (cfg, name)
+
+
+def test_family_tables_are_the_config_choices():
+    """A new FFN activation or norm is one entry in its family module: the config's choices, the lecture's
+    formulas and the test grid all follow from it."""
+    assert FIELDS["ffn"].choices == tuple(ACTIVATIONS) + tuple(GATE_ACTIVATION)
+    assert FIELDS["norm"].choices == tuple(NORMS)
+    assert set(FORMULAS) == set(FIELDS["ffn"].choices)
+    assert set(AXES["ffn"]) == set(ACTIVATIONS) | set(GATE_ACTIVATION) and set(AXES["norm"]) == set(NORMS)
+    assert FORMULAS["swiglu"] == "SiLU(g)·u" and FORMULAS["relu"] == "max(0, x)"

@@ -4,10 +4,12 @@ Byte axes use one binary unit chosen from the largest value (KiB, MiB, GiB, TiB)
 """
 from __future__ import annotations
 
+import math
+
 import plotly.graph_objects as go
 
 from app.charts import COLORS, MEMORY_COLORS, layout
-from engine.budget.devices import DeviceProfile, Roofline
+from engine.budget.devices import DeviceProfile, Roofline, fmt_ratio
 from engine.budget.flops import FlopBudget
 from engine.budget.memory import MemoryBudget
 from engine.units import byte_unit, fmt_bytes, fmt_flops
@@ -16,8 +18,14 @@ TRAIN_TERMS = (("weights", "weights_bytes"), ("grads", "grads_bytes"), ("optimiz
                ("master", "master_bytes"), ("activations", "activations_bytes"))
 
 
-def memory_figure(train: dict[str, MemoryBudget], infer: MemoryBudget, infer_label: str) -> go.Figure:
-    """Stacked training memory per precision policy, and an inference bar (weights + KV cache)."""
+OPTIMIZER_NAMES = {"adamw": "AdamW: 2 states", "sgd-momentum": "SGD with momentum: 1 state",
+                   "sgd": "plain SGD: no state"}
+
+
+def memory_figure(train: dict[str, MemoryBudget], infer: MemoryBudget, infer_label: str,
+                  optimizer: str = "adamw") -> go.Figure:
+    """Stacked training memory per precision policy with `optimizer`'s state, and an inference bar (weights + KV
+    cache)."""
     largest = max([b.train_total_bytes for b in train.values()] + [infer.infer_total_bytes])
     div, unit = byte_unit(largest)
     cats = list(train) + [infer_label]
@@ -35,7 +43,8 @@ def memory_figure(train: dict[str, MemoryBudget], infer: MemoryBudget, infer_lab
     fig.add_trace(go.Scatter(x=cats, y=[t / div for t in totals], mode="text", text=[fmt_bytes(t) for t in totals],
                              textposition="top center", showlegend=False, hoverinfo="skip"))
     fig.update_layout(barmode="stack")
-    fig.update_xaxes(title_text="training precision policy (AdamW state, one step) | inference")
+    fig.update_xaxes(title_text=f"training precision policy ({OPTIMIZER_NAMES.get(optimizer, optimizer)}, one step)"
+                                " | inference")
     fig.update_yaxes(title_text=f"memory ({unit})", rangemode="tozero")
     return layout(fig, "Memory per precision policy", height=460)
 
@@ -68,12 +77,17 @@ def flops_figure(fb: FlopBudget) -> go.Figure:
     return layout(fig, f"FLOPs split: {fmt_flops(fb.train_flops)} per step", height=420)
 
 
-def flops_rules_figure(fb: FlopBudget) -> go.Figure:
-    """Counted FLOPs per token beside the 6N and PaLM rules of thumb."""
-    names = ["counted (closed form)", "6N rule", "PaLM 6N + 12·L·H·Q·T"]
-    values = [fb.flops_per_token, fb.six_n_per_token, fb.palm_per_token]
-    fig = go.Figure(go.Bar(x=names, y=values, marker_color=[COLORS["attention"], "#9D9D9D", "#6E6E6E"],
-                           text=[fmt_flops(v) for v in values], textposition="outside",
+def flops_rules_figure(fb: FlopBudget, full: FlopBudget | None = None) -> go.Figure:
+    """Counted FLOPs per token beside the 6N and PaLM rules of thumb; with `full` (the full-square count of the
+    same step), that count too, so the causal/window saving is visible."""
+    counted = "counted: causal/window pairs" if fb.causal else "counted: full T×T square"
+    names, values = [counted], [fb.flops_per_token]
+    if full is not None:
+        names, values = names + ["counted: full T×T square (FlopCounterMode)"], values + [full.flops_per_token]
+    names, values = names + ["6N rule", "PaLM 6N + 12·L·H·Q·T"], values + [fb.six_n_per_token, fb.palm_per_token]
+    colors = [COLORS["attention"]] + ([COLORS["ffn"]] if full is not None else []) + ["#9D9D9D", "#6E6E6E"]
+    fig = go.Figure(go.Bar(x=names, y=values, marker_color=colors,
+                           text=[fmt_flops(v) for v in values], textposition="outside", cliponaxis=False,
                            hovertemplate="%{x}: %{text}<extra></extra>"))
     fig.update_yaxes(title_text="training FLOPs per token (FLOP)", tickformat="~s", rangemode="tozero")
     return layout(fig, "Per token: counted vs rules of thumb", height=420)
@@ -85,21 +99,30 @@ def roofline_figure(profile: DeviceProfile, points: dict[str, Roofline], dtype: 
     xs = [10 ** (k / 8) for k in range(-16, 41)]      # 0.01 .. 1e5 FLOP/byte
     intens = [p.flops_per_byte for p in points.values()]
     xs = sorted(set(xs + [peak / bw] + intens))
+    lo, hi = math.log10(min(xs)), math.log10(max(xs))
+
+    def side(x: float) -> str:
+        """Labels grow away from the nearer edge, so none leaves the plot."""
+        return "left" if math.log10(x) > lo + 0.6 * (hi - lo) else "right"
+
     fig = go.Figure(go.Scatter(x=xs, y=[min(peak, x * bw) for x in xs], mode="lines", name=f"{profile.name} roof",
                                line=dict(color="#444444", width=3),
                                hovertemplate="%{x:.3g} FLOP/B → %{y:.3s}FLOP/s<extra>roof</extra>"))
     for phase, p in points.items():
         fig.add_trace(go.Scatter(x=[p.flops_per_byte], y=[p.attainable_flops], mode="markers+text", name=phase,
-                                 text=[f"{phase}: {p.bound}-bound"], textposition="bottom right",
+                                 text=[f"{phase}: {p.bound}-bound"], textposition=f"bottom {side(p.flops_per_byte)}",
                                  marker=dict(size=14, color=COLORS["attention"] if phase == "prefill"
                                              else COLORS["positions"]),
                                  hovertemplate=f"{p.verdict}<br>attainable {fmt_flops(p.attainable_flops, 'FLOP/s')}"
                                  f"<br>time ≥ {p.time_s * 1e3:.3g} ms<extra></extra>"))
     ridge = peak / bw     # a trace, not add_vline: shapes on log axes take log10 coordinates
     fig.add_trace(go.Scatter(x=[ridge, ridge], y=[min(xs) * bw, peak], mode="lines+text", name="ridge point",
-                             line=dict(color="#888888", dash="dot"), text=["", f"ridge {ridge:,.0f} FLOP/B"],
-                             textposition="top left", hovertemplate=f"ridge {ridge:,.1f} FLOP/B<extra></extra>"))
-    fig.update_xaxes(type="log", title_text="arithmetic intensity (FLOP per byte moved)", dtick=1, tickformat=",~g")
-    fig.update_yaxes(type="log", title_text="attainable throughput (FLOP/s)", tickformat="~s")
+                             line=dict(color="#888888", dash="dot"), text=["", f"ridge {fmt_ratio(ridge)} FLOP/B"],
+                             textposition=f"top {side(ridge)}",
+                             hovertemplate=f"ridge {fmt_ratio(ridge)} FLOP/B<extra></extra>"))
+    fig.update_xaxes(type="log", title_text="arithmetic intensity (FLOP per byte moved)", dtick=1, tickformat=",~g",
+                     range=[lo, hi])
+    fig.update_yaxes(type="log", title_text="attainable throughput (FLOP/s)", tickformat="~s",
+                     range=[math.log10(min(xs) * bw), math.log10(peak) + 0.5])   # room above the ridge label
     return layout(fig, f"Roofline: {profile.name}, {dtype} peak {fmt_flops(peak, 'FLOP/s')}, "
                         f"{fmt_bytes(bw)}/s", height=460)

@@ -1,5 +1,6 @@
 """Figures of the Latency page: measured latency and throughput over a batch x sequence sweep, and the decode step
-vs context. Inputs are engine.measure.latency results (LatencyResult, DecodePoint)."""
+vs context. Inputs are engine.measure.latency / engine.measure.decode results (LatencyResult, DecodePoint); a
+noisy point (IQR > 25% of its median) is drawn as a cross."""
 from __future__ import annotations
 
 import math
@@ -31,6 +32,20 @@ def _tokens_axis(values) -> dict:
     return dict(type="log", tickmode="array", tickvals=ticks, ticktext=[f"{v:,}" for v in ticks])
 
 
+NOISY_LEGEND = "✕ noisy: IQR > 25% of the median"
+
+
+def _noisy_marker(points: Sequence[Any]) -> dict:
+    """A cross, larger, where a point's spread is too wide to compare (LatencyResult.noisy / DecodePoint.noisy)."""
+    return dict(symbol=["x" if p.noisy else "circle" for p in points], size=[13 if p.noisy else 7 for p in points])
+
+
+def _noisy_legend(fig: go.Figure, points: Sequence[Any]) -> None:
+    """One legend entry explaining the cross, only when some point is noisy."""
+    if any(p.noisy for p in points):
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=NOISY_LEGEND,
+                                 marker=dict(symbol="x", size=13, color="#444444"), hoverinfo="skip"))
+
 
 def _by_batch(results: Sequence[Any]) -> dict[int, list[Any]]:
     out: dict[int, list[Any]] = {}
@@ -46,9 +61,11 @@ def latency_figure(results: Sequence[Any]) -> go.Figure:
     for i, (batch, rs) in enumerate(_by_batch(results).items()):
         fig.add_trace(go.Scatter(
             x=[r.seq for r in rs], y=[r.median_ms for r in rs], mode="lines+markers", name=f"batch {batch}",
-            line=dict(color=series_color(i)), customdata=[[r.iqr_ms, r.runs] for r in rs],
-            hovertemplate="seq %{x:,}: median %{y:.3f} ms<br>IQR %{customdata[0]:.3f} ms over %{customdata[1]:,} calls"
-                          "<extra></extra>"))
+            line=dict(color=series_color(i)), marker=_noisy_marker(rs),
+            customdata=[[r.iqr_ms, r.runs, " (noisy)" if r.noisy else ""] for r in rs],
+            hovertemplate="seq %{x:,}: median %{y:.3f} ms<br>IQR %{customdata[0]:.3f} ms%{customdata[2]} over "
+                          "%{customdata[1]:,} calls<extra></extra>"))
+    _noisy_legend(fig, results)
     fig.update_xaxes(title_text="sequence length (tokens, log)", **_tokens_axis(r.seq for r in results))
     fig.update_yaxes(title_text="median latency per call (ms, log)", **_log_axis(r.median_ms for r in results))
     mode = results[0].mode if results else "forward"
@@ -59,13 +76,14 @@ def throughput_figure(results: Sequence[Any]) -> go.Figure:
     """Tokens per second vs sequence length, one line per batch size (hover: TFLOP/s and MFU)."""
     fig = go.Figure()
     for i, (batch, rs) in enumerate(_by_batch(results).items()):
-        mfu = [f"{100 * r.mfu:.3g}%" if r.mfu is not None else "n/a" for r in rs]
         fig.add_trace(go.Scatter(
             x=[r.seq for r in rs], y=[r.tokens_per_s for r in rs], mode="lines+markers", name=f"batch {batch}",
-            line=dict(color=series_color(i)), customdata=[[r.achieved_tflops, m] for r, m in zip(rs, mfu)],
+            line=dict(color=series_color(i)), marker=_noisy_marker(rs),
+            customdata=[[r.achieved_tflops, r.mfu_text] for r in rs],
             hovertemplate="seq %{x:,}: %{y:,.0f} tokens/s<br>%{customdata[0]:.4g} TFLOP/s, MFU %{customdata[1]}"
                           "<extra></extra>"))
     fig.update_xaxes(title_text="sequence length (tokens, log)", **_tokens_axis(r.seq for r in results))
+    _noisy_legend(fig, results)
     fig.update_yaxes(title_text="throughput (tokens/s, log)", **_log_axis(r.tokens_per_s for r in results))
     return layout(fig, "Measured throughput", height=420)
 
@@ -76,9 +94,11 @@ def decode_figure(curves: Mapping[str, Sequence[Any]]) -> go.Figure:
     for i, (label, points) in enumerate(curves.items()):
         fig.add_trace(go.Scatter(
             x=[p.context for p in points], y=[p.median_ms for p in points], mode="lines+markers", name=label,
-            line=dict(color=series_color(i)), customdata=[[p.cache_bytes / 2**20, p.iqr_ms] for p in points],
+            line=dict(color=series_color(i)), marker=_noisy_marker(points),
+            customdata=[[p.cache_bytes / 2**20, p.iqr_ms, " (noisy)" if p.noisy else ""] for p in points],
             hovertemplate=f"{label}, context %{{x:,}}: %{{y:.3f}} ms/token<br>KV cache %{{customdata[0]:.2f}} MiB"
-                          ", IQR %{customdata[1]:.3f} ms<extra></extra>"))
+                          ", IQR %{customdata[1]:.3f} ms%{customdata[2]}<extra></extra>"))
+    _noisy_legend(fig, [p for points in curves.values() for p in points])
     fig.update_xaxes(title_text="context already cached (tokens, log)",
                      **_tokens_axis(p.context for points in curves.values() for p in points))
     fig.update_yaxes(title_text="decode step latency (ms per token, log)",

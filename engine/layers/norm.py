@@ -1,15 +1,22 @@
-"""LayerNorm and RMSNorm with optional gain (affine) and, for LayerNorm, optional bias."""
+"""LayerNorm and RMSNorm with optional gain (affine) and, for LayerNorm, optional bias.
+
+Below the modules: the family's closed forms (parameters, bytes saved for backward). A new norm is one class
+here and its NORMS entry (plus what it saves in norm_saved_bytes)."""
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.config import ModelConfig
+if TYPE_CHECKING:   # engine.config reads the norm choices from NORMS
+    from engine.config import ModelConfig
 
 
 class LayerNorm(nn.Module):
     """(x - mean) / sqrt(var + eps) * gain + bias."""
+    label, has_bias = "LayerNorm", True
 
     def __init__(self, dim: int, eps: float, affine: bool = True, bias: bool = True):
         super().__init__()
@@ -23,6 +30,7 @@ class LayerNorm(nn.Module):
 
 class RMSNorm(nn.Module):
     """x / sqrt(mean(x^2) + eps) * gain: no mean subtraction, no bias."""
+    label, has_bias = "RMSNorm", False
 
     def __init__(self, dim: int, eps: float, affine: bool = True, bias: bool = False):
         super().__init__()
@@ -33,13 +41,14 @@ class RMSNorm(nn.Module):
         return F.rms_norm(x, (self.dim,), self.weight, self.eps)
 
 
-NORMS: dict[str, type[nn.Module]] = {"layernorm": LayerNorm, "rmsnorm": RMSNorm}
+# The config's `norm` choices, the diagram's labels and the bias rule all read this table.
+NORMS: dict[str, type[LayerNorm] | type[RMSNorm]] = {"layernorm": LayerNorm, "rmsnorm": RMSNorm}
 
 
 def has_bias(cfg: ModelConfig) -> bool:
     """norm_bias resolved, for the modules and the closed forms alike: explicit, else what the norm has
     (LayerNorm a shift, RMSNorm none)."""
-    return cfg.norm == "layernorm" if cfg.norm_bias is None else cfg.norm_bias
+    return NORMS[cfg.norm].has_bias if cfg.norm_bias is None else cfg.norm_bias
 
 
 def make_norm(cfg: ModelConfig, dim: int | None = None) -> nn.Module:

@@ -18,7 +18,7 @@ def activation_values(z: float) -> dict[str, float]:
     GELU(-1) is about -0.158655 (a small negative lobe where ReLU is 0); SiLU(2) is about 1.762, above 1,
     so a SiLU gate is not a probability in [0, 1]. Deterministic: the same z always gives the same values."""
     x = torch.tensor([float(z)], dtype=torch.float64)
-    values = {name: float(act(x)) for name, act in ACTIVATIONS.items()}
+    values = {name: float(act.fn(x)) for name, act in ACTIVATIONS.items()}
     values["sigmoid"] = float(torch.sigmoid(x))
     return values
 
