@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 GROUPS = ("sizes", "attention", "position", "ffn", "normalization", "block", "output")
+ROPE_SCALINGS = ("none", "linear", "dynamic", "llama3", "yarn", "longrope")
 DENSE_FFNS = ("relu", "gelu", "gelu_tanh", "silu")
 GATED_FFNS = ("swiglu", "geglu", "geglu_tanh", "reglu")
 
@@ -34,7 +35,8 @@ class ConfigError(ValueError):
 def _decl(default: Any, group: str, help: str, *, choices: tuple | None = None, lo: float | None = None,
           hi: float | None = None, lo_open: bool = False, hi_open: bool = False, null: str | None = None) -> Any:
     """Declare a field: default, UI group, help text, allowed values (choices or [lo, hi] range; *_open
-    excludes the bound) and, for optional fields, what null means."""
+    excludes the bound) and, for optional fields, what null means. A list-valued field (typed tuple[T, ...])
+    applies choices and range to each item."""
     meta = dict(group=group, help=help, choices=choices, lo=lo, hi=hi, lo_open=lo_open, hi_open=hi_open, null=null)
     return field(default=default, metadata=meta)
 
@@ -69,6 +71,35 @@ class ModelConfig:
                              lo=1, lo_open=True)
     rope_fraction: float = _decl(1.0, "position", "Share of each head's dimensions that rotate (partial RoPE).",
                                  lo=0, hi=1, lo_open=True)
+    # RoPE scaling (context extension), as transformers' rope_parameters; see engine/layers/position.py
+    rope_scaling: str = _decl("none", "position", "Stretch RoPE beyond its training context: linear divides every "
+                              "frequency, dynamic raises theta once the sequence is longer, llama3 and yarn slow "
+                              "only the low frequencies, longrope multiplies each by its own factor.",
+                              choices=ROPE_SCALINGS)
+    rope_factor: float = _decl(1.0, "position", "Scaling factor s: the context is stretched s times (linear, "
+                               "dynamic, llama3, yarn; longrope uses it for its attention correction).",
+                               lo=0, lo_open=True)
+    rope_original_context: int | None = _decl(None, "position", "Context length of pretraining, before "
+                                              "scaling (llama3, yarn, longrope).", lo=1, null="context_length")
+    rope_low_freq_factor: float = _decl(1.0, "position", "llama3: wavelengths above original context / this "
+                                        "are divided by the factor.", lo=0, lo_open=True)
+    rope_high_freq_factor: float = _decl(4.0, "position", "llama3: wavelengths below original context / this "
+                                         "stay unscaled; in between is a smooth blend.", lo=0, lo_open=True)
+    rope_beta_fast: float = _decl(32.0, "position", "yarn: dimensions rotating more than this often over the "
+                                  "original context keep their frequency.", lo=0, lo_open=True)
+    rope_beta_slow: float = _decl(1.0, "position", "yarn: dimensions rotating fewer times than this are fully "
+                                  "interpolated (divided by the factor).", lo=0, lo_open=True)
+    rope_truncate: bool = _decl(True, "position", "yarn: round the blend's dimension range to whole dimensions.")
+    rope_attention_factor: float | None = _decl(None, "position", "yarn and longrope multiply cos and sin by "
+                                                "this, sharpening attention at long range.", lo=0, lo_open=True,
+                                                null="from rope_factor: yarn 0.1*ln(s)+1, longrope "
+                                                     "sqrt(1+ln(s)/ln(original context))")
+    rope_short_factor: tuple[float, ...] | None = _decl(None, "position", "longrope: per-frequency divisors "
+                                                        "(rotary_dim/2 numbers) within the original context.",
+                                                        lo=0, lo_open=True, null="not longrope")
+    rope_long_factor: tuple[float, ...] | None = _decl(None, "position", "longrope: per-frequency divisors "
+                                                       "once the sequence is longer than the original context.",
+                                                       lo=0, lo_open=True, null="not longrope")
 
     ffn: str = _decl("gelu_tanh", "ffn", "Feed-forward type: one activation between two matrices (dense) or "
                      "an activation gating a second projection (gated, three matrices).",
@@ -103,6 +134,9 @@ class ModelConfig:
                                         "c*tanh(z/c).", lo=0, lo_open=True, null="no cap")
 
     def __post_init__(self) -> None:
+        for spec in FIELDS.values():   # a list given for a list field is kept as a tuple (the config is frozen)
+            if spec.item is not None and isinstance(value := getattr(self, spec.name), list):
+                object.__setattr__(self, spec.name, tuple(value))
         problems = _problems(self)
         if problems:
             raise ConfigError(problems)
@@ -160,7 +194,8 @@ class ModelConfig:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """Plain values (list fields as lists), ready for YAML, JSON and the URL."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], base: "ModelConfig | None" = None) -> "ModelConfig":
@@ -225,7 +260,7 @@ class ModelConfig:
 class FieldSpec:
     """One field's declaration, as the editor, CLI and validation read it."""
     name: str
-    type: type            # int, float, bool or str
+    type: type            # int, float, bool, str, or tuple for a list-valued field
     optional: bool        # None allowed
     default: Any
     group: str
@@ -236,8 +271,13 @@ class FieldSpec:
     lo_open: bool
     hi_open: bool
     null: str | None
+    item: type | None = None   # a list field's item type (int, float or str)
 
     def allowed(self) -> str:
+        if self.item is not None:
+            one = dataclasses.replace(self, type=self.item, item=None, optional=False).allowed()
+            text = f"a comma-separated list, each {one.removeprefix('a ').removeprefix('an ')}"
+            return text + (f", or null ({self.null})" if self.optional else "")
         if self.choices:
             text = "one of " + ", ".join(self.choices)
         elif self.type is bool:
@@ -257,7 +297,9 @@ def _spec(f: dataclasses.Field) -> FieldSpec:
     args = typing.get_args(hint)
     optional = isinstance(hint, types.UnionType) and type(None) in args
     base = next(a for a in args if a is not type(None)) if optional else hint
-    return FieldSpec(name=f.name, type=base, optional=optional, default=f.default, **f.metadata)
+    item = typing.get_args(base)[0] if typing.get_origin(base) is tuple else None
+    return FieldSpec(name=f.name, type=tuple if item else base, optional=optional, default=f.default, item=item,
+                     **f.metadata)
 
 
 FIELDS: dict[str, FieldSpec] = {f.name: _spec(f) for f in dataclasses.fields(ModelConfig)}
@@ -280,6 +322,12 @@ def coerce(name: str, raw: Any) -> Any:
     """Convert a raw value (YAML scalar, CLI or URL string) to the field's type, or raise ValueError."""
     spec = FIELDS[name]
     bad = ValueError(f"{name}: {'null' if raw is None else _shown(raw)} is not {spec.allowed()}")
+    if spec.item is not None:
+        return _coerce_list(spec, raw, bad)
+    return _coerce_scalar(spec, raw, bad)
+
+
+def _coerce_scalar(spec: FieldSpec, raw: Any, bad: ValueError) -> Any:
     if raw is None or (spec.type is not str and isinstance(raw, str)
                        and raw.strip().lower() in ("null", "none", "~", "")):
         if spec.optional:
@@ -321,6 +369,20 @@ def coerce(name: str, raw: Any) -> Any:
     return raw
 
 
+def _coerce_list(spec: FieldSpec, raw: Any, bad: ValueError) -> tuple | None:
+    """A list field from a YAML list or a 'a, b, c' string (brackets allowed, as a URL or CLI value)."""
+    if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("null", "none", "~", "")):
+        if spec.optional:
+            return None
+        raise bad
+    if isinstance(raw, str):
+        raw = raw.strip().strip("[]").split(",")
+    if not isinstance(raw, (list, tuple)) or not raw:
+        raise bad
+    one = dataclasses.replace(spec, type=spec.item, item=None, optional=False)
+    return tuple(_coerce_scalar(one, x.strip() if isinstance(x, str) else x, bad) for x in raw)
+
+
 def _shown(value: Any) -> str:
     """A bounded repr for messages: a 100,000-character URL value or a YAML alias bomb (nested lists whose full
     repr is billions of items) must not be echoed whole, or hang the process building the message."""
@@ -333,6 +395,9 @@ _SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxdict = 1, 4, 4   # [[...], [...], ...
 
 def _allowed_value(spec: FieldSpec, value: Any) -> bool:
     """Is a non-null value of the declared type, among the choices and inside the range?"""
+    if spec.item is not None:
+        one = dataclasses.replace(spec, type=spec.item, item=None)
+        return isinstance(value, tuple) and len(value) > 0 and all(_allowed_value(one, x) for x in value)
     if isinstance(value, bool) and spec.type is not bool:
         return False
     numeric = spec.type is float and isinstance(value, int)
@@ -377,9 +442,31 @@ def _problems(c: ModelConfig) -> list[str]:
         if abs(rot - round(rot)) > 1e-9 or round(rot) % 2 or round(rot) == 0:
             problems.append(f"head_dim: rope needs an even rotary width (head_dim*rope_fraction), "
                             f"got {c.head_width}*{c.rope_fraction:g} = {rot:g}")
+    problems += _rope_problems(c, ok)
     if ok("norm", "norm_bias") and c.norm == "rmsnorm" and c.norm_bias:
         problems.append("norm_bias: rmsnorm has no bias; set norm_bias: false")
     if ok("position", "context_length") and c.position == "learned" and c.context_length > 1 << 24:
         problems.append(f"context_length: {c.context_length} is too long for a learned position table "
                         f"(at most 16,777,216)")
+    return problems
+
+
+def _rope_problems(c: ModelConfig, ok: typing.Callable[..., bool]) -> list[str]:
+    """Rules of the RoPE scaling fields (checked only with position = rope and that scaling type)."""
+    if c.position != "rope" or not ok("position", "rope_scaling", "head_dim", "rope_fraction"):
+        return []
+    problems = []
+    if c.rope_scaling == "dynamic" and c.rotary_dim < 4:   # the new base has the exponent r / (r - 2)
+        problems.append(f"rope_scaling: dynamic needs a rotary width of at least 4, got {c.rotary_dim}")
+    if c.rope_scaling == "llama3" and ok("rope_low_freq_factor", "rope_high_freq_factor") \
+            and c.rope_high_freq_factor <= c.rope_low_freq_factor:
+        problems.append(f"rope_high_freq_factor: {c.rope_high_freq_factor:g} must be greater than "
+                        f"rope_low_freq_factor={c.rope_low_freq_factor:g}")
+    if c.rope_scaling == "longrope":
+        half = c.rotary_dim // 2
+        for name in ("rope_short_factor", "rope_long_factor"):
+            value = getattr(c, name)
+            if ok(name) and (value is None or len(value) != half):
+                got = "null" if value is None else f"{len(value)} numbers"
+                problems.append(f"{name}: longrope needs rotary_dim/2 = {half} numbers, got {got}")
     return problems

@@ -15,7 +15,7 @@ from engine.config import ModelConfig
 from engine.layers.attention import Attention, LayerKV
 from engine.layers.block import Block
 from engine.layers.norm import make_norm
-from engine.layers.position import rope_tables, sinusoidal_table
+from engine.layers.position import model_rope_tables, sinusoidal_table
 
 
 class KVCache:
@@ -97,7 +97,7 @@ class DecoderLM(nn.Module):
         if self.emb_norm is not None:
             x = self.emb_norm(x)
         x = F.dropout(x, cfg.dropout, self.training)
-        rope = rope_tables(pos, cfg.rotary_dim, cfg.rope_base) if cfg.position == "rope" else None
+        rope = model_rope_tables(cfg, pos, start + T) if cfg.position == "rope" else None
         for i, block in enumerate(self.blocks):
             x = block(x, pos, rope, cache.layers[i] if cache is not None else None)
         if self.final_norm is not None:

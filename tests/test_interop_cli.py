@@ -78,7 +78,7 @@ class _Payload:
     (lambda p: (p / "config.json").write_text("{not json"), "cannot read it"),
     (lambda p: (p / "config.json").write_text(json.dumps({"model_type": "bert"})), "model_type: 'bert'"),
     (lambda p: (p / "config.json").write_text(json.dumps({"model_type": "llama", "rope_scaling": {
-        "rope_type": "llama3", "factor": 8.0}})), "rope_scaling: 'llama3'"),
+        "rope_type": "proportional", "factor": 8.0}})), "rope_scaling.rope_type: 'proportional'"),
     (lambda p: ((p / "config.json").write_text(json.dumps({"model_type": "llama", **LLAMA})),
                 torch.save({"x": _Payload()}, p / "pytorch_model.bin")), "cannot load weights"),
 ])

@@ -123,8 +123,11 @@ def _problems(d):
 
 @pytest.mark.parametrize("config,key", [
     ({"model_type": "bert"}, "model_type"),
-    ({"model_type": "llama", "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, "rope_scaling"),
-    ({"model_type": "llama", "rope_parameters": {"rope_type": "linear", "factor": 2.0}}, "rope_parameters"),
+    # scaled RoPE imports now (tests/test_rope_scaling.py); a type or a parameter we do not model is refused
+    ({"model_type": "llama", "rope_scaling": {"rope_type": "proportional", "factor": 8.0}}, "rope_scaling.rope_type"),
+    ({"model_type": "llama", "rope_parameters": {"rope_type": "linear", "factor": 2.0, "mrope_section": [2, 2]}},
+     "rope_parameters.mrope_section"),
+    ({"model_type": "llama", "rope_parameters": {"rope_type": "linear"}}, "rope_parameters.factor"),
     ({"model_type": "llama", "partial_rotary_factor": 0.5}, "partial_rotary_factor"),
     ({"model_type": "llama", "attention_bias": True}, "attention_bias"),
     ({"model_type": "llama", "attention_dropout": 0.1}, "attention_dropout"),

@@ -134,7 +134,14 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
         block=draw(st.sampled_from(FIELDS["block"].choices)), parallel_shared_norm=draw(st.booleans()),
         bias=draw(st.booleans()), dropout=draw(st.sampled_from([0.0, 0.1]) | st.floats(0, 0.9)),
         tie_embeddings=draw(st.booleans()), embed_scale=draw(st.booleans()),
-        logit_softcap=draw(opt(st.floats(0.5, 50))))
+        logit_softcap=draw(opt(st.floats(0.5, 50))),
+        rope_scaling=draw(st.sampled_from(FIELDS["rope_scaling"].choices)), rope_factor=draw(st.floats(0.5, 16)),
+        rope_original_context=draw(opt(st.integers(1, 12))), rope_low_freq_factor=draw(st.floats(0.5, 2)),
+        rope_high_freq_factor=draw(st.floats(2.5, 8)), rope_beta_fast=draw(st.floats(1, 64)),
+        rope_beta_slow=draw(st.floats(0.25, 2)), rope_truncate=draw(st.booleans()),
+        rope_attention_factor=draw(opt(st.floats(0.5, 2))),
+        rope_short_factor=draw(opt(st.lists(st.floats(0.5, 4), min_size=1, max_size=4).map(tuple))),
+        rope_long_factor=draw(opt(st.lists(st.floats(0.5, 4), min_size=1, max_size=4).map(tuple))))
     values["norm_bias"] = values["norm"] == "layernorm" and draw(st.booleans())
     assert set(values) == set(FIELDS), "a new field needs a strategy here"
     try:

@@ -8,13 +8,13 @@ approximation. Pure stdlib: importing a config needs no transformers.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 from engine.config import ConfigError, ModelConfig
-from engine.interop.hf_defaults import DEFAULTS, DENSE_ACTS, GATED_ACTS, INERT
+from engine.interop.hf_defaults import DEFAULTS, DENSE_ACTS, GATED_ACTS, IGNORED, INERT
 
 FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gpt2", "gpt_neox", "falcon")
-_ROPE_KEYS = {"rope_type", "type", "rope_theta", "partial_rotary_factor"}
 
 
 class _Reader:
@@ -24,6 +24,7 @@ class _Reader:
         self.d, self.defaults, self.family = d, DEFAULTS[family], family
         self.read: set[str] = set()
         self.problems: list[str] = []
+        self.ignored: list[str] = []
 
     def __call__(self, key: str, default: Any = None) -> Any:
         """The value, or the class default when the key is missing or null (transformers' reading)."""
@@ -43,6 +44,11 @@ class _Reader:
             self.bad(key, value, why)
         return value
 
+    def ignore(self, key: str, why: str) -> None:
+        """A key present in the config that transformers does not read either: accepted, listed."""
+        self.read.add(key)
+        self.ignored.append(f"{key}: {why}")
+
     def bad(self, key: str, value: Any, why: str) -> None:
         self.problems.append(f"{key}: {value!r} is not expressible ({why})")
 
@@ -54,25 +60,23 @@ class _Reader:
         return table[name]
 
     def unknown(self) -> list[str]:
+        for k in self.d:
+            if k in IGNORED and k not in self.read:
+                self.ignore(k, IGNORED[k])
         return [f"{k}: unknown {self.family} config key; refusing to guess what it changes"
                 for k in self.d if k not in self.read and k not in INERT]
 
 
 def _rope(r: _Reader, head_dim: int, *, theta_keys=("rope_theta",), fraction_keys=("partial_rotary_factor",),
           fraction_default: float = 1.0, partial_ok: bool = False) -> dict[str, Any]:
-    """rope_base and rope_fraction from rope_parameters (transformers 5) or the legacy top-level keys."""
+    """rope_base, rope_fraction and the scaling fields from rope_parameters (transformers 5), rope_scaling
+    (earlier releases) or the legacy top-level keys."""
     source = "rope_scaling" if r.d.get("rope_scaling") else "rope_parameters"
     params = r.d.get(source) or {}
     r.read.update({"rope_scaling", "rope_parameters", *theta_keys, *fraction_keys})
     if not isinstance(params, dict):
         r.bad(source, params, "expected a mapping")
         params = {}
-    kind = params.get("rope_type", params.get("type", "default"))
-    if kind != "default":
-        r.bad(source, kind, "only plain RoPE; scaled variants (linear, dynamic, yarn, llama3, ...) change the "
-                            "frequencies")
-    for extra in sorted(set(params) - _ROPE_KEYS):
-        r.bad(f"{source}.{extra}", params[extra], "only rope_theta and partial_rotary_factor are modelled")
     theta = params.get("rope_theta", next((r.d[k] for k in theta_keys if r.d.get(k) is not None), 10000.0))
     fraction = params.get("partial_rotary_factor",
                           next((r.d[k] for k in fraction_keys if r.d.get(k) is not None), fraction_default))
@@ -82,8 +86,69 @@ def _rope(r: _Reader, head_dim: int, *, theta_keys=("rope_theta",), fraction_key
     rotary_dim = int(head_dim * fraction)   # transformers truncates
     if rotary_dim <= 0:
         r.bad("partial_rotary_factor", fraction, "rotates no dimension of the head")
-        return dict(rope_base=float(theta), rope_fraction=1.0)
-    return dict(rope_base=float(theta), rope_fraction=rotary_dim / head_dim)
+        rotary_dim = head_dim
+    scaling = rope_scaling_fields(r, source, params)
+    return dict(rope_base=float(theta), rope_fraction=rotary_dim / head_dim, **scaling)
+
+
+# per scaling type: the rope_parameters keys transformers reads (besides rope_type, rope_theta, the fraction)
+_SCALING_KEYS = {
+    "default": set(), "linear": {"factor"}, "dynamic": {"factor"},
+    "llama3": {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"},
+    "yarn": {"factor", "beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim", "truncate",
+             "original_max_position_embeddings"},
+    "longrope": {"factor", "short_factor", "long_factor", "attention_factor", "original_max_position_embeddings"}}
+
+
+def rope_scaling_fields(r: _Reader, source: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The rope_scaling* fields for one rope_parameters mapping, read as transformers' rope init functions do:
+    yarn and longrope without a factor take max_position_embeddings / original; a top-level
+    original_max_position_embeddings (Phi-3) wins over the one inside the mapping."""
+    kind = params.get("rope_type", params.get("type", "default"))
+    if kind not in _SCALING_KEYS:
+        r.bad(f"{source}.rope_type", kind, f"supported RoPE types: {', '.join(_SCALING_KEYS)}")
+        return {}
+    for extra in sorted(set(params) - _SCALING_KEYS[kind] - {"rope_type", "type", "rope_theta",
+                                                              "partial_rotary_factor"}):
+        if extra in set().union(*_SCALING_KEYS.values()):   # another type's key: transformers does not read it
+            r.ignore(f"{source}.{extra}", f"not used by rope_type {kind}")
+        else:
+            r.bad(f"{source}.{extra}", params[extra], f"not a {kind} RoPE parameter we model")
+    r.read.add("original_max_position_embeddings")
+    if kind == "default":
+        if "original_max_position_embeddings" in r.d:
+            r.ignore("original_max_position_embeddings", "plain RoPE does not read it")
+        return dict(rope_scaling="none")
+    top = r.d.get("original_max_position_embeddings")
+    original = top or params.get("original_max_position_embeddings") or r("max_position_embeddings")
+    out: dict[str, Any] = dict(rope_scaling=kind)
+    if kind in ("llama3", "yarn", "longrope"):
+        out["rope_original_context"] = int(original)
+    elif top is not None:
+        r.ignore("original_max_position_embeddings", f"rope_type {kind} does not read it")
+    factor = params.get("factor")
+    if factor is None and kind in ("yarn", "longrope"):
+        factor = r("max_position_embeddings") / original
+    if factor is None:
+        r.bad(f"{source}.factor", None, f"rope_type {kind} needs a factor")
+        return out
+    out["rope_factor"] = float(factor)
+    if kind == "llama3":
+        out.update(rope_low_freq_factor=float(params.get("low_freq_factor", 1.0)),
+                   rope_high_freq_factor=float(params.get("high_freq_factor", 4.0)))
+    if kind == "yarn":
+        out.update(rope_beta_fast=float(params.get("beta_fast") or 32),
+                   rope_beta_slow=float(params.get("beta_slow") or 1), rope_truncate=bool(params.get("truncate", True)))
+        mscale, mscale_all = params.get("mscale"), params.get("mscale_all_dim")
+        if params.get("attention_factor") is None and mscale and mscale_all:   # DeepSeek's ratio of two mscales
+            def m(k: float) -> float:
+                return 1.0 if factor <= 1 else 0.1 * k * math.log(factor) + 1.0
+            out["rope_attention_factor"] = m(mscale) / m(mscale_all)
+    if kind in ("yarn", "longrope") and params.get("attention_factor") is not None:
+        out["rope_attention_factor"] = float(params["attention_factor"])
+    if kind == "longrope":
+        out.update(rope_short_factor=params.get("short_factor"), rope_long_factor=params.get("long_factor"))
+    return out
 
 
 def windows_to_fields(r: _Reader, windows: list[int | None], key: str) -> dict[str, Any]:
@@ -248,11 +313,20 @@ NEUTRAL: dict[str, Any] = dict(
     n_kv_heads=None, head_dim=None, attn_window=None, global_every=None, qk_norm=False, attn_softcap=None,
     qkv_bias=False, rope_base=10000.0, rope_fraction=1.0, ffn_multiple_of=256, norm_bias=True, norm_affine=True,
     embed_norm=False, norm_placement="pre", final_norm=True, block="serial", parallel_shared_norm=False,
-    dropout=0.0, embed_scale=False, logit_softcap=None)
+    dropout=0.0, embed_scale=False, logit_softcap=None, rope_scaling="none", rope_factor=1.0,
+    rope_original_context=None, rope_low_freq_factor=1.0, rope_high_freq_factor=4.0, rope_beta_fast=32.0,
+    rope_beta_slow=1.0, rope_truncate=True, rope_attention_factor=None, rope_short_factor=None,
+    rope_long_factor=None)
 
 
 def from_hf_config(d: dict[str, Any]) -> ModelConfig:
     """A transformers config.json dict -> ModelConfig computing the same function, or ConfigError."""
+    return import_hf_config(d)[0]
+
+
+def import_hf_config(d: dict[str, Any]) -> tuple[ModelConfig, list[str]]:
+    """(config, ignored): the ModelConfig, and one line per key present that transformers does not read for
+    this model either (accepted, listed for `import-hf --verbose`), or ConfigError."""
     if not isinstance(d, dict):
         raise ConfigError([f"config.json: expected a JSON object, got {type(d).__name__}"])
     family = d.get("model_type")
@@ -268,4 +342,4 @@ def from_hf_config(d: dict[str, Any]) -> ModelConfig:
     if problems:
         raise ConfigError(problems)
     name = str(d.get("_name_or_path") or family).rstrip("/").rsplit("/", 1)[-1]
-    return ModelConfig.from_dict({**NEUTRAL, **fields, "name": name})
+    return ModelConfig.from_dict({**NEUTRAL, **fields, "name": name}), r.ignored

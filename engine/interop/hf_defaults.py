@@ -23,6 +23,17 @@ INERT = frozenset({
     "reorder_and_upcast_attn",  # GPT-2: computes the same scores in fp32 (a precision choice, same math)
 })
 
+# Keys published configs carry that transformers' config classes and models never read (so they cannot change
+# the forward pass): accepted, and listed by `import-hf --verbose` with the reason.
+IGNORED: dict[str, str] = {
+    "n_special": "GPT-1 era count of special tokens; GPT2Config does not read it",
+    "predict_special_tokens": "GPT-1 era flag; GPT2Config does not read it",
+    "sliding_window_size": "not a transformers key (the window is `sliding_window`)",
+    "is_llama_config": "nanotron bookkeeping; transformers does not read it",
+    "rope_interleaved": "nanotron flag; transformers' Llama always rotates halves (its weights are permuted)",
+    "transformers.js_config": "settings for transformers.js (ONNX export), not for the model",
+}
+
 _LLAMA = dict(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
               num_attention_heads=32, hidden_act="silu", max_position_embeddings=2048, rms_norm_eps=1e-6,
               tie_word_embeddings=False, attention_bias=False, mlp_bias=False, attention_dropout=0.0)

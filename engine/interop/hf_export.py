@@ -66,7 +66,10 @@ class _Writer:
             if int(cfg.head_width * frac) != cfg.rotary_dim:   # transformers truncates head_dim * fraction
                 frac = math.nextafter(frac, 1.0)
             params["partial_rotary_factor"] = frac
-        return {"rope_parameters": params, "max_position_embeddings": cfg.context_length}
+        if cfg.rope_scaling == "dynamic":
+            self.check(cfg.rope_original_context in (None, cfg.context_length), "rope_original_context",
+                       "dynamic scaling starts at max_position_embeddings")
+        return {"rope_parameters": {**params, **scaling_params(cfg)}, "max_position_embeddings": cfg.context_length}
 
     def no_window(self) -> None:
         self.need("attn_window", None, "no sliding window")
@@ -77,6 +80,25 @@ class _Writer:
 
     def no_dropout(self) -> None:
         self.need("dropout", 0.0, "dropout only on attention probabilities")
+
+
+def scaling_params(cfg: ModelConfig) -> dict[str, Any]:
+    """The rope_parameters entries of cfg's RoPE scaling (none: nothing)."""
+    kind = cfg.rope_scaling
+    if kind == "none":
+        return {}
+    out: dict[str, Any] = {"rope_type": kind, "factor": cfg.rope_factor}
+    if kind in ("llama3", "yarn", "longrope"):
+        out["original_max_position_embeddings"] = cfg.rope_original_context or cfg.context_length
+    if kind == "llama3":
+        out.update(low_freq_factor=cfg.rope_low_freq_factor, high_freq_factor=cfg.rope_high_freq_factor)
+    if kind == "yarn":
+        out.update(beta_fast=cfg.rope_beta_fast, beta_slow=cfg.rope_beta_slow, truncate=cfg.rope_truncate)
+    if kind == "longrope":
+        out.update(short_factor=list(cfg.rope_short_factor), long_factor=list(cfg.rope_long_factor))
+    if kind in ("yarn", "longrope") and cfg.rope_attention_factor is not None:
+        out["attention_factor"] = cfg.rope_attention_factor
+    return out
 
 
 def _decoder(w: _Writer) -> dict[str, Any]:
