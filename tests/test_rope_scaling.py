@@ -125,3 +125,24 @@ def test_decoding_with_a_cache_uses_the_growing_length():
     with torch.no_grad():
         steps = torch.cat([model(idx[:, t:t + 1], cache) for t in range(12)], dim=1)
         torch.testing.assert_close(steps, model(idx), rtol=1e-5, atol=1e-5)
+
+
+def test_llama_3_1_8b_published_config_imports_exactly_with_llama3_scaling():
+    """The published config.json (tests/data/hf_configs) gives transformers' 8,030,261,248, and a model shrunk
+    to 2 layers of 2 heads (head_dim 128, theta 500000 and the llama3 rope_scaling kept) matches its logits."""
+    import json
+    from pathlib import Path
+    d = json.loads((Path(__file__).parent / "data" / "hf_configs" / "llama3_1_8b.json").read_text())
+    cfg = from_hf_config(d)
+    assert count_params(cfg).total == 8_030_261_248
+    assert (cfg.rope_scaling, cfg.rope_factor, cfg.rope_original_context) == ("llama3", 8.0, 8192)
+    small = dict(d, hidden_size=256, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                 num_key_value_heads=1, vocab_size=V, bos_token_id=None, eos_token_id=None)
+    hf = hf_model_from_config("llama", {k: v for k, v in small.items() if k != "model_type"},
+                              attn_implementation="eager").float().eval()   # the config says bfloat16
+    scramble_(hf, seed=3)
+    ours = from_transformers(hf)
+    assert ours.cfg.rope_scaling == "llama3"
+    idx = torch.randint(0, V, (2, 24), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        torch.testing.assert_close(ours(idx), hf(input_ids=idx).logits, rtol=1e-5, atol=1e-5)

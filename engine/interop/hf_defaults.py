@@ -14,7 +14,8 @@ INERT = frozenset({
     "output_hidden_states", "output_attentions", "return_dict", "chunk_size_feed_forward", "is_encoder_decoder",
     "is_decoder", "id2label", "label2id", "num_labels", "problem_type", "classifier_dropout", "tokenizer_class",
     "prefix", "task_specific_params", "finetuning_task", "tie_encoder_decoder", "torchscript", "use_bfloat16",
-    "auto_map", "cache_implementation", "attn_implementation", "_attn_implementation_autoset", "max_length",
+    "auto_map", "cache_implementation", "attn_implementation", "_attn_implementation", "_attn_implementation_autoset",
+    "max_length",
     "min_length", "do_sample", "num_beams", "temperature", "top_k", "top_p", "repetition_penalty",
     "length_penalty", "no_repeat_ngram_size", "early_stopping", "bad_words_ids",
     "pretraining_tp",        # Llama: a tensor-parallel slicing of the same matmuls (unused by transformers 5)
@@ -32,6 +33,9 @@ IGNORED: dict[str, str] = {
     "is_llama_config": "nanotron bookkeeping; transformers does not read it",
     "rope_interleaved": "nanotron flag; transformers' Llama always rotates halves (its weights are permuted)",
     "transformers.js_config": "settings for transformers.js (ONNX export), not for the model",
+    "context_window_size": "an MLC LLM runtime setting (its copies of config.json carry it)",
+    "prefill_chunk_size": "an MLC LLM runtime setting (its copies of config.json carry it)",
+    "attention_sink_size": "an MLC LLM runtime setting (its copies of config.json carry it)",
 }
 
 _LLAMA = dict(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
