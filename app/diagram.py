@@ -64,7 +64,10 @@ def attention_label(cfg: ModelConfig) -> str:
     if cfg.qk_norm:
         lines.append("QK-norm on q and k")
     if cfg.position == "rope":
-        lines.append("RoPE on q, k" + ("" if cfg.rope_fraction == 1 else f" ({cfg.rope_fraction:g} of dims)"))
+        scaled = "" if cfg.rope_scaling == "none" else f", {cfg.rope_scaling} x{cfg.rope_factor:g}"
+        lines.append("RoPE on q, k" + ("" if cfg.rope_fraction == 1 else f" ({cfg.rope_fraction:g} of dims)") + scaled)
+    if cfg.position == "alibi":
+        lines.append("ALiBi: -m_h (i - j) on scores")
     if cfg.attn_softcap is not None:
         lines.append(f"scores soft-capped at {cfg.attn_softcap:g}")
     if cfg.attn_window is not None:

@@ -65,8 +65,9 @@ class ModelConfig:
     qkv_bias: bool = _decl(False, "attention", "Biases on the query, key and value projections only (Qwen2).")
 
     position: str = _decl("learned", "position", "How the model knows token order: a learned table, fixed "
-                          "sinusoids added to the input, rotary embedding of queries and keys, or nothing.",
-                          choices=("learned", "sinusoidal", "rope", "none"))
+                          "sinusoids added to the input, rotary embedding of queries and keys, a linear "
+                          "penalty on attention scores growing with distance (alibi), or nothing.",
+                          choices=("learned", "sinusoidal", "rope", "alibi", "none"))
     rope_base: float = _decl(10000.0, "position", "RoPE base theta: larger means slower rotation, longer reach.",
                              lo=1, lo_open=True)
     rope_fraction: float = _decl(1.0, "position", "Share of each head's dimensions that rotate (partial RoPE).",
@@ -248,7 +249,7 @@ class ModelConfig:
 
     @classmethod
     def from_hf_config(cls, data: dict[str, Any]) -> "ModelConfig":
-        """A Hugging Face config.json dict (llama, mistral, qwen2, qwen3, gemma, gemma2, gpt2, gpt_neox, falcon);
+        """A Hugging Face config.json dict of one of engine.interop.FAMILIES;
         anything not expressible is a ConfigError naming the HF key. See engine/interop (imported here, lazily,
         to keep config.py free of an import cycle)."""
         from engine.interop.hf_config import from_hf_config

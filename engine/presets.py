@@ -21,6 +21,8 @@ class Preset:
 _LLAMA = dict(norm="rmsnorm", norm_bias=False, bias=False, position="rope", ffn="swiglu", tie_embeddings=False)
 _GPT2 = dict(vocab_size=50257, context_length=1024, position="learned", ffn="gelu_tanh", tie_embeddings=True)
 
+_LLAMA3_1 = dict(rope_scaling="llama3", rope_factor=8.0, rope_original_context=8192, rope_low_freq_factor=1.0,
+                 rope_high_freq_factor=4.0, norm_eps=1e-5)
 _HF = "Hugging Face transformers, meta-device count of config.json at huggingface.co/"
 
 PRESETS: dict[str, Preset] = {p.config.name: p for p in [
@@ -37,6 +39,14 @@ PRESETS: dict[str, Preset] = {p.config.name: p for p in [
     Preset(ModelConfig(name="llama-3-70b", **_LLAMA, vocab_size=128256, context_length=8192, d_model=8192,
                        n_layers=80, n_heads=64, n_kv_heads=8, d_ff=28672, rope_base=500000.0), 70_553_706_496,
            _HF + "meta-llama/Meta-Llama-3-70B"),
+    Preset(ModelConfig(name="llama-3.1-8b", **_LLAMA, vocab_size=128256, context_length=131072, d_model=4096,
+                       n_layers=32, n_heads=32, n_kv_heads=8, d_ff=14336, rope_base=500000.0, **_LLAMA3_1),
+           8_030_261_248, _HF + "meta-llama/Llama-3.1-8B",
+           "Llama 3 8B plus llama3 RoPE scaling: low frequencies slowed 8x to reach 128K tokens."),
+    Preset(ModelConfig(name="llama-3.2-1b", **{**_LLAMA, "tie_embeddings": True}, vocab_size=128256,
+                       context_length=131072, d_model=2048, n_layers=16, n_heads=32, n_kv_heads=8,
+                       d_ff=8192, rope_base=500000.0, **{**_LLAMA3_1, "rope_factor": 32.0}), 1_235_814_400,
+           _HF + "meta-llama/Llama-3.2-1B", "Tied head; llama3 RoPE scaling with factor 32."),
     Preset(ModelConfig(name="mistral-7b", **_LLAMA, vocab_size=32000, context_length=32768, d_model=4096,
                        n_layers=32, n_heads=32, n_kv_heads=8, d_ff=14336, attn_window=4096), 7_241_732_096,
            _HF + "mistralai/Mistral-7B-v0.1", "Sliding window of 4096 in every layer (v0.1)."),
@@ -66,6 +76,10 @@ PRESETS: dict[str, Preset] = {p.config.name: p for p in [
                        position="rope", ffn="swiglu", tie_embeddings=True, vocab_size=50304, context_length=2048,
                        d_model=2048, n_layers=16, n_heads=16, d_ff=8192), 1_176_764_416,
            _HF + "allenai/OLMo-1B-hf", "Parameter-free LayerNorm. OLMo's clip_qkv clamp is not modelled."),
+    Preset(ModelConfig(name="bloom-560m", norm="layernorm", bias=True, position="alibi", ffn="gelu_tanh",
+                       embed_norm=True, tie_embeddings=True, vocab_size=250880, context_length=2048, d_model=1024,
+                       n_layers=24, n_heads=16), 559_214_592, _HF + "bigscience/bloom-560m",
+           "ALiBi instead of position embeddings; a LayerNorm right after the embeddings; 250,880-token vocabulary."),
     Preset(ModelConfig(name="microgpt", vocab_size=28, context_length=16, d_model=16, n_layers=1, n_heads=4,
                        norm="rmsnorm", norm_bias=False, norm_affine=False, embed_norm=True, final_norm=False,
                        ffn="relu", bias=False, position="learned", tie_embeddings=False), 4_224,

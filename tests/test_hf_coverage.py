@@ -72,3 +72,12 @@ def test_stored_counts_are_transformers_counts(name):
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(hf_cfg)
     assert sum(p.numel() for p in model.parameters()) == INDEX[name]["hf_params"]
+
+
+@pytest.mark.parametrize("preset,name", [("llama-3.1-8b", "llama3_1_8b.json"), ("llama-3.2-1b", "llama3_2_1b.json"),
+                                         ("qwen2.5-0.5b", "qwen2_0_5b.json"), ("gemma-2-2b", "gemma2_2b.json")])
+def test_presets_are_the_published_configs(preset, name):
+    """A preset written by hand is exactly what importing the published config.json gives (name aside)."""
+    from engine.presets import PRESETS
+    cfg, _ = import_hf_config(_load(name))
+    assert PRESETS[preset].config == cfg.replace(name=preset)

@@ -11,6 +11,7 @@ H = n_heads, V = vocab. What each op saves for backward:
   GELU/SiLU         input;  ReLU  output (the same tensor the next linear saves)
   gated FFN         act input (not ReLU), act output, up output, their product
   SDPA (CPU flash)  q, k, v as passed (K-wide for GQA), output, logsumexp B*H*T fp32, window mask T*T*e
+                    (ALiBi: its additive mask H*T*T*e instead)
   SDPA + dropout    falls back to the math path, in fp32 on CPU: q, k^T, v broadcast to A, probs, dropout
                     noise, dropped probs (3 x B*H*T*T*4), and a copy of the output for o_proj
   explicit path     q, k^T, v (A-wide after repeat), bool mask T*T, (tanh of capped scores), fp32 softmax
@@ -80,7 +81,9 @@ def _attention(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, imp
         q_rebuilt = cfg.qk_norm or 0 < cfg.rotary_dim < hd
         add("attn_out", N * A * e * (2 if q_rebuilt else 1))
         add("attn_lse", B * H * T * STAT)
-        if window is not None:
+        if cfg.position == "alibi":                # ALiBi: one additive float mask per head
+            add("attn_mask", H * T * T * e)
+        elif window is not None:
             add("attn_mask", T * T * e)            # the bool window mask, converted to an additive float mask
         return
     add("attn_out", N * A * e)                     # the [B,T,A] copy o_proj reads

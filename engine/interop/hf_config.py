@@ -1,8 +1,8 @@
-"""Hugging Face config.json -> ModelConfig, for the nine families we can express exactly.
+"""Hugging Face config.json -> ModelConfig, for the families we can express exactly (FAMILIES).
 
 Read the way transformers reads it: a missing key (or null) means the config class default, so hf_defaults.py
 copies those defaults. Every key is either understood, known not to change the forward pass (ids,
-bookkeeping, init), or reported: a value we cannot express (scaled RoPE, ALiBi, a query scale other than
+bookkeeping, init), or reported: a value we cannot express (a RoPE type we do not model, Falcon-ALiBi, a query scale other than
 1/sqrt(head_dim), biases on attention but not the MLP, ...) is a ConfigError naming the HF key, never a silent
 approximation. Pure stdlib: importing a config needs no transformers.
 """
@@ -14,7 +14,7 @@ from typing import Any, Callable
 from engine.config import ConfigError, ModelConfig
 from engine.interop.hf_defaults import DEFAULTS, DENSE_ACTS, GATED_ACTS, IGNORED, INERT
 
-FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gpt2", "gpt_neox", "falcon")
+FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gpt2", "gpt_neox", "falcon", "bloom")
 
 
 class _Reader:
@@ -304,9 +304,27 @@ def _falcon(r: _Reader) -> dict[str, Any]:
                 tie_embeddings=bool(r("tie_word_embeddings")), **_rope(r, d // heads))
 
 
+def _alias(r: _Reader, key: str, other: str) -> Any:
+    """A key transformers also accepts under another name (its attribute_map), e.g. BLOOM's n_head."""
+    r.read.add(other)
+    return r.d[other] if r.d.get(other) is not None and r.d.get(key) is None else r(key)
+
+
+def _bloom(r: _Reader) -> dict[str, Any]:
+    d = r.d.get("n_embed") or r("hidden_size")   # n_embed: the legacy name transformers still accepts
+    r.read.update({"n_embed", "slow_but_exact", "seq_length"})   # slow_but_exact: same sums, another order
+    r.expect("apply_residual_connection_post_layernorm", (False,), "the residual is the block input")
+    for key in ("hidden_dropout", "attention_dropout"):
+        r.expect(key, (0, 0.0), "BLOOM places dropout differently from our one dropout")
+    return dict(vocab_size=r("vocab_size"), context_length=int(r.d.get("seq_length") or 2048), d_model=d,
+                n_layers=_alias(r, "n_layer", "num_hidden_layers"), n_heads=_alias(r, "n_head", "num_attention_heads"),
+                d_ff=4 * d, ffn="gelu_tanh", norm="layernorm", norm_eps=float(r("layer_norm_epsilon")),
+                position="alibi", bias=True, embed_norm=True, tie_embeddings=bool(r("tie_word_embeddings")))
+
+
 _READERS: dict[str, Callable[[_Reader], dict[str, Any]]] = {
     "llama": _llama, "mistral": _mistral, "qwen2": _qwen, "qwen3": _qwen, "gemma": _gemma, "gemma2": _gemma,
-    "gpt2": _gpt2, "gpt_neox": _gpt_neox, "falcon": _falcon}
+    "gpt2": _gpt2, "gpt_neox": _gpt_neox, "falcon": _falcon, "bloom": _bloom}
 
 # Every ModelConfig field a reader does not set takes this value (not ModelConfig's GPT-2 default).
 NEUTRAL: dict[str, Any] = dict(

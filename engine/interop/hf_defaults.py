@@ -18,6 +18,7 @@ INERT = frozenset({
     "max_length",
     "min_length", "do_sample", "num_beams", "temperature", "top_k", "top_p", "repetition_penalty",
     "length_penalty", "no_repeat_ngram_size", "early_stopping", "bad_words_ids",
+    "unk_token_id",
     "pretraining_tp",        # Llama: a tensor-parallel slicing of the same matmuls (unused by transformers 5)
     "n_ctx",                 # GPT-2: legacy duplicate of n_positions, unused
     "summary_type", "summary_use_proj", "summary_activation", "summary_proj_to_labels", "summary_first_dropout",
@@ -36,6 +37,14 @@ IGNORED: dict[str, str] = {
     "context_window_size": "an MLC LLM runtime setting (its copies of config.json carry it)",
     "prefill_chunk_size": "an MLC LLM runtime setting (its copies of config.json carry it)",
     "attention_sink_size": "an MLC LLM runtime setting (its copies of config.json carry it)",
+    # Megatron-DeepSpeed training switches BLOOM's published configs carry; BloomConfig does not read them
+    "offset_alibi": "a Megatron-DeepSpeed setting; transformers' BLOOM does not read it",
+    "bias_dropout_fusion": "a Megatron-DeepSpeed kernel fusion switch",
+    "masked_softmax_fusion": "a Megatron-DeepSpeed kernel fusion switch",
+    "skip_bias_add": "a Megatron-DeepSpeed kernel fusion switch",
+    "skip_bias_add_qkv": "a Megatron-DeepSpeed kernel fusion switch",
+    "attention_softmax_in_fp32": "a precision switch; transformers' softmax runs in fp32 regardless",
+    "n_inner": "BLOOM's MLP is always 4 x hidden_size; BloomConfig does not read it",
 }
 
 _LLAMA = dict(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
@@ -72,6 +81,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {   # the transformers config-class defaul
                    multi_query=True, parallel_attn=True, bias=False, max_position_embeddings=2048,
                    ffn_hidden_size=None, activation="gelu", tie_word_embeddings=True,
                    apply_residual_connection_post_layernorm=False),
+    "bloom": dict(vocab_size=250880, hidden_size=64, n_layer=2, n_head=8, layer_norm_epsilon=1e-5,
+                  apply_residual_connection_post_layernorm=False, hidden_dropout=0.0, attention_dropout=0.0,
+                  tie_word_embeddings=True),
 }
 GATED_ACTS = {"silu": "swiglu", "swish": "swiglu", "gelu": "geglu", "gelu_pytorch_tanh": "geglu_tanh",
               "gelu_new": "geglu_tanh", "relu": "reglu"}

@@ -1,7 +1,7 @@
 """ModelConfig -> Hugging Face (model_type, config dict), for configs some supported family can express.
 
 Each family writer lists what it cannot express (one problem per field, e.g. `norm_placement: 'post'`); the
-first family without problems wins, in the order of FAMILIES. When none fits, the error shows the closest
+first family without problems wins, in the order of _WRITERS. When none fits, the error shows the closest
 family's problems, so the user sees which of their choices no real model family has.
 """
 from __future__ import annotations
@@ -10,7 +10,6 @@ import math
 from typing import Any, Callable
 
 from engine.config import ConfigError, ModelConfig
-from engine.interop.hf_config import FAMILIES
 
 _GATED = {"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_pytorch_tanh", "reglu": "relu"}
 _DENSE = {"gelu": "gelu", "gelu_tanh": "gelu_pytorch_tanh", "relu": "relu", "silu": "silu"}
@@ -220,8 +219,8 @@ def to_hf_config(cfg: ModelConfig, model_type: str | None = None) -> tuple[str, 
     """(model_type, config kwargs) of a transformers model computing what `cfg` computes, or ConfigError
     naming each feature the family (given, or the closest supported one) cannot express."""
     if model_type is not None and model_type not in _WRITERS:
-        raise ConfigError([f"model_type: {model_type!r} is not one of {', '.join(FAMILIES)}"])
-    tried = {f: hf_problems(cfg, f) for f in ([model_type] if model_type else FAMILIES)}
+        raise ConfigError([f"model_type: {model_type!r} is not one of {', '.join(_WRITERS)}"])
+    tried = {f: hf_problems(cfg, f) for f in ([model_type] if model_type else _WRITERS)}
     for family, (out, problems) in tried.items():
         if not problems:
             return family, out

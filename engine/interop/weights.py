@@ -89,8 +89,18 @@ def _falcon(cfg: ModelConfig) -> list[Pair]:
         cfg, "transformer.h", dict(qkv="self_attention.query_key_value", out="self_attention.dense", norms=norms))
 
 
+def _bloom(cfg: ModelConfig) -> list[Pair]:
+    norms = {"input_layernorm": "norm1", "post_attention_layernorm": "norm2"}
+    return [Pair("transformer.word_embeddings", ("tok_emb",), "copy"),
+            Pair("transformer.word_embeddings_layernorm", ("emb_norm",), "copy"),
+            Pair("transformer.ln_f", ("final_norm",), "copy")] + _fused(
+        cfg, "transformer.h", dict(qkv="self_attention.query_key_value", out="self_attention.dense", norms=norms))
+
+
 def pairs_for(cfg: ModelConfig, family: str) -> list[Pair]:
-    if family == "gpt2":
+    if family == "bloom":
+        pairs = _bloom(cfg)
+    elif family == "gpt2":
         pairs = _gpt2(cfg)
     elif family == "gpt_neox":
         pairs = _gpt_neox(cfg)

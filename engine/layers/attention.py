@@ -12,7 +12,7 @@ from torch import nn
 
 from engine.config import ModelConfig
 from engine.layers.norm import make_norm
-from engine.layers.position import apply_rope
+from engine.layers.position import alibi_bias, apply_rope
 
 
 class LayerKV:
@@ -40,6 +40,7 @@ class Attention(nn.Module):
         super().__init__()
         self.n_heads, self.kv_heads, self.hd = cfg.n_heads, cfg.kv_heads, cfg.head_width
         self.window, self.softcap, self.dropout = window, cfg.attn_softcap, cfg.dropout
+        self.alibi = cfg.position == "alibi"
         qkv_bias = cfg.bias or cfg.qkv_bias
         self.q_proj = nn.Linear(cfg.d_model, cfg.attn_width, bias=qkv_bias)
         self.k_proj = nn.Linear(cfg.d_model, cfg.kv_width, bias=qkv_bias)
@@ -69,23 +70,28 @@ class Attention(nn.Module):
             keep = k.shape[2] if self.window is None else min(k.shape[2], self.window)
             cache.k, cache.v = k[:, :, -keep:], v[:, :, -keep:]
             cache.start = int(k_pos[-1]) + 1 - keep
-        plain_causal = cache is None and self.window is None
+        plain_causal = cache is None and self.window is None and not self.alibi
+        bias = alibi_bias(self.n_heads, pos, k_pos) if self.alibi else None
         if self.impl == "explicit" or self.softcap is not None or self.keep_probs:
-            y = self._explicit(q, k, v, visible(pos, k_pos, self.window))
+            y = self._explicit(q, k, v, visible(pos, k_pos, self.window), bias)
         else:
             mask = None if plain_causal else visible(pos, k_pos, self.window)
+            if bias is not None:   # one additive float mask [H, Tq, Tk]: the ALiBi penalty, -inf where hidden
+                mask = bias.masked_fill(~mask, float("-inf")).to(q.dtype)[None]   # 4-D keeps the fused kernel
             y = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask, is_causal=plain_causal, enable_gqa=self.kv_heads != self.n_heads,
                 dropout_p=self.dropout if self.training else 0.0)
         return self.o_proj(y.transpose(1, 2).reshape(B, T, self.n_heads * self.hd))
 
-    def _explicit(self, q, k, v, allowed: torch.Tensor) -> torch.Tensor:
+    def _explicit(self, q, k, v, allowed: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         group = self.n_heads // self.kv_heads
         if group > 1:
             k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
         scores = (q @ k.transpose(-2, -1)) * self.hd ** -0.5
         if self.softcap is not None:
             scores = self.softcap * torch.tanh(scores / self.softcap)   # cap first, then mask
+        if bias is not None:
+            scores = scores + bias.to(scores.dtype)
         scores = scores.masked_fill(~allowed, float("-inf"))
         probs = torch.softmax(scores, dim=-1, dtype=torch.promote_types(q.dtype, torch.float32)).to(q.dtype)
         if self.keep_probs:

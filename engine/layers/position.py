@@ -1,6 +1,10 @@
-"""Position information: sinusoidal tables (added to the input) and rotary embedding (applied to q and k).
+"""Position information: sinusoidal tables (added to the input), rotary embedding (applied to q and k) and ALiBi
+(a per-head linear penalty on attention scores, no parameters).
 
 Learned positions are a plain nn.Embedding in the model; "none" adds nothing.
+ALiBi (Press et al. 2022, BLOOM, MPT): head h adds -m_h * (i - j) to the score of query i for key j. For n heads
+with n a power of two, m_h = 2^(-8h/n), h = 1..n; otherwise the first p = 2^floor(log2 n) slopes are those of p
+heads, and the remaining n - p are every other slope of 2p heads: 2^(-8(2k-1)/(2p)), k = 1..n-p.
 RoPE uses the rotate-half pairing (dimension i pairs with i + r/2, as in GPT-NeoX and Hugging Face Llama)
 and rotates only the first `rotary_dim` dimensions of each head (partial rotary).
 
@@ -131,3 +135,17 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
     a, b = rot[..., : r // 2], rot[..., r // 2:]
     rotated = rot * cos.to(x.dtype) + torch.cat([-b, a], dim=-1) * sin.to(x.dtype)
     return torch.cat([rotated, rest], dim=-1) if rest.shape[-1] else rotated
+
+
+def alibi_slopes(n_heads: int, device: torch.device | None = None) -> torch.Tensor:
+    """The n_heads ALiBi slopes m_h (fp32), geometric from 2^(-8/n) for a power-of-two head count."""
+    p = 2 ** math.floor(math.log2(n_heads))
+    first = [2.0 ** (-8.0 * h / p) for h in range(1, p + 1)]
+    rest = [2.0 ** (-8.0 * (2 * k - 1) / (2 * p)) for k in range(1, n_heads - p + 1)]
+    return torch.tensor(first + rest, dtype=torch.float32, device=device)
+
+
+def alibi_bias(n_heads: int, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor:
+    """[H, Tq, Tk] fp32: -m_h * (i - j), the penalty for looking back i - j positions."""
+    back = (q_pos[:, None] - k_pos[None, :]).float()
+    return -alibi_slopes(n_heads, q_pos.device)[:, None, None] * back

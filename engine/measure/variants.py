@@ -20,7 +20,7 @@ AXES: dict[str, list] = {
     "block": ["serial", "parallel"],
     "parallel_shared_norm": [False, True],
     "ffn": ["relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh", "reglu"],
-    "position": ["learned", "sinusoidal", "rope", "none"],
+    "position": ["learned", "sinusoidal", "rope", "alibi", "none"],
     "rope_fraction": [1.0, 0.5],
     "n_kv_heads": [None, 2, 1],
     "head_dim": [None, 8],
