@@ -28,9 +28,6 @@ REFUSED = {
     "olmo2_7b.json": "model_type",
     "phi-3_5.json": "model_type",
     "phi-4.json": "model_type",
-    "stablelm-2-zephyr-1_6b.json": "model_type",
-    "stablelm.json": "model_type",
-    "starcoder2.json": "model_type",
 }
 
 
@@ -75,7 +72,8 @@ def test_stored_counts_are_transformers_counts(name):
 
 
 @pytest.mark.parametrize("preset,name", [("llama-3.1-8b", "llama3_1_8b.json"), ("llama-3.2-1b", "llama3_2_1b.json"),
-                                         ("qwen2.5-0.5b", "qwen2_0_5b.json"), ("gemma-2-2b", "gemma2_2b.json")])
+                                         ("qwen2.5-0.5b", "qwen2_0_5b.json"), ("gemma-2-2b", "gemma2_2b.json"),
+                                         ("starcoder2-7b", "starcoder2.json")])
 def test_presets_are_the_published_configs(preset, name):
     """A preset written by hand is exactly what importing the published config.json gives (name aside)."""
     from engine.presets import PRESETS

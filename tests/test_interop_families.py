@@ -13,6 +13,8 @@ from engine.layers.position import alibi_slopes  # noqa: E402
 transformers.logging.set_verbosity_error()
 V, T = 97, 16
 _IDS = dict(bos_token_id=None, eos_token_id=None, pad_token_id=None)
+_LLAMA = dict(vocab_size=V, hidden_size=64, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+              num_key_value_heads=2, max_position_embeddings=64, **_IDS)
 
 # name -> (model_type, HF config)
 CASES = {
@@ -20,6 +22,12 @@ CASES = {
     "bloom": ("bloom", dict(vocab_size=V, hidden_size=32, n_layer=2, n_head=4, **_IDS)),
     # 6 heads: not a power of two, so the slopes take every other one of 8 heads' for the last two
     "bloom_6_heads": ("bloom", dict(vocab_size=V, hidden_size=48, n_layer=2, n_head=6, **_IDS)),
+    # LayerNorm with bias, rotary on 25% of the head, biases on q/k/v only, GQA, untied
+    "stablelm": ("stablelm", dict(_LLAMA, use_qkv_bias=True)),
+    # StableLM's parallel residual with one shared norm
+    "stablelm_parallel": ("stablelm", dict(_LLAMA, use_parallel_residual=True)),
+    # biases everywhere, dense tanh-GELU MLP (c_fc / c_proj), window 5 in every layer, tied
+    "starcoder2": ("starcoder2", dict(_LLAMA, sliding_window=5)),
 }
 
 

@@ -14,7 +14,8 @@ from typing import Any, Callable
 from engine.config import ConfigError, ModelConfig
 from engine.interop.hf_defaults import DEFAULTS, DENSE_ACTS, GATED_ACTS, IGNORED, INERT
 
-FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gpt2", "gpt_neox", "falcon", "bloom")
+FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gpt2", "gpt_neox", "falcon", "bloom", "stablelm",
+            "starcoder2")
 
 
 class _Reader:
@@ -322,9 +323,40 @@ def _bloom(r: _Reader) -> dict[str, Any]:
                 position="alibi", bias=True, embed_norm=True, tie_embeddings=bool(r("tie_word_embeddings")))
 
 
+def _stablelm(r: _Reader) -> dict[str, Any]:
+    d, heads = r("hidden_size"), r("num_attention_heads")
+    _fixed_head_dim(r, d, heads)
+    kv = r("num_key_value_heads", heads)
+    r.expect("qk_layernorm", (False,), "StableLM's QK-norm has separate weights for every head")
+    for key in ("hidden_dropout", "attention_dropout"):
+        r.expect(key, (0, 0.0), "StableLM drops only the MLP output; our one dropout acts everywhere")
+    parallel = bool(r("use_parallel_residual"))
+    return dict(vocab_size=r("vocab_size"), context_length=r("max_position_embeddings"), d_model=d,
+                n_layers=r("num_hidden_layers"), n_heads=heads, n_kv_heads=None if kv == heads else kv,
+                d_ff=r("intermediate_size"), ffn=r.act("hidden_act", GATED_ACTS), norm="layernorm",
+                norm_eps=float(r("layer_norm_eps")), position="rope", bias=False, qkv_bias=bool(r("use_qkv_bias")),
+                block="parallel" if parallel else "serial", parallel_shared_norm=parallel,
+                tie_embeddings=bool(r("tie_word_embeddings")),
+                **_rope(r, d // heads, fraction_default=0.25, partial_ok=True))
+
+
+def _starcoder2(r: _Reader) -> dict[str, Any]:
+    d, heads = r("hidden_size"), r("num_attention_heads")
+    _fixed_head_dim(r, d, heads)
+    kv = r("num_key_value_heads", heads)
+    return dict(vocab_size=r("vocab_size"), context_length=r("max_position_embeddings"), d_model=d,
+                n_layers=r("num_hidden_layers"), n_heads=heads, n_kv_heads=None if kv == heads else kv,
+                d_ff=r("intermediate_size"), ffn=r.act("hidden_act", DENSE_ACTS), norm="layernorm",
+                norm_eps=float(r("norm_epsilon")), position="rope", bias=bool(r("use_bias")),
+                attn_window=r.nullable("sliding_window"), tie_embeddings=bool(r("tie_word_embeddings")),
+                dropout=_same_dropout(r, ("residual_dropout", "embedding_dropout", "attention_dropout")),
+                **_rope(r, d // heads))
+
+
 _READERS: dict[str, Callable[[_Reader], dict[str, Any]]] = {
     "llama": _llama, "mistral": _mistral, "qwen2": _qwen, "qwen3": _qwen, "gemma": _gemma, "gemma2": _gemma,
-    "gpt2": _gpt2, "gpt_neox": _gpt_neox, "falcon": _falcon, "bloom": _bloom}
+    "gpt2": _gpt2, "gpt_neox": _gpt_neox, "falcon": _falcon, "bloom": _bloom,
+    "stablelm": _stablelm, "starcoder2": _starcoder2}
 
 # Every ModelConfig field a reader does not set takes this value (not ModelConfig's GPT-2 default).
 NEUTRAL: dict[str, Any] = dict(

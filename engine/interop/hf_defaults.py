@@ -45,6 +45,13 @@ IGNORED: dict[str, str] = {
     "skip_bias_add_qkv": "a Megatron-DeepSpeed kernel fusion switch",
     "attention_softmax_in_fp32": "a precision switch; transformers' softmax runs in fp32 regardless",
     "n_inner": "BLOOM's MLP is always 4 x hidden_size; BloomConfig does not read it",
+    # keys of the original BigCode training configs that Starcoder2Config does not read
+    "activation_function": "Starcoder2Config reads hidden_act",
+    "layer_norm_epsilon": "Starcoder2Config reads norm_epsilon",
+    "norm_type": "Starcoder2 always uses LayerNorm",
+    "mlp_type": "Starcoder2 always uses the dense two-matrix MLP",
+    "scale_attention_softmax_in_fp32": "a precision switch; softmax runs in fp32 regardless",
+    "scale_attn_weights": "Starcoder2 always scales scores by 1/sqrt(head_dim)",
 }
 
 _LLAMA = dict(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
@@ -81,6 +88,14 @@ DEFAULTS: dict[str, dict[str, Any]] = {   # the transformers config-class defaul
                    multi_query=True, parallel_attn=True, bias=False, max_position_embeddings=2048,
                    ffn_hidden_size=None, activation="gelu", tie_word_embeddings=True,
                    apply_residual_connection_post_layernorm=False),
+    "stablelm": dict(vocab_size=50304, intermediate_size=6912, hidden_size=2560, num_hidden_layers=32,
+                     num_attention_heads=32, num_key_value_heads=32, hidden_act="silu", max_position_embeddings=4096,
+                     layer_norm_eps=1e-5, tie_word_embeddings=False, use_qkv_bias=False, qk_layernorm=False,
+                     use_parallel_residual=False, hidden_dropout=0.0, attention_dropout=0.0),
+    "starcoder2": dict(vocab_size=49152, hidden_size=3072, intermediate_size=12288, num_hidden_layers=30,
+                       num_attention_heads=24, num_key_value_heads=2, hidden_act="gelu_pytorch_tanh",
+                       max_position_embeddings=4096, norm_epsilon=1e-5, sliding_window=None, attention_dropout=0.0,
+                       residual_dropout=0.0, embedding_dropout=0.0, use_bias=True, tie_word_embeddings=True),
     "bloom": dict(vocab_size=250880, hidden_size=64, n_layer=2, n_head=8, layer_norm_epsilon=1e-5,
                   apply_residual_connection_post_layernorm=False, hidden_dropout=0.0, attention_dropout=0.0,
                   tie_word_embeddings=True),

@@ -36,8 +36,13 @@ def _llama_like(cfg: ModelConfig, family: str) -> list[Pair]:
         h, o = f"model.layers.{i}.", f"blocks.{i}."
         pairs += [Pair(f"{h}self_attn.{x}_proj", (f"{o}attn.{x}_proj",), "copy") for x in "qkvo"]
         pairs += [Pair(f"{h}self_attn.{x}_norm", (f"{o}attn.{x}_norm",), "copy") for x in "qk" if cfg.qk_norm]
-        pairs += [Pair(f"{h}mlp.{x}_proj", (f"{o}ffn.{x}",), "copy") for x in ("gate", "up", "down")]
+        if family == "starcoder2":
+            pairs += [Pair(f"{h}mlp.c_fc", (f"{o}ffn.up",), "copy"), Pair(f"{h}mlp.c_proj", (f"{o}ffn.down",), "copy")]
+        else:
+            pairs += [Pair(f"{h}mlp.{x}_proj", (f"{o}ffn.{x}",), "copy") for x in ("gate", "up", "down")]
         norms = {"input_layernorm": "norm1", "post_attention_layernorm": "norm2"}
+        if cfg.block == "parallel":   # StableLM's parallel residual: one norm feeds both branches
+            norms = {"input_layernorm": "norm1"}
         if family == "gemma2":
             norms = {"input_layernorm": "norm1", "post_attention_layernorm": "post_attn_norm",
                      "pre_feedforward_layernorm": "norm2", "post_feedforward_layernorm": "post_ffn_norm"}
