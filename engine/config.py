@@ -58,8 +58,15 @@ class ModelConfig:
     attn_window: int | None = _decl(None, "attention", "Sliding window: a query sees only keys within the last "
                                     "this-many positions, itself included.", lo=1, null="full causal attention")
     global_every: int | None = _decl(None, "attention", "With a window, every k-th layer (k, 2k, ... counting "
-                                     "from 1) still uses full attention; ignored without a window.", lo=1, null="every layer uses the window")
+                                     "from 1) still uses full attention; ignored without a window or with "
+                                     "layer_types.", lo=1, null="every layer uses the window")
     qk_norm: bool = _decl(False, "attention", "Normalize each head's queries and keys before the dot product.")
+    # per-layer patterns and the score scale (Gemma-2/3, real configs of today)
+    layer_types: tuple[str, ...] | None = _decl(None, "attention", "Attention of each layer in order, full or "
+                                                "sliding (the window attn_window); overrides global_every.",
+                                                choices=("full", "sliding"), null="the global_every rule")
+    attn_scale: float | None = _decl(None, "attention", "Multiplier of q.k before the softmax (Gemma: "
+                                     "query_pre_attn_scalar^-0.5).", lo=0, lo_open=True, null="1/sqrt(head_dim)")
     attn_softcap: float | None = _decl(None, "attention", "Squash attention scores smoothly into (-c, c) with "
                                        "c*tanh(s/c), before the causal mask.", lo=0, lo_open=True, null="no cap")
     qkv_bias: bool = _decl(False, "attention", "Biases on the query, key and value projections only (Qwen2).")
@@ -72,6 +79,11 @@ class ModelConfig:
                              lo=1, lo_open=True)
     rope_fraction: float = _decl(1.0, "position", "Share of each head's dimensions that rotate (partial RoPE).",
                                  lo=0, hi=1, lo_open=True)
+    rope_local_base: float | None = _decl(None, "position", "Sliding-window layers use plain RoPE with this base "
+                                          "(Gemma-3: 10,000 locally, 1,000,000 globally).", lo=1, lo_open=True,
+                                          null="the same RoPE in every layer")
+    nope_layers: tuple[int, ...] | None = _decl(None, "position", "Layers (counting from 1) that skip RoPE and "
+                                                "see no positions at all (NoPE).", lo=1, null="RoPE in every layer")
     # RoPE scaling (context extension), as transformers' rope_parameters; see engine/layers/position.py
     rope_scaling: str = _decl("none", "position", "Stretch RoPE beyond its training context: linear divides every "
                               "frequency, dynamic raises theta once the sequence is longer, llama3 and yarn slow "
@@ -164,6 +176,13 @@ class ModelConfig:
     def rotary_dim(self) -> int:
         return int(round(self.head_width * self.rope_fraction)) if self.position == "rope" else 0
 
+    def layer_rope(self, i: int) -> str | None:
+        """Layer i's (0-based) RoPE: 'global', 'local' (rope_local_base on a window layer) or None (no RoPE)."""
+        if self.position != "rope" or (self.nope_layers and i + 1 in self.nope_layers):
+            return None
+        local = self.rope_local_base is not None and self.layer_windows[i] is not None
+        return "local" if local else "global"
+
     @property
     def gated(self) -> bool:
         return self.ffn in GATED_FFNS
@@ -183,6 +202,8 @@ class ModelConfig:
         """Per layer (0-based list): the sliding window, or None for full attention."""
         if self.attn_window is None:
             return [None] * self.n_layers
+        if self.layer_types is not None:
+            return [self.attn_window if t == "sliding" else None for t in self.layer_types]
         k = self.global_every
         return [None if k and (i + 1) % k == 0 else self.attn_window for i in range(self.n_layers)]
 
@@ -444,6 +465,10 @@ def _problems(c: ModelConfig) -> list[str]:
             problems.append(f"head_dim: rope needs an even rotary width (head_dim*rope_fraction), "
                             f"got {c.head_width}*{c.rope_fraction:g} = {rot:g}")
     problems += _rope_problems(c, ok)
+    if ok("layer_types", "n_layers") and c.layer_types is not None and len(c.layer_types) != c.n_layers:
+        problems.append(f"layer_types: {len(c.layer_types)} entries for n_layers={c.n_layers}")
+    if ok("nope_layers", "n_layers") and c.nope_layers and max(c.nope_layers) > c.n_layers:
+        problems.append(f"nope_layers: layer {max(c.nope_layers)} does not exist (n_layers={c.n_layers})")
     if ok("norm", "norm_bias") and c.norm == "rmsnorm" and c.norm_bias:
         problems.append("norm_bias: rmsnorm has no bias; set norm_bias: false")
     if ok("position", "context_length") and c.position == "learned" and c.context_length > 1 << 24:

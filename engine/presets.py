@@ -64,6 +64,13 @@ PRESETS: dict[str, Preset] = {p.config.name: p for p in [
                        norm_placement="sandwich", attn_window=4096, global_every=2, attn_softcap=50.0,
                        logit_softcap=30.0, embed_scale=True), 2_614_341_888,
            _HF + "google/gemma-2-2b", "Sandwich norms, local/global alternation, soft-capped scores and logits."),
+    Preset(ModelConfig(name="gemma-3-1b", norm="rmsnorm", norm_bias=False, bias=False, position="rope",
+                       ffn="geglu_tanh", tie_embeddings=True, vocab_size=262144, context_length=32768, d_model=1152,
+                       n_layers=26, n_heads=4, n_kv_heads=1, head_dim=256, d_ff=6912, norm_eps=1e-6,
+                       norm_placement="sandwich", attn_window=512, global_every=6, qk_norm=True, embed_scale=True,
+                       rope_base=1000000.0, rope_local_base=10000.0), 999_885_952,
+           _HF + "google/gemma-3-1b-it", "Five local layers (window 512, RoPE base 10,000) per global one (base "
+           "1,000,000); QK-norm; sandwich norms."),
     Preset(ModelConfig(name="falcon-7b", norm="layernorm", bias=False, position="rope", ffn="gelu",
                        tie_embeddings=True, vocab_size=65024, context_length=2048, d_model=4544, n_layers=32,
                        n_heads=71, n_kv_heads=1, head_dim=64, block="parallel", parallel_shared_norm=True),

@@ -19,9 +19,6 @@ INDEX = json.loads((DATA / "index.json").read_text())
 REFUSED = {
     "Mixtral-8x7B-v0_1.json": "model_type",   # Mixture of Experts: issue #11
     "aya-23.json": "model_type",
-    "gemma2_27b.json": "query_pre_attn_scalar",
-    "gemma2_2b-jpn.json": "query_pre_attn_scalar",
-    "gemma3_1b_it.json": "model_type",
     "gpt_bigcode.json": "model_type",
     "olmo2_13b.json": "model_type",
     "olmo2_32b.json": "model_type",
@@ -73,7 +70,7 @@ def test_stored_counts_are_transformers_counts(name):
 
 @pytest.mark.parametrize("preset,name", [("llama-3.1-8b", "llama3_1_8b.json"), ("llama-3.2-1b", "llama3_2_1b.json"),
                                          ("qwen2.5-0.5b", "qwen2_0_5b.json"), ("gemma-2-2b", "gemma2_2b.json"),
-                                         ("starcoder2-7b", "starcoder2.json")])
+                                         ("starcoder2-7b", "starcoder2.json"), ("gemma-3-1b", "gemma3_1b_it.json")])
 def test_presets_are_the_published_configs(preset, name):
     """A preset written by hand is exactly what importing the published config.json gives (name aside)."""
     from engine.presets import PRESETS

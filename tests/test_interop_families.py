@@ -26,6 +26,17 @@ CASES = {
     "stablelm": ("stablelm", dict(_LLAMA, use_qkv_bias=True)),
     # StableLM's parallel residual with one shared norm
     "stablelm_parallel": ("stablelm", dict(_LLAMA, use_parallel_residual=True)),
+    # Gemma-3: window 5 on layers 1, 2, 4 (layer_types, not every k-th), local RoPE base 100 vs global 10^6 with
+    # linear scaling, (1 + w) QK-norm, sandwich norms, query_pre_attn_scalar 24 (not head_dim 16)
+    "gemma3_text": ("gemma3_text", dict(_LLAMA, num_hidden_layers=4, head_dim=16, query_pre_attn_scalar=24,
+                                        sliding_window=5, layer_types=["sliding_attention", "sliding_attention",
+                                                                       "full_attention", "sliding_attention"],
+                                        rope_parameters={"full_attention": {"rope_type": "linear", "factor": 4.0,
+                                                                            "rope_theta": 1e6},
+                                                         "sliding_attention": {"rope_type": "default",
+                                                                               "rope_theta": 100.0}})),
+    # Gemma-2 with query_pre_attn_scalar other than head_dim (Gemma-2-27B: 144 with head_dim 128)
+    "gemma2_scalar": ("gemma2", dict(_LLAMA, head_dim=16, query_pre_attn_scalar=9, sliding_window=5)),
     # biases everywhere, dense tanh-GELU MLP (c_fc / c_proj), window 5 in every layer, tied
     "starcoder2": ("starcoder2", dict(_LLAMA, sliding_window=5)),
 }

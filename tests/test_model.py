@@ -103,6 +103,8 @@ KNOBS = {
     "rope_original_context": (LLAMA3, 2), "rope_low_freq_factor": (LLAMA3, 0.5),
     "rope_high_freq_factor": (LLAMA3, 8.0), "rope_beta_fast": (YARN, 8.0), "rope_beta_slow": (YARN, 0.5),
     "rope_truncate": (YARN, True), "rope_attention_factor": (YARN, 2.0),
+    "layer_types": ({"attn_window": 3}, ("sliding", "full")), "attn_scale": ({}, 0.3),
+    "rope_local_base": ({**ROPE, "attn_window": 3}, 100.0), "nope_layers": (ROPE, (1,)),
     "rope_short_factor": (LONGROPE, (2.0, 3.0)), "rope_long_factor": ({**LONGROPE, "rope_original_context": 4},
                                                                        (2.0, 3.0))}
 

@@ -141,7 +141,10 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
         rope_beta_slow=draw(st.floats(0.25, 2)), rope_truncate=draw(st.booleans()),
         rope_attention_factor=draw(opt(st.floats(0.5, 2))),
         rope_short_factor=draw(opt(st.lists(st.floats(0.5, 4), min_size=1, max_size=4).map(tuple))),
-        rope_long_factor=draw(opt(st.lists(st.floats(0.5, 4), min_size=1, max_size=4).map(tuple))))
+        rope_long_factor=draw(opt(st.lists(st.floats(0.5, 4), min_size=1, max_size=4).map(tuple))),
+        layer_types=draw(opt(st.lists(st.sampled_from(["full", "sliding"]), min_size=1, max_size=3).map(tuple))),
+        attn_scale=draw(opt(st.floats(0.01, 2))), rope_local_base=draw(opt(st.floats(2, 1e6))),
+        nope_layers=draw(opt(st.lists(st.integers(1, 3), min_size=1, max_size=3).map(tuple))))
     values["norm_bias"] = values["norm"] == "layernorm" and draw(st.booleans())
     assert set(values) == set(FIELDS), "a new field needs a strategy here"
     try:

@@ -17,8 +17,9 @@ H = n_heads, V = vocab. What each op saves for backward:
   explicit path     q, k^T, v (A-wide after repeat), bool mask T*T, (tanh of capped scores), fp32 softmax
                     output, then dropout noise + dropped probs, or the probs cast to e; output copy
   dropout (CPU)     the scaled noise tensor, e bytes per element (CUDA keeps a 1-byte mask instead)
-  RoPE              the cos and sin tables [T, rotary_dim] (fp32, shared by all layers; other dtypes cast
-                    per call: 4 tables per layer)
+  RoPE              the cos and sin tables [T, rotary_dim] (fp32, shared by all layers, one pair per table
+                    set: global, and local with rope_local_base; other dtypes cast per call: 4 tables per RoPE
+                    layer; NoPE layers none)
   cross-entropy     log-softmax output N*V*e, targets N*8, a scalar; logit soft-cap adds tanh output N*V*e
 Exact on CPU for fp32, bf16 and fp16 (the tests measure every variant pair); CUDA kernels save differently
 (flash/efficient SDPA, 1-byte dropout masks, fp32 LayerNorm statistics), so there it is an estimate.
@@ -64,13 +65,13 @@ def _normed(cfg: ModelConfig, rows: int, width: int, e: int, readers: int = 1) -
     return inp + readers * _norm_stats(cfg, rows, width, e)
 
 
-def _attention(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, impl: str, add) -> None:
+def _attention(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, rope: bool, impl: str, add) -> None:
     """Saved tensors of one attention layer, excluding its input (the normed residual) and its output."""
     N, A, K, H, hd = B * T, cfg.attn_width, cfg.kv_width, cfg.n_heads, cfg.head_width
     drop = cfg.dropout > 0
     if cfg.qk_norm:
         add("qk_norm", _normed(cfg, N * H, hd, e) + _normed(cfg, N * cfg.kv_heads, hd, e))
-    if cfg.position == "rope" and e != 4:
+    if rope and e != 4:
         add("rope_tables", 4 * T * cfg.rotary_dim * e)
     scores = B * H * T * T * e
     explicit = impl == "explicit" or cfg.attn_softcap is not None
@@ -78,7 +79,7 @@ def _attention(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, imp
         add("attn_qkv", N * (A + 2 * K) * e)
         # the kernel's output takes q's layout: a view of q_proj ([B,T,H,hd] memory) makes o_proj's input a
         # view of it; q rebuilt by QK-norm or partial RoPE is [B,H,T,hd]-contiguous, so o_proj gets a copy
-        q_rebuilt = cfg.qk_norm or 0 < cfg.rotary_dim < hd
+        q_rebuilt = cfg.qk_norm or (rope and 0 < cfg.rotary_dim < hd)
         add("attn_out", N * A * e * (2 if q_rebuilt else 1))
         add("attn_lse", B * H * T * STAT)
         if cfg.position == "alibi":                # ALiBi: one additive float mask per head
@@ -104,12 +105,12 @@ def _ffn(cfg: ModelConfig, N: int, e: int) -> int:
     return width * N * cfg.ffn_width * e
 
 
-def _layer(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, impl: str, add) -> None:
+def _layer(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, rope: bool, impl: str, add) -> None:
     N, d = B * T, cfg.d_model
     tok = N * d * e
     normed = _normed(cfg, N, d, e)
     noise = tok if cfg.dropout > 0 else 0
-    _attention(cfg, B, T, e, window, impl, add)
+    _attention(cfg, B, T, e, window, rope, impl, add)
     add("ffn", _ffn(cfg, N, e))
     add("dropout", 2 * noise)
     if cfg.norm_placement == "sandwich":          # post-branch norms read the branch outputs
@@ -148,12 +149,13 @@ def activation_estimate(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp
     add("token_ids", N * IDX + (T * IDX if cfg.position == "learned" else 0))
     add("embedding", (e if cfg.embed_scale else 0) + (_normed(cfg, N, d, e) if cfg.embed_norm else 0)
         + (tok if cfg.dropout > 0 else 0))
-    if cfg.position == "rope" and e == 4:
-        add("rope_tables", 2 * T * cfg.rotary_dim * STAT)
+    kinds = [cfg.layer_rope(i) for i in range(cfg.n_layers)]
+    if e == 4:   # one cos/sin pair per table set in use (global, and local with rope_local_base)
+        add("rope_tables", 2 * T * cfg.rotary_dim * STAT * len(set(kinds) - {None}))
     layers = []
-    for w in cfg.layer_windows:
+    for w, kind in zip(cfg.layer_windows, kinds):
         bucket: dict[str, int] = {}
-        _layer(cfg, B, T, e, w, impl, adder(bucket))
+        _layer(cfg, B, T, e, w, kind is not None, impl, adder(bucket))
         layers.append(bucket)
     head: dict[str, int] = {}
     add = adder(head)

@@ -14,8 +14,8 @@ from typing import Any, Callable
 from engine.config import ConfigError, ModelConfig
 from engine.interop.hf_defaults import DEFAULTS, DENSE_ACTS, GATED_ACTS, IGNORED, INERT
 
-FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gpt2", "gpt_neox", "falcon", "bloom", "stablelm",
-            "starcoder2")
+FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "gpt2", "gpt_neox", "falcon",
+            "bloom", "stablelm", "starcoder2")
 
 
 class _Reader:
@@ -69,7 +69,7 @@ class _Reader:
 
 
 def _rope(r: _Reader, head_dim: int, *, theta_keys=("rope_theta",), fraction_keys=("partial_rotary_factor",),
-          fraction_default: float = 1.0, partial_ok: bool = False) -> dict[str, Any]:
+          fraction_default: float = 1.0, partial_ok: bool = False, theta_default: float = 10000.0) -> dict[str, Any]:
     """rope_base, rope_fraction and the scaling fields from rope_parameters (transformers 5), rope_scaling
     (earlier releases) or the legacy top-level keys."""
     source = "rope_scaling" if r.d.get("rope_scaling") else "rope_parameters"
@@ -78,7 +78,13 @@ def _rope(r: _Reader, head_dim: int, *, theta_keys=("rope_theta",), fraction_key
     if not isinstance(params, dict):
         r.bad(source, params, "expected a mapping")
         params = {}
-    theta = params.get("rope_theta", next((r.d[k] for k in theta_keys if r.d.get(k) is not None), 10000.0))
+    local: dict[str, Any] = {}
+    if source == "rope_parameters" and {"full_attention", "sliding_attention"} & set(params):   # per layer type
+        local = dict(params.get("sliding_attention") or {})
+        params = dict(params.get("full_attention") or {})
+        if local.get("rope_type", "default") != "default":
+            r.bad("rope_parameters.sliding_attention.rope_type", local["rope_type"], "local layers use plain RoPE")
+    theta = params.get("rope_theta", next((r.d[k] for k in theta_keys if r.d.get(k) is not None), theta_default))
     fraction = params.get("partial_rotary_factor",
                           next((r.d[k] for k in fraction_keys if r.d.get(k) is not None), fraction_default))
     if fraction != 1.0 and not partial_ok:
@@ -89,6 +95,8 @@ def _rope(r: _Reader, head_dim: int, *, theta_keys=("rope_theta",), fraction_key
         r.bad("partial_rotary_factor", fraction, "rotates no dimension of the head")
         rotary_dim = head_dim
     scaling = rope_scaling_fields(r, source, params)
+    if "rope_theta" in local:
+        scaling["rope_local_base"] = float(local["rope_theta"])
     return dict(rope_base=float(theta), rope_fraction=rotary_dim / head_dim, **scaling)
 
 
@@ -153,7 +161,8 @@ def rope_scaling_fields(r: _Reader, source: str, params: dict[str, Any]) -> dict
 
 
 def windows_to_fields(r: _Reader, windows: list[int | None], key: str) -> dict[str, Any]:
-    """A per-layer window list as attn_window + global_every (full attention on layers k, 2k, ...)."""
+    """A per-layer window list as attn_window + global_every (full attention on layers k, 2k, ...), or as an
+    explicit layer_types list when the full-attention layers are not every k-th."""
     sizes = {w for w in windows if w is not None}
     if not sizes:
         return dict(attn_window=None, global_every=None)
@@ -164,8 +173,8 @@ def windows_to_fields(r: _Reader, windows: list[int | None], key: str) -> dict[s
         return dict(attn_window=w, global_every=None)
     k = windows.index(None) + 1
     if windows != [None if (i + 1) % k == 0 else w for i in range(len(windows))]:
-        pattern = "".join("G" if x is None else "L" for x in windows)
-        r.bad(key, pattern, "full-attention layers must be every k-th layer (k, 2k, ...), as global_every says")
+        return dict(attn_window=w, global_every=None,
+                    layer_types=tuple("full" if x is None else "sliding" for x in windows))
     return dict(attn_window=w, global_every=k)
 
 
@@ -177,7 +186,7 @@ def _layer_windows(r: _Reader, n_layers: int, window: int | None, default_types:
     return windows_to_fields(r, [window if t == "sliding_attention" else None for t in types], "layer_types")
 
 
-def _decoder(r: _Reader) -> dict[str, Any]:
+def _decoder(r: _Reader, theta_default: float = 10000.0) -> dict[str, Any]:
     """Sizes shared by the Llama-like families (separate q/k/v/o, gated MLP, RMSNorm, RoPE)."""
     d, heads = r("hidden_size"), r("num_attention_heads")
     kv, hd = r("num_key_value_heads", heads), r("head_dim", d // heads)
@@ -186,7 +195,7 @@ def _decoder(r: _Reader) -> dict[str, Any]:
                 n_layers=r("num_hidden_layers"), n_heads=heads, n_kv_heads=None if kv == heads else kv,
                 head_dim=None if hd == d // heads else hd, d_ff=r("intermediate_size"), norm="rmsnorm",
                 norm_eps=float(r("rms_norm_eps")), norm_bias=False, position="rope",
-                tie_embeddings=bool(r("tie_word_embeddings")), **_rope(r, hd))
+                tie_embeddings=bool(r("tie_word_embeddings")), **_rope(r, hd, theta_default=theta_default))
 
 
 def _llama(r: _Reader) -> dict[str, Any]:
@@ -217,7 +226,7 @@ def _qwen(r: _Reader) -> dict[str, Any]:
 
 
 def _gemma(r: _Reader) -> dict[str, Any]:
-    base = _decoder(r)
+    base = _decoder(r, theta_default=1e6 if r.family == "gemma3_text" else 10000.0)
     r.expect("attention_bias", (False,), "Gemma puts it on q, k, v and o but not the MLP")
     r.expect("use_bidirectional_attention", (None, False), "the model is causal")
     base.update(bias=False, embed_scale=True)
@@ -228,11 +237,20 @@ def _gemma(r: _Reader) -> dict[str, Any]:
             r.bad("hidden_activation", legacy, f"disagrees with hidden_act, which transformers 5 uses ({ffn})")
         return dict(base, ffn=ffn)
     hd = base["head_dim"] or base["d_model"] // base["n_heads"]
-    r.expect("query_pre_attn_scalar", (hd,), f"scores are scaled by 1/sqrt(head_dim={hd})")
+    scalar = r("query_pre_attn_scalar")
+    if not scalar > 0:
+        r.bad("query_pre_attn_scalar", scalar, "scores are scaled by its inverse square root")
+        scalar = hd
     r.read.add("hidden_act")   # Gemma-2 reads hidden_activation; transformers ignores hidden_act
     n = base["n_layers"]
-    default = ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n)]
+    every = 2
+    if r.family == "gemma3_text":   # local layers: plain RoPE at rope_local_base_freq; QK-norm
+        every = _alias(r, "sliding_window_pattern", "_sliding_window_pattern")   # to_dict() writes the latter
+        base.setdefault("rope_local_base", float(r("rope_local_base_freq")))
+        base["qk_norm"] = True
+    default = ["sliding_attention" if (i + 1) % every else "full_attention" for i in range(n)]
     return dict(base, **_layer_windows(r, n, r.nullable("sliding_window"), default),
+                attn_scale=None if scalar == hd else float(scalar) ** -0.5,
                 ffn=r.act("hidden_activation", GATED_ACTS), norm_placement="sandwich",
                 attn_softcap=r.nullable("attn_logit_softcapping"), logit_softcap=r.nullable("final_logit_softcapping"))
 
@@ -355,6 +373,7 @@ def _starcoder2(r: _Reader) -> dict[str, Any]:
 
 _READERS: dict[str, Callable[[_Reader], dict[str, Any]]] = {
     "llama": _llama, "mistral": _mistral, "qwen2": _qwen, "qwen3": _qwen, "gemma": _gemma, "gemma2": _gemma,
+    "gemma3_text": _gemma,
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "falcon": _falcon, "bloom": _bloom,
     "stablelm": _stablelm, "starcoder2": _starcoder2}
 
@@ -366,7 +385,7 @@ NEUTRAL: dict[str, Any] = dict(
     dropout=0.0, embed_scale=False, logit_softcap=None, rope_scaling="none", rope_factor=1.0,
     rope_original_context=None, rope_low_freq_factor=1.0, rope_high_freq_factor=4.0, rope_beta_fast=32.0,
     rope_beta_slow=1.0, rope_truncate=True, rope_attention_factor=None, rope_short_factor=None,
-    rope_long_factor=None)
+    rope_long_factor=None, layer_types=None, attn_scale=None, rope_local_base=None, nope_layers=None)
 
 
 def from_hf_config(d: dict[str, Any]) -> ModelConfig:

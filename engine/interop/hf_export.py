@@ -46,6 +46,10 @@ class _Writer:
             self.need("norm_bias", True)
         self.need("embed_scale", embed_scale)
         self.need("qk_norm", qk_norm)
+        self.need("rope_local_base", None, "one RoPE for every layer")
+        self.need("nope_layers", None, "RoPE in every layer")
+        if not softcaps:   # the Gemma-2 writer states query_pre_attn_scalar
+            self.need("attn_scale", None, "scores scaled by 1/sqrt(head_dim)")
         if not softcaps:
             self.need("attn_softcap", None)
             self.need("logit_softcap", None)
@@ -128,6 +132,8 @@ def _mistral(w: _Writer) -> dict[str, Any]:
     w.need("qkv_bias", False)
     w.check(w.cfg.global_every is None or w.cfg.global_every > w.cfg.n_layers, "global_every",
             "the window applies to every layer")
+    w.check(w.cfg.layer_types is None or set(w.cfg.layer_types) == {"sliding"}, "layer_types",
+            "the window applies to every layer")
     return dict(_decoder(w), hidden_act=w.act(_GATED), sliding_window=w.cfg.attn_window)
 
 
@@ -152,8 +158,9 @@ def _gemma(w: _Writer) -> dict[str, Any]:
     if not gemma2:
         w.no_window()
         return dict(_decoder(w), hidden_act=w.act(_GATED), attention_bias=False)
+    scalar = c.head_width if c.attn_scale is None else c.attn_scale ** -2
     return dict(_decoder(w), hidden_activation=w.act(_GATED), attention_bias=False,
-                query_pre_attn_scalar=c.head_width, sliding_window=c.attn_window, layer_types=_layer_types(c),
+                query_pre_attn_scalar=scalar, sliding_window=c.attn_window, layer_types=_layer_types(c),
                 attn_logit_softcapping=c.attn_softcap, final_logit_softcapping=c.logit_softcap)
 
 

@@ -30,12 +30,12 @@ class Pair:
 
 
 def _llama_like(cfg: ModelConfig, family: str) -> list[Pair]:
-    norm = "offset" if family in ("gemma", "gemma2") else "copy"
+    norm = "offset" if family in ("gemma", "gemma2", "gemma3_text") else "copy"
     pairs = [Pair("model.embed_tokens", ("tok_emb",), "copy"), Pair("model.norm", ("final_norm",), norm)]
     for i in range(cfg.n_layers):
         h, o = f"model.layers.{i}.", f"blocks.{i}."
         pairs += [Pair(f"{h}self_attn.{x}_proj", (f"{o}attn.{x}_proj",), "copy") for x in "qkvo"]
-        pairs += [Pair(f"{h}self_attn.{x}_norm", (f"{o}attn.{x}_norm",), "copy") for x in "qk" if cfg.qk_norm]
+        pairs += [Pair(f"{h}self_attn.{x}_norm", (f"{o}attn.{x}_norm",), norm) for x in "qk" if cfg.qk_norm]
         if family == "starcoder2":
             pairs += [Pair(f"{h}mlp.c_fc", (f"{o}ffn.up",), "copy"), Pair(f"{h}mlp.c_proj", (f"{o}ffn.down",), "copy")]
         else:
@@ -43,7 +43,7 @@ def _llama_like(cfg: ModelConfig, family: str) -> list[Pair]:
         norms = {"input_layernorm": "norm1", "post_attention_layernorm": "norm2"}
         if cfg.block == "parallel":   # StableLM's parallel residual: one norm feeds both branches
             norms = {"input_layernorm": "norm1"}
-        if family == "gemma2":
+        if family in ("gemma2", "gemma3_text"):
             norms = {"input_layernorm": "norm1", "post_attention_layernorm": "post_attn_norm",
                      "pre_feedforward_layernorm": "norm2", "post_feedforward_layernorm": "post_ffn_norm"}
         pairs += [Pair(h + k, (o + v,), norm) for k, v in norms.items()]

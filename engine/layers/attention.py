@@ -41,6 +41,7 @@ class Attention(nn.Module):
         self.n_heads, self.kv_heads, self.hd = cfg.n_heads, cfg.kv_heads, cfg.head_width
         self.window, self.softcap, self.dropout = window, cfg.attn_softcap, cfg.dropout
         self.alibi = cfg.position == "alibi"
+        self.scale = cfg.attn_scale   # None: 1/sqrt(head_dim)
         qkv_bias = cfg.bias or cfg.qkv_bias
         self.q_proj = nn.Linear(cfg.d_model, cfg.attn_width, bias=qkv_bias)
         self.k_proj = nn.Linear(cfg.d_model, cfg.kv_width, bias=qkv_bias)
@@ -79,7 +80,7 @@ class Attention(nn.Module):
             if bias is not None:   # one additive float mask [H, Tq, Tk]: the ALiBi penalty, -inf where hidden
                 mask = bias.masked_fill(~mask, float("-inf")).to(q.dtype)[None]   # 4-D keeps the fused kernel
             y = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, is_causal=plain_causal, enable_gqa=self.kv_heads != self.n_heads,
+                q, k, v, attn_mask=mask, is_causal=plain_causal, enable_gqa=self.kv_heads != self.n_heads, scale=self.scale,
                 dropout_p=self.dropout if self.training else 0.0)
         return self.o_proj(y.transpose(1, 2).reshape(B, T, self.n_heads * self.hd))
 
@@ -87,7 +88,7 @@ class Attention(nn.Module):
         group = self.n_heads // self.kv_heads
         if group > 1:
             k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-        scores = (q @ k.transpose(-2, -1)) * self.hd ** -0.5
+        scores = (q @ k.transpose(-2, -1)) * (self.hd ** -0.5 if self.scale is None else self.scale)
         if self.softcap is not None:
             scores = self.softcap * torch.tanh(scores / self.softcap)   # cap first, then mask
         if bias is not None:

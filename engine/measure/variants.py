@@ -36,6 +36,9 @@ AXES: dict[str, list] = {
     "dropout": [0.0, 0.1],
     "bias": [True, False],
     "qkv_bias": [False, True],
+    "rope_local_base": [None, 100.0],
+    "nope_layers": [None, (1,)],
+    "attn_scale": [None, 0.3],
 }
 
 
