@@ -8,6 +8,12 @@ from engine.config import ModelConfig
 from engine.units import fmt_bytes, fmt_count, fmt_flops
 
 
+def page_header(title: str, cfg: ModelConfig, reference: ModelConfig | None = None) -> None:
+    """How every page opens: its title, then the metric row of the current config (deltas against `reference`)."""
+    st.title(title)
+    metric_row(cfg, reference)
+
+
 def metric_row(cfg: ModelConfig, reference: ModelConfig | None = None) -> None:
     """The row every page opens with: total and non-embedding parameters, bf16 weights, KV cache at the full
     context (batch 1, bf16) and training FLOPs per token. With `reference`, each metric shows its delta."""
@@ -34,7 +40,7 @@ def _metrics(cfg: ModelConfig) -> dict[str, tuple]:
     T = cfg.context_length
     weights = compute.memory(cfg, 1, T, "bf16", policy="bf16").weights_bytes
     kv = compute.kv_cache(cfg, 1, T, "bf16")
-    fpt = compute.flops(cfg, 1, T).flops_per_token
+    fpt = compute.flops(cfg, 1, T, causal=True).flops_per_token
     out["Weights (bf16)"] = (weights, fmt_bytes(weights), fmt_bytes,
                              "Closed form: parameters x 2 bytes (engine.budget.memory).")
     out["KV cache, full context"] = (kv, fmt_bytes(kv), fmt_bytes,
@@ -42,5 +48,6 @@ def _metrics(cfg: ModelConfig) -> dict[str, tuple]:
                                      "tokens x kv_heads x head_dim x 2 bytes; window layers hold min(tokens, window).")
     out["FLOPs / token"] = (fpt, fmt_flops(fpt), fmt_flops,
                             f"Closed form (engine.budget.flops): training forward + backward per token at "
-                            f"sequence {T:,}, full attention square (as FlopCounterMode counts).")
+                            f"sequence {T:,}, counting only the query-key pairs a causal, windowed kernel "
+                            "computes (Budgets shows the full-square count FlopCounterMode makes).")
     return out

@@ -4,8 +4,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from engine.cli import UsageError
+from engine.commands import UsageError
 from engine.config import ModelConfig
+from engine.interop.hf_config import from_hf_config
+from engine.validation import int_problem
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -37,8 +39,8 @@ def _import_hf(args: argparse.Namespace) -> int:
             print(f"# ignored: {line}")
     if not args.check:
         return 0
-    if args.tokens < 1:
-        raise UsageError(f"--tokens: {args.tokens} is not an integer >= 1")
+    if problem := int_problem("--tokens", args.tokens):
+        raise UsageError(problem)
     return _check(cfg, config, state, source, args)
 
 

@@ -1,4 +1,5 @@
-"""Hugging Face config.json -> ModelConfig, for the families we can express exactly (FAMILIES).
+"""Hugging Face config.json -> ModelConfig, for the families we can express exactly (FAMILIES; longer than 300
+lines: one short reader per family, side by side).
 
 Read the way transformers reads it: a missing key (or null) means the config class default, so hf_defaults.py
 copies those defaults. Every key is either understood, known not to change the forward pass (ids,
@@ -8,11 +9,11 @@ approximation. Pure stdlib: importing a config needs no transformers.
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Callable
 
 from engine.config import ConfigError, ModelConfig
 from engine.interop.hf_defaults import DEFAULTS, DENSE_ACTS, GATED_ACTS, IGNORED, INERT
+from engine.interop.hf_rope import rope_fields
 
 FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "gpt2", "gpt_neox", "falcon",
             "bloom", "stablelm", "starcoder2")
@@ -68,98 +69,6 @@ class _Reader:
                 for k in self.d if k not in self.read and k not in INERT]
 
 
-def _rope(r: _Reader, head_dim: int, *, theta_keys=("rope_theta",), fraction_keys=("partial_rotary_factor",),
-          fraction_default: float = 1.0, partial_ok: bool = False, theta_default: float = 10000.0) -> dict[str, Any]:
-    """rope_base, rope_fraction and the scaling fields from rope_parameters (transformers 5), rope_scaling
-    (earlier releases) or the legacy top-level keys."""
-    source = "rope_scaling" if r.d.get("rope_scaling") else "rope_parameters"
-    params = r.d.get(source) or {}
-    r.read.update({"rope_scaling", "rope_parameters", *theta_keys, *fraction_keys})
-    if not isinstance(params, dict):
-        r.bad(source, params, "expected a mapping")
-        params = {}
-    local: dict[str, Any] = {}
-    if source == "rope_parameters" and {"full_attention", "sliding_attention"} & set(params):   # per layer type
-        local = dict(params.get("sliding_attention") or {})
-        params = dict(params.get("full_attention") or {})
-        if local.get("rope_type", "default") != "default":
-            r.bad("rope_parameters.sliding_attention.rope_type", local["rope_type"], "local layers use plain RoPE")
-    theta = params.get("rope_theta", next((r.d[k] for k in theta_keys if r.d.get(k) is not None), theta_default))
-    fraction = params.get("partial_rotary_factor",
-                          next((r.d[k] for k in fraction_keys if r.d.get(k) is not None), fraction_default))
-    if fraction != 1.0 and not partial_ok:
-        r.bad("partial_rotary_factor", fraction, f"{r.family} rotates the whole head")
-        fraction = 1.0
-    rotary_dim = int(head_dim * fraction)   # transformers truncates
-    if rotary_dim <= 0:
-        r.bad("partial_rotary_factor", fraction, "rotates no dimension of the head")
-        rotary_dim = head_dim
-    scaling = rope_scaling_fields(r, source, params)
-    if "rope_theta" in local:
-        scaling["rope_local_base"] = float(local["rope_theta"])
-    return dict(rope_base=float(theta), rope_fraction=rotary_dim / head_dim, **scaling)
-
-
-# per scaling type: the rope_parameters keys transformers reads (besides rope_type, rope_theta, the fraction)
-_SCALING_KEYS = {
-    "default": set(), "linear": {"factor"}, "dynamic": {"factor"},
-    "llama3": {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"},
-    "yarn": {"factor", "beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim", "truncate",
-             "original_max_position_embeddings"},
-    "longrope": {"factor", "short_factor", "long_factor", "attention_factor", "original_max_position_embeddings"}}
-
-
-def rope_scaling_fields(r: _Reader, source: str, params: dict[str, Any]) -> dict[str, Any]:
-    """The rope_scaling* fields for one rope_parameters mapping, read as transformers' rope init functions do:
-    yarn and longrope without a factor take max_position_embeddings / original; a top-level
-    original_max_position_embeddings (Phi-3) wins over the one inside the mapping."""
-    kind = params.get("rope_type", params.get("type", "default"))
-    if kind not in _SCALING_KEYS:
-        r.bad(f"{source}.rope_type", kind, f"supported RoPE types: {', '.join(_SCALING_KEYS)}")
-        return {}
-    for extra in sorted(set(params) - _SCALING_KEYS[kind] - {"rope_type", "type", "rope_theta",
-                                                              "partial_rotary_factor"}):
-        if extra in set().union(*_SCALING_KEYS.values()):   # another type's key: transformers does not read it
-            r.ignore(f"{source}.{extra}", f"not used by rope_type {kind}")
-        else:
-            r.bad(f"{source}.{extra}", params[extra], f"not a {kind} RoPE parameter we model")
-    r.read.add("original_max_position_embeddings")
-    if kind == "default":
-        if "original_max_position_embeddings" in r.d:
-            r.ignore("original_max_position_embeddings", "plain RoPE does not read it")
-        return dict(rope_scaling="none")
-    top = r.d.get("original_max_position_embeddings")
-    original = top or params.get("original_max_position_embeddings") or r("max_position_embeddings")
-    out: dict[str, Any] = dict(rope_scaling=kind)
-    if kind in ("llama3", "yarn", "longrope"):
-        out["rope_original_context"] = int(original)
-    elif top is not None:
-        r.ignore("original_max_position_embeddings", f"rope_type {kind} does not read it")
-    factor = params.get("factor")
-    if factor is None and kind in ("yarn", "longrope"):
-        factor = r("max_position_embeddings") / original
-    if factor is None:
-        r.bad(f"{source}.factor", None, f"rope_type {kind} needs a factor")
-        return out
-    out["rope_factor"] = float(factor)
-    if kind == "llama3":
-        out.update(rope_low_freq_factor=float(params.get("low_freq_factor", 1.0)),
-                   rope_high_freq_factor=float(params.get("high_freq_factor", 4.0)))
-    if kind == "yarn":
-        out.update(rope_beta_fast=float(params.get("beta_fast") or 32),
-                   rope_beta_slow=float(params.get("beta_slow") or 1), rope_truncate=bool(params.get("truncate", True)))
-        mscale, mscale_all = params.get("mscale"), params.get("mscale_all_dim")
-        if params.get("attention_factor") is None and mscale and mscale_all:   # DeepSeek's ratio of two mscales
-            def m(k: float) -> float:
-                return 1.0 if factor <= 1 else 0.1 * k * math.log(factor) + 1.0
-            out["rope_attention_factor"] = m(mscale) / m(mscale_all)
-    if kind in ("yarn", "longrope") and params.get("attention_factor") is not None:
-        out["rope_attention_factor"] = float(params["attention_factor"])
-    if kind == "longrope":
-        out.update(rope_short_factor=params.get("short_factor"), rope_long_factor=params.get("long_factor"))
-    return out
-
-
 def windows_to_fields(r: _Reader, windows: list[int | None], key: str) -> dict[str, Any]:
     """A per-layer window list as attn_window + global_every (full attention on layers k, 2k, ...), or as an
     explicit layer_types list when the full-attention layers are not every k-th."""
@@ -195,7 +104,7 @@ def _decoder(r: _Reader, theta_default: float = 10000.0) -> dict[str, Any]:
                 n_layers=r("num_hidden_layers"), n_heads=heads, n_kv_heads=None if kv == heads else kv,
                 head_dim=None if hd == d // heads else hd, d_ff=r("intermediate_size"), norm="rmsnorm",
                 norm_eps=float(r("rms_norm_eps")), norm_bias=False, position="rope",
-                tie_embeddings=bool(r("tie_word_embeddings")), **_rope(r, hd, theta_default=theta_default))
+                tie_embeddings=bool(r("tie_word_embeddings")), **rope_fields(r, hd, theta_default=theta_default))
 
 
 def _llama(r: _Reader) -> dict[str, Any]:
@@ -289,7 +198,7 @@ def _gpt_neox(r: _Reader) -> dict[str, Any]:
                 position="rope", bias=True, block="parallel" if r("use_parallel_residual") else "serial",
                 dropout=_same_dropout(r, ("hidden_dropout", "attention_dropout")),
                 tie_embeddings=bool(r("tie_word_embeddings")),
-                **_rope(r, d // heads, theta_keys=("rotary_emb_base", "rope_theta"), fraction_keys=("rotary_pct",),
+                **rope_fields(r, d // heads, theta_keys=("rotary_emb_base", "rope_theta"), fraction_keys=("rotary_pct",),
                         fraction_default=0.25, partial_ok=True))
 
 
@@ -320,7 +229,7 @@ def _falcon(r: _Reader) -> dict[str, Any]:
                 d_ff=r("ffn_hidden_size", 4 * d), ffn=r.act("activation", DENSE_ACTS), norm="layernorm",
                 norm_eps=float(r("layer_norm_epsilon")), position="rope", bias=bool(r("bias")),
                 block="parallel" if parallel else "serial", parallel_shared_norm=bool(parallel and shared),
-                tie_embeddings=bool(r("tie_word_embeddings")), **_rope(r, d // heads))
+                tie_embeddings=bool(r("tie_word_embeddings")), **rope_fields(r, d // heads))
 
 
 def _alias(r: _Reader, key: str, other: str) -> Any:
@@ -355,7 +264,7 @@ def _stablelm(r: _Reader) -> dict[str, Any]:
                 norm_eps=float(r("layer_norm_eps")), position="rope", bias=False, qkv_bias=bool(r("use_qkv_bias")),
                 block="parallel" if parallel else "serial", parallel_shared_norm=parallel,
                 tie_embeddings=bool(r("tie_word_embeddings")),
-                **_rope(r, d // heads, fraction_default=0.25, partial_ok=True))
+                **rope_fields(r, d // heads, fraction_default=0.25, partial_ok=True))
 
 
 def _starcoder2(r: _Reader) -> dict[str, Any]:
@@ -368,7 +277,7 @@ def _starcoder2(r: _Reader) -> dict[str, Any]:
                 norm_eps=float(r("norm_epsilon")), position="rope", bias=bool(r("use_bias")),
                 attn_window=r.nullable("sliding_window"), tie_embeddings=bool(r("tie_word_embeddings")),
                 dropout=_same_dropout(r, ("residual_dropout", "embedding_dropout", "attention_dropout")),
-                **_rope(r, d // heads))
+                **rope_fields(r, d // heads))
 
 
 _READERS: dict[str, Callable[[_Reader], dict[str, Any]]] = {

@@ -27,6 +27,7 @@ import math
 import torch
 
 from engine.config import ModelConfig
+from engine.runtime import DTYPE_BYTES
 
 
 def sinusoidal_table(positions: torch.Tensor, dim: int) -> torch.Tensor:
@@ -149,3 +150,26 @@ def alibi_bias(n_heads: int, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.
     """[H, Tq, Tk] fp32: -m_h * (i - j), the penalty for looking back i - j positions."""
     back = (q_pos[:, None] - k_pos[None, :]).float()
     return -alibi_slopes(n_heads, q_pos.device)[:, None, None] * back
+
+
+def position_params(cfg: ModelConfig) -> int:
+    """Learned positions are a context_length x d_model table; the other kinds have no parameters."""
+    return cfg.context_length * cfg.d_model if cfg.position == "learned" else 0
+
+
+def seq_problem(cfg: ModelConfig, seq: int) -> str | None:
+    """A learned table has context_length rows: a longer sequence has no position to read."""
+    if cfg.position == "learned" and seq > cfg.context_length:
+        return f"seq: {seq} exceeds context_length={cfg.context_length} (learned positions have no row for it)"
+    return None
+
+
+def rope_saved_bytes(cfg: ModelConfig, T: int, e: int) -> tuple[int, int]:
+    """(shared, per RoPE layer) bytes of rotary tables autograd saves: in fp32 the cos and sin tables
+    [T, rotary_dim] are computed once per table set in use (global, and local with rope_local_base) and shared
+    by the layers; other dtypes cast them per call (4 tables per RoPE layer; NoPE layers none)."""
+    if cfg.position != "rope":
+        return 0, 0
+    fp32 = DTYPE_BYTES["fp32"]
+    sets = len({cfg.layer_rope(i) for i in range(cfg.n_layers)} - {None})
+    return (2 * T * cfg.rotary_dim * fp32 * sets, 0) if e == fp32 else (0, 4 * T * cfg.rotary_dim * e)
