@@ -36,7 +36,7 @@ def to_url_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, tuple)):
-        return ",".join(map(repr, value))
+        return ",".join(map(str, value))   # str of a float is its shortest exact form
     return str(value)
 
 
@@ -112,7 +112,7 @@ def widget_value(name: str, value: Any) -> Any:
     if FIELDS[name].type is float:
         return "null" if value is None else repr(value)
     if FIELDS[name].type is tuple:
-        return "null" if value is None else ", ".join(map(repr, value))
+        return "null" if value is None else ", ".join(map(str, value))
     return value
 
 
