@@ -23,8 +23,6 @@ REFUSED = {
     "olmo2_13b.json": "model_type",
     "olmo2_32b.json": "model_type",
     "olmo2_7b.json": "model_type",
-    "phi-3_5.json": "model_type",
-    "phi-4.json": "model_type",
 }
 
 
@@ -70,7 +68,8 @@ def test_stored_counts_are_transformers_counts(name):
 
 @pytest.mark.parametrize("preset,name", [("llama-3.1-8b", "llama3_1_8b.json"), ("llama-3.2-1b", "llama3_2_1b.json"),
                                          ("qwen2.5-0.5b", "qwen2_0_5b.json"), ("gemma-2-2b", "gemma2_2b.json"),
-                                         ("starcoder2-7b", "starcoder2.json"), ("gemma-3-1b", "gemma3_1b_it.json")])
+                                         ("starcoder2-7b", "starcoder2.json"), ("gemma-3-1b", "gemma3_1b_it.json"),
+                                         ("phi-3.5-mini", "phi-3_5.json")])
 def test_presets_are_the_published_configs(preset, name):
     """A preset written by hand is exactly what importing the published config.json gives (name aside)."""
     from engine.presets import PRESETS

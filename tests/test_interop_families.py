@@ -37,6 +37,16 @@ CASES = {
                                                                                "rope_theta": 100.0}})),
     # Gemma-2 with query_pre_attn_scalar other than head_dim (Gemma-2-27B: 144 with head_dim 128)
     "gemma2_scalar": ("gemma2", dict(_LLAMA, head_dim=16, query_pre_attn_scalar=9, sliding_window=5)),
+    # Phi-3.5 style: fused qkv_proj and gate_up_proj, LongRoPE (16 tokens pass the original context of 8: the long
+    # factors and the attention factor apply), window 5 in every layer
+    "phi3": ("phi3", dict(_LLAMA, sliding_window=5, original_max_position_embeddings=8,
+                          rope_scaling={"type": "longrope", "short_factor": [1.0 + 0.2 * i for i in range(8)],
+                                        "long_factor": [2.0 + i for i in range(8)]})),
+    # Phi-4-mini style: partial rotary 0.75 (with LongRoPE over 6 frequencies), tied head, GQA
+    "phi3_partial": ("phi3", dict(_LLAMA, partial_rotary_factor=0.75, tie_word_embeddings=True,
+                                  original_max_position_embeddings=8,
+                                  rope_scaling={"type": "longrope", "short_factor": [1.5] * 6,
+                                                "long_factor": [3.0 + i for i in range(6)]})),
     # biases everywhere, dense tanh-GELU MLP (c_fc / c_proj), window 5 in every layer, tied
     "starcoder2": ("starcoder2", dict(_LLAMA, sliding_window=5)),
 }

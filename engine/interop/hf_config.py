@@ -16,7 +16,7 @@ from engine.interop.hf_defaults import DEFAULTS, DENSE_ACTS, GATED_ACTS, IGNORED
 from engine.interop.hf_rope import rope_fields
 
 FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "gpt2", "gpt_neox", "falcon",
-            "bloom", "stablelm", "starcoder2")
+            "bloom", "stablelm", "starcoder2", "phi3")
 
 
 class _Reader:
@@ -95,7 +95,7 @@ def _layer_windows(r: _Reader, n_layers: int, window: int | None, default_types:
     return windows_to_fields(r, [window if t == "sliding_attention" else None for t in types], "layer_types")
 
 
-def _decoder(r: _Reader, theta_default: float = 10000.0) -> dict[str, Any]:
+def _decoder(r: _Reader, theta_default: float = 10000.0, partial_ok: bool = False) -> dict[str, Any]:
     """Sizes shared by the Llama-like families (separate q/k/v/o, gated MLP, RMSNorm, RoPE)."""
     d, heads = r("hidden_size"), r("num_attention_heads")
     kv, hd = r("num_key_value_heads", heads), r("head_dim", d // heads)
@@ -104,7 +104,7 @@ def _decoder(r: _Reader, theta_default: float = 10000.0) -> dict[str, Any]:
                 n_layers=r("num_hidden_layers"), n_heads=heads, n_kv_heads=None if kv == heads else kv,
                 head_dim=None if hd == d // heads else hd, d_ff=r("intermediate_size"), norm="rmsnorm",
                 norm_eps=float(r("rms_norm_eps")), norm_bias=False, position="rope",
-                tie_embeddings=bool(r("tie_word_embeddings")), **rope_fields(r, hd, theta_default=theta_default))
+                tie_embeddings=bool(r("tie_word_embeddings")), **rope_fields(r, hd, theta_default=theta_default, partial_ok=partial_ok))
 
 
 def _llama(r: _Reader) -> dict[str, Any]:
@@ -280,11 +280,17 @@ def _starcoder2(r: _Reader) -> dict[str, Any]:
                 **rope_fields(r, d // heads))
 
 
+def _phi3(r: _Reader) -> dict[str, Any]:
+    base = _decoder(r, partial_ok=True)   # fused qkv_proj and gate_up_proj hold the same matrices as Llama's
+    return dict(base, ffn=r.act("hidden_act", GATED_ACTS), bias=False, attn_window=r.nullable("sliding_window"),
+                dropout=_same_dropout(r, ("resid_pdrop", "embd_pdrop", "attention_dropout")))
+
+
 _READERS: dict[str, Callable[[_Reader], dict[str, Any]]] = {
     "llama": _llama, "mistral": _mistral, "qwen2": _qwen, "qwen3": _qwen, "gemma": _gemma, "gemma2": _gemma,
     "gemma3_text": _gemma,
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "falcon": _falcon, "bloom": _bloom,
-    "stablelm": _stablelm, "starcoder2": _starcoder2}
+    "stablelm": _stablelm, "starcoder2": _starcoder2, "phi3": _phi3}
 
 # Every ModelConfig field a reader does not set takes this value (not ModelConfig's GPT-2 default).
 NEUTRAL: dict[str, Any] = dict(

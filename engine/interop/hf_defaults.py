@@ -52,6 +52,11 @@ IGNORED: dict[str, str] = {
     "mlp_type": "Starcoder2 always uses the dense two-matrix MLP",
     "scale_attention_softmax_in_fp32": "a precision switch; softmax runs in fp32 regardless",
     "scale_attn_weights": "Starcoder2 always scales scores by 1/sqrt(head_dim)",
+    "attention_bias": "this family's config class does not read it (its biases follow its own switch)",
+    "mlp_bias": "this family's config class does not read it (its biases follow its own switch)",
+    "full_attn_mod": "a Phi-4-mini remote-code key; transformers' Phi3 does not read it",
+    "interpolate_factor": "a Phi-4-mini remote-code key; transformers' Phi3 does not read it",
+    "lm_head_bias": "a Phi-4-mini remote-code key; transformers' Phi3 head has no bias",
 }
 
 _LLAMA = dict(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
@@ -93,6 +98,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {   # the transformers config-class defaul
                    multi_query=True, parallel_attn=True, bias=False, max_position_embeddings=2048,
                    ffn_hidden_size=None, activation="gelu", tie_word_embeddings=True,
                    apply_residual_connection_post_layernorm=False),
+    "phi3": dict(_LLAMA, vocab_size=32064, hidden_size=3072, intermediate_size=8192, num_attention_heads=32,
+                 num_key_value_heads=None, max_position_embeddings=4096, original_max_position_embeddings=4096,
+                 rms_norm_eps=1e-5, resid_pdrop=0.0, embd_pdrop=0.0, attention_dropout=0.0, sliding_window=None),
     "stablelm": dict(vocab_size=50304, intermediate_size=6912, hidden_size=2560, num_hidden_layers=32,
                      num_attention_heads=32, num_key_value_heads=32, hidden_act="silu", max_position_embeddings=4096,
                      layer_norm_eps=1e-5, tie_word_embeddings=False, use_qkv_bias=False, qk_layernorm=False,

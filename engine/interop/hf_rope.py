@@ -69,7 +69,7 @@ def rope_scaling_fields(r: Any, source: str, params: dict[str, Any]) -> dict[str
         if "original_max_position_embeddings" in r.d:
             r.ignore("original_max_position_embeddings", "plain RoPE does not read it")
         return dict(rope_scaling="none")
-    top = r.d.get("original_max_position_embeddings")
+    top = r("original_max_position_embeddings")   # top level (Phi-3's class has it, default 4096) wins
     original = top or params.get("original_max_position_embeddings") or r("max_position_embeddings")
     out: dict[str, Any] = dict(rope_scaling=kind)
     if kind in ("llama3", "yarn", "longrope"):

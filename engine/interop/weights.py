@@ -7,6 +7,7 @@ tensors (Gemma's norm offset up to float rounding of (1 + w) - 1):
   t         GPT-2's Conv1D stores weights as [in, out]: transposed
   offset    Gemma's RMSNorm multiplies by (1 + w): our gain is 1 + w
   concat_t  GPT-2's fused c_attn: [q | k | v] along the output dim, Conv1D-transposed
+  rows_*    Phi-3's fused nn.Linear outputs: qkv_proj rows [q | k | v], gate_up_proj rows [gate | up]
   grouped   NeoX / Falcon fused query_key_value: output rows as [kv_heads, group + 2, head_dim], each group's
             query heads followed by its key and value head (NeoX: [heads, 3, head_dim]; Falcon MQA: [q..., k, v])
 """
@@ -27,6 +28,19 @@ class Pair:
     hf: str                 # HF module path (without .weight / .bias)
     ours: tuple[str, ...]   # our module path(s): three for a fused q/k/v
     codec: str
+
+
+def _phi3(cfg: ModelConfig) -> list[Pair]:
+    pairs = [Pair("model.embed_tokens", ("tok_emb",), "copy"), Pair("model.norm", ("final_norm",), "copy")]
+    for i in range(cfg.n_layers):
+        h, o = f"model.layers.{i}.", f"blocks.{i}."
+        pairs += [Pair(h + "self_attn.qkv_proj", tuple(f"{o}attn.{x}_proj" for x in "qkv"), "rows_qkv"),
+                  Pair(h + "self_attn.o_proj", (o + "attn.o_proj",), "copy"),
+                  Pair(h + "mlp.gate_up_proj", (o + "ffn.gate", o + "ffn.up"), "rows_gate_up"),
+                  Pair(h + "mlp.down_proj", (o + "ffn.down",), "copy"),
+                  Pair(h + "input_layernorm", (o + "norm1",), "copy"),
+                  Pair(h + "post_attention_layernorm", (o + "norm2",), "copy")]
+    return pairs
 
 
 def _llama_like(cfg: ModelConfig, family: str) -> list[Pair]:
@@ -105,6 +119,8 @@ def _bloom(cfg: ModelConfig) -> list[Pair]:
 def pairs_for(cfg: ModelConfig, family: str) -> list[Pair]:
     if family == "bloom":
         pairs = _bloom(cfg)
+    elif family == "phi3":
+        pairs = _phi3(cfg)
     elif family == "gpt2":
         pairs = _gpt2(cfg)
     elif family == "gpt_neox":
@@ -121,6 +137,10 @@ def _qkv_sizes(cfg: ModelConfig) -> list[int]:
     return [cfg.attn_width, cfg.kv_width, cfg.kv_width]
 
 
+# nn.Linear outputs stacked along rows: Phi-3's qkv_proj [q | k | v] and gate_up_proj [gate | up]
+_ROWS = {"rows_qkv": _qkv_sizes, "rows_gate_up": lambda cfg: [cfg.ffn_width, cfg.ffn_width]}
+
+
 def _split(codec: str, t: Tensor, cfg: ModelConfig) -> list[Tensor]:
     if codec == "copy":
         return [t]
@@ -130,6 +150,8 @@ def _split(codec: str, t: Tensor, cfg: ModelConfig) -> list[Tensor]:
         return [t + 1]
     if codec == "concat_t":
         return [x.contiguous() for x in torch.split(t.t() if t.ndim == 2 else t, _qkv_sizes(cfg))]
+    if codec in _ROWS:
+        return [x.contiguous() for x in torch.split(t, _ROWS[codec](cfg))]
     kv, hd = cfg.kv_heads, cfg.head_width
     g = cfg.n_heads // kv
     x = t.reshape(kv, g + 2, hd, *t.shape[1:])
@@ -144,6 +166,8 @@ def _join(codec: str, ts: list[Tensor], cfg: ModelConfig) -> Tensor:
         return ts[0].t().contiguous() if ts[0].ndim == 2 else ts[0]
     if codec == "offset":
         return ts[0] - 1
+    if codec in _ROWS:
+        return torch.cat(ts)
     if codec == "concat_t":
         x = torch.cat(ts)
         return x.t().contiguous() if x.ndim == 2 else x
