@@ -47,6 +47,13 @@ CASES = {
                                   original_max_position_embeddings=8,
                                   rope_scaling={"type": "longrope", "short_factor": [1.5] * 6,
                                                 "long_factor": [3.0 + i for i in range(6)]})),
+    # GPTBigCode (StarCoder 1): GPT-2 on nn.Linear layers, multi-query fused c_attn [q | k | v], learned positions
+    "gpt_bigcode": ("gpt_bigcode", dict(vocab_size=V, n_embd=32, n_layer=2, n_head=4, n_positions=64, resid_pdrop=0.0,
+                                        embd_pdrop=0.0, attn_pdrop=0.0, **_IDS)),
+    # ... and with multi_query off: c_attn per head [heads, 3, head_dim]
+    "gpt_bigcode_mha": ("gpt_bigcode", dict(vocab_size=V, n_embd=32, n_layer=2, n_head=4, n_positions=64,
+                                            multi_query=False, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+                                            **_IDS)),
     # biases everywhere, dense tanh-GELU MLP (c_fc / c_proj), window 5 in every layer, tied
     "starcoder2": ("starcoder2", dict(_LLAMA, sliding_window=5)),
 }

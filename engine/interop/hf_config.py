@@ -16,7 +16,7 @@ from engine.interop.hf_defaults import DEFAULTS, DENSE_ACTS, GATED_ACTS, IGNORED
 from engine.interop.hf_rope import rope_fields
 
 FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "gpt2", "gpt_neox", "falcon",
-            "bloom", "stablelm", "starcoder2", "phi3")
+            "bloom", "stablelm", "starcoder2", "phi3", "gpt_bigcode")
 
 
 class _Reader:
@@ -183,6 +183,14 @@ def _gpt2(r: _Reader) -> dict[str, Any]:
                 tie_embeddings=bool(r("tie_word_embeddings")))
 
 
+def _gpt_bigcode(r: _Reader) -> dict[str, Any]:
+    """GPT-2 with nn.Linear layers and, usually, one key/value head (multi_query)."""
+    base = _gpt2(r)
+    r.read.update({"attention_softmax_in_fp32", "scale_attention_softmax_in_fp32",   # precision switches
+                   "num_key_value_heads"})   # derived from multi_query by the config class
+    return dict(base, n_kv_heads=1 if r("multi_query") else None)
+
+
 def _fixed_head_dim(r: _Reader, d: int, heads: int) -> None:
     if "head_dim" in r.d:
         r.expect("head_dim", (None, d // heads), f"{r.family} heads are hidden_size // num_attention_heads")
@@ -290,7 +298,8 @@ _READERS: dict[str, Callable[[_Reader], dict[str, Any]]] = {
     "llama": _llama, "mistral": _mistral, "qwen2": _qwen, "qwen3": _qwen, "gemma": _gemma, "gemma2": _gemma,
     "gemma3_text": _gemma,
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "falcon": _falcon, "bloom": _bloom,
-    "stablelm": _stablelm, "starcoder2": _starcoder2, "phi3": _phi3}
+    "stablelm": _stablelm, "starcoder2": _starcoder2, "phi3": _phi3,
+    "gpt_bigcode": _gpt_bigcode}
 
 # Every ModelConfig field a reader does not set takes this value (not ModelConfig's GPT-2 default).
 NEUTRAL: dict[str, Any] = dict(

@@ -64,15 +64,18 @@ def _llama_like(cfg: ModelConfig, family: str) -> list[Pair]:
     return pairs
 
 
-def _gpt2(cfg: ModelConfig) -> list[Pair]:
+def _gpt2(cfg: ModelConfig, bigcode: bool = False) -> list[Pair]:
+    """GPT-2's Conv1D layers ([in, out]); GPTBigCode has the same names on nn.Linear layers, its fused c_attn
+    stacked [q | k | v] with one kv head, else [heads, 3, head_dim]."""
+    lin, qkv = ("copy", "rows_qkv" if cfg.kv_heads == 1 else "grouped") if bigcode else ("t", "concat_t")
     pairs = [Pair("transformer.wte", ("tok_emb",), "copy"), Pair("transformer.wpe", ("pos_emb",), "copy"),
              Pair("transformer.ln_f", ("final_norm",), "copy")]
     for i in range(cfg.n_layers):
         h, o = f"transformer.h.{i}.", f"blocks.{i}."
         pairs += [Pair(h + "ln_1", (o + "norm1",), "copy"), Pair(h + "ln_2", (o + "norm2",), "copy"),
-                  Pair(h + "attn.c_attn", tuple(f"{o}attn.{x}_proj" for x in "qkv"), "concat_t"),
-                  Pair(h + "attn.c_proj", (o + "attn.o_proj",), "t"),
-                  Pair(h + "mlp.c_fc", (o + "ffn.up",), "t"), Pair(h + "mlp.c_proj", (o + "ffn.down",), "t")]
+                  Pair(h + "attn.c_attn", tuple(f"{o}attn.{x}_proj" for x in "qkv"), qkv),
+                  Pair(h + "attn.c_proj", (o + "attn.o_proj",), lin),
+                  Pair(h + "mlp.c_fc", (o + "ffn.up",), lin), Pair(h + "mlp.c_proj", (o + "ffn.down",), lin)]
     return pairs
 
 
@@ -121,6 +124,8 @@ def pairs_for(cfg: ModelConfig, family: str) -> list[Pair]:
         pairs = _bloom(cfg)
     elif family == "phi3":
         pairs = _phi3(cfg)
+    elif family == "gpt_bigcode":
+        pairs = _gpt2(cfg, bigcode=True)
     elif family == "gpt2":
         pairs = _gpt2(cfg)
     elif family == "gpt_neox":
