@@ -11,6 +11,8 @@ H = n_heads, V = vocab. What each op saves for backward:
                     saves its own fp32 copy of the input instead of the input
   GELU/SiLU         input;  ReLU  output (the same tensor the next linear saves)
   gated FFN         act input (not ReLU), act output, up output, their product
+  MoE layer         router, dispatch, experts on N*k rows, shared experts, router losses (moe_saved_bytes in
+                    engine/layers/moe.py; the same for any spread of the tokens over the experts)
   SDPA (CPU flash)  q, k, v as passed (K-wide for GQA), output, logsumexp B*H*T fp32, window mask T*T*e
                     (ALiBi: its additive mask H*T*T*e instead)
   SDPA + dropout    falls back to the math path, in fp32 on CPU: q, k^T, v broadcast to A, probs, dropout
@@ -33,7 +35,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.config import ModelConfig
-from engine.layers.attention import ATTENTION_IMPLS  # noqa: F401  (pages pick the attention path from here)
 from engine.layers.block import block_saved_bytes
 from engine.layers.norm import norm_saved_bytes
 from engine.layers.position import rope_saved_bytes
@@ -76,9 +77,9 @@ def activation_estimate(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp
     kinds = [cfg.layer_rope(i) for i in range(cfg.n_layers)]
     add("rope_tables", rope_saved_bytes(cfg, T, e)[0])
     layers = []
-    for w, kind in zip(cfg.layer_windows, kinds):
+    for w, kind, moe in zip(cfg.layer_windows, kinds, cfg.moe_layers):
         bucket: dict[str, int] = {}
-        block_saved_bytes(cfg, B, T, e, w, impl, adder(bucket), rope=kind is not None)
+        block_saved_bytes(cfg, B, T, e, w, impl, adder(bucket), moe, rope=kind is not None)
         layers.append(bucket)
     head: dict[str, int] = {}
     add = adder(head)

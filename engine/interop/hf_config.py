@@ -1,5 +1,5 @@
-"""Hugging Face config.json -> ModelConfig, for the families we can express exactly (FAMILIES; longer than 300
-lines: one short reader per family, side by side).
+"""Hugging Face config.json -> ModelConfig, for the families we can express exactly (MoE ones in hf_moe.py;
+longer than 300 lines: one short reader per family, side by side).
 
 Read the way transformers reads it: a missing key (or null) means the config class default, so hf_defaults.py
 copies those defaults. Every key is either understood, known not to change the forward pass (ids,
@@ -300,6 +300,11 @@ _READERS: dict[str, Callable[[_Reader], dict[str, Any]]] = {
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "falcon": _falcon, "bloom": _bloom,
     "stablelm": _stablelm, "starcoder2": _starcoder2, "phi3": _phi3,
     "gpt_bigcode": _gpt_bigcode}
+
+from engine.interop.hf_moe import READERS as _MOE_READERS  # noqa: E402  (built on the helpers above)
+
+_READERS.update(_MOE_READERS)
+FAMILIES += tuple(_MOE_READERS)
 
 # Every ModelConfig field a reader does not set takes this value (not ModelConfig's GPT-2 default).
 NEUTRAL: dict[str, Any] = dict(

@@ -25,7 +25,8 @@ def rope_fields(r: Any, head_dim: int, *, theta_keys=("rope_theta",), fraction_k
         params = dict(params.get("full_attention") or {})
         if local.get("rope_type", "default") != "default":
             r.bad("rope_parameters.sliding_attention.rope_type", local["rope_type"], "local layers use plain RoPE")
-    theta = params.get("rope_theta", next((r.d[k] for k in theta_keys if r.d.get(k) is not None), theta_default))
+    theta = params.get("rope_theta", next((r.d[k] for k in theta_keys if r.d.get(k) is not None),
+                                          r.defaults.get("rope_theta", theta_default)))
     fraction = params.get("partial_rotary_factor",
                           next((r.d[k] for k in fraction_keys if r.d.get(k) is not None), fraction_default))
     if fraction != 1.0 and not partial_ok:
