@@ -42,6 +42,8 @@ def to_url_value(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value))   # str of a float is its shortest exact form
     return str(value)
 
 
@@ -112,11 +114,13 @@ def set_config(cfg: ModelConfig, preset: str | None = None, load_widgets: bool =
 
 
 def widget_value(name: str, value: Any) -> Any:
-    """The editor shows floats as text (so 1e-06 and 500000.0 round-trip exactly) and optional booleans as
-    null/true/false choices; others as they are."""
+    """The editor shows floats as text (so 1e-06 and 500000.0 round-trip exactly), lists as comma-separated
+    text and optional booleans as null/true/false choices; others as they are."""
     spec = FIELDS[name]
     if spec.type is float:
         return "null" if value is None else repr(value)
+    if spec.type is tuple:
+        return "null" if value is None else ", ".join(map(str, value))
     if spec.type is bool and spec.optional:
         return to_url_value(value)
     return value
