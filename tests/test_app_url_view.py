@@ -9,7 +9,7 @@ from engine.presets import PRESETS
 
 BUDGETS, LATENCY, COMPARE = "pages/budgets.py", "pages/latency.py", "pages/compare.py"
 ACTIVATIONS, LECTURE = "pages/activations.py", "pages/lecture.py"
-LLAMA4 = PRESETS["llama-3-8b"].config.replace(n_layers=4)
+LLAMA4 = PRESETS["llama-3-8b"].config.replace(n_kv_heads=4)
 
 PAGE_CHANGES = {   # page -> {(widget kind, key): a value other than the default}
     BUDGETS: {("number_input", "b_batch"): 8, ("number_input", "b_seq"): 512, ("selectbox", "b_opt"): "sgd",
@@ -40,13 +40,13 @@ def test_view_keys_are_not_config_fields():
 
 @pytest.mark.parametrize("page", list(PAGE_CHANGES))
 def test_page_settings_round_trip_through_the_url(new_app, page):
-    at = new_app(page=page, preset="llama-3-8b", n_layers="4")
+    at = new_app(page=page, preset="llama-3-8b", n_kv_heads="4")
     at.run()
     for (kind, key), value in PAGE_CHANGES[page].items():
         getattr(at, kind)(key=key).set_value(value).run()
         assert not at.exception, at.exception
     url = dict(at.query_params)
-    assert url["preset"] == "llama-3-8b" and url["n_layers"] == "4"
+    assert url["preset"] == "llama-3-8b" and url["n_kv_heads"] == "4"
     again = reopen(new_app, page, url)
     for (kind, key), value in PAGE_CHANGES[page].items():
         assert same(getattr(again, kind)(key=key).value, value), key
@@ -55,7 +55,7 @@ def test_page_settings_round_trip_through_the_url(new_app, page):
 
 
 def test_compare_pins_round_trip_through_the_url(new_app):
-    at = new_app(page=COMPARE, preset="llama-3-8b", n_layers="4")
+    at = new_app(page=COMPARE, preset="llama-3-8b", n_kv_heads="4")
     at.run()
     at.selectbox(key="cmp_preset").set_value("mistral-7b").run()
     next(b for b in at.button if b.label == "Pin this preset").click().run()
