@@ -121,7 +121,9 @@ st.toggle("Present mode", key="sweep_present", value=on_stage, on_change=lambda:
 with st.expander("Measured columns: forward latency and the val loss of a short run", expanded=job is not None,
                  icon=":material/timer:"):
     c = st.columns(5)
-    what = c[0].multiselect("Measure", MEASURES, default=["latency"], key="sw_measure", disabled=running)
+    picked = {"latency": c[0].checkbox("Forward latency", True, key="sw_latency", disabled=running),
+              "loss": c[0].checkbox("Val loss of a short run", False, key="sw_loss", disabled=running)}
+    what = [m for m in MEASURES if picked[m]]
     steps = c[1].number_input("Training steps per point", 1, 100_000, 100, key="sw_steps", disabled=running)
     budget = c[2].number_input("Latency time budget (s)", 1, 600, 5, key="sw_budget", disabled=running,
                                help="Every point is timed once per round, all points in every round (load hits "
