@@ -104,7 +104,10 @@ def png_button(fig, name: str) -> None:
                            icon=":material/image:", help="Projector size, large fonts; rendered offline.")
 
 
-export.chart(present.scale(panels), "sweep_panels", "sweep-panels", download=not on_stage)
+staged = present.scale(panels)
+if on_stage:   # present.scale's one height is for a single plot: give each row of panels its own
+    staged.update_layout(height=460 * ((len(staged.layout.annotations) + 3) // 4) + 120)
+export.chart(staged, "sweep_panels", "sweep-panels", download=not on_stage)
 if not on_stage:
     png_button(panels, "sweep-panels")
 export.chart(present.scale(pareto), "sweep_pareto", "sweep-pareto", download=not on_stage)
