@@ -18,6 +18,23 @@ KV = {"MHA": None, "GQA": 2, "MQA": 1}
 
 
 @st.composite
+def moe_fields(draw) -> dict:
+    """The mixture-of-experts knobs: dense (n_experts null) about half the time."""
+    n_experts = draw(st.none() | st.integers(1, 8))
+    groups = draw(st.sampled_from([g for g in (1, 2, 4) if n_experts and n_experts % g == 0] or [1]))
+    return dict(
+        n_experts=n_experts, experts_per_token=draw(st.integers(1, 4)),
+        expert_d_ff=draw(st.none() | st.integers(1, 12)), n_shared_experts=draw(st.integers(0, 2)),
+        shared_d_ff=draw(st.none() | st.integers(1, 12)), shared_expert_gate=draw(st.booleans()),
+        moe_first_dense=draw(st.integers(0, 1)), moe_every=draw(st.integers(1, 2)),
+        router=draw(st.sampled_from(FIELDS["router"].choices)), router_renorm=draw(st.booleans()),
+        router_selection_bias=draw(st.booleans()), router_groups=groups,
+        router_group_topk=draw(st.integers(1, groups)), routed_scale=draw(st.floats(0.5, 3)),
+        expert_bias=draw(st.booleans()), aux_loss_coef=draw(st.floats(0, 0.1)),
+        z_loss_coef=draw(st.floats(0, 0.01)))
+
+
+@st.composite
 def configs(draw, max_d: int = 24) -> ModelConfig:
     """Any valid config at tiny sizes: sizes and every knob drawn; invalid combinations are filtered out."""
     n_heads = draw(st.integers(1, 6))
@@ -41,6 +58,7 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
         tie_embeddings=draw(st.booleans()), embed_scale=draw(st.booleans()),
         logit_softcap=draw(opt(st.floats(0.5, 50))))
     values["norm_bias"] = values["norm"] == "layernorm" and draw(st.booleans())
+    values.update(qk_norm_scope=draw(st.sampled_from(FIELDS["qk_norm_scope"].choices)), **draw(moe_fields()))
     assert set(values) == set(FIELDS), "a new field needs a strategy here"
     try:
         return ModelConfig(**values)
