@@ -89,7 +89,8 @@ held = (f"; {sweep.hold} solved at each point to keep {sweep.hold_target.replace
         f"{sweep.target:,}" if sweep.hold else "")
 title = f"{sweep.base.name}: {' x '.join(sweep.knobs)}{held}"
 measured = [m for m in MEASURED if any(r.get(m) is not None for r in rows)]
-shown = [m for m in (*METRICS, *measured) if m not in ("active_params", "latency_iqr_ms")]
+dense = all(r["active_params"] == r["total_params"] for r in rows)      # the active panel only says something for MoE
+shown = [m for m in (*METRICS, *measured) if m != "latency_iqr_ms" and not (dense and m == "active_params")]
 panels = charts.small_multiples(rows, sweep.knobs, shown, cols=4 if on_stage else 3, title=title)
 pareto = charts.pareto_figure(rows, sweep.knobs, spec.x, spec.y)
 
