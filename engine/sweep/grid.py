@@ -11,7 +11,8 @@ from typing import Any
 
 from engine.config import FIELDS, ModelConfig
 
-KNOBS = tuple(name for name in FIELDS if name != "name")   # every declared field but the label
+# every declared scalar field but the label (per-layer lists such as layer_types are not one value to sweep)
+KNOBS = tuple(name for name, spec in FIELDS.items() if name != "name" and spec.type in (int, float, bool, str))
 MAX_WINDOWS = 8                                            # the largest powers of two below the context
 _SOFTCAPS = (None, 10.0, 30.0, 50.0)                       # Gemma-2 uses 50 (attention) and 30 (logits)
 _FRACTIONS = (0.25, 0.5, 1.0)
