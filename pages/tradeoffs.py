@@ -48,7 +48,10 @@ controls = st.expander("Sweep settings", expanded=True) if on_stage else st.cont
 with controls:
     c = st.columns([2, 3, 2, 3])
     knob = c[0].selectbox("Knob", KNOBS, key=W["knob"], disabled=running)
-    grid = default_values(view.sweep_base(cfg, view.SweepSpec(small=st.session_state[W["small"]])), knob)
+    try:
+        grid = default_values(view.sweep_base(cfg, view.SweepSpec(small=st.session_state[W["small"]])), knob)
+    except ConfigError:   # the small size does not fit this config: run_spec below reports it, naming the field
+        grid = []
     c[1].text_input("Values (comma-separated)", key=W["values"], disabled=running,
                     placeholder=", ".join("null" if v is None else str(v) for v in grid),
                     help="Empty: the default grid shown greyed. null means the field's default (e.g. full attention).")
