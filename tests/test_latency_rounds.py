@@ -91,6 +91,9 @@ def test_progress_text_counts_down():
     p = rounds.Progress(3, 4.0, 12.4, [])
     assert latency_view.progress_text(p, "Sweep") == "Sweep: round 3, 4.0 s timed, at most 12 s left"
     assert latency_view.progress_share(p) == pytest.approx(4.0 / 16.4)
+    curves = {"MHA": [DecodePoint(16, 1.0, 0.1, 1e3, 1)], "MQA": [DecodePoint(16, 0.5, 0.1, 2e3, 1)]}
+    assert latency_view.decode_progress_text(1, 4, curves, 6.0) == \
+        "context 16 done (1/4): MHA 1.000 ms, MQA 0.500 ms; about 18 s left"
 
 
 @pytest.mark.parametrize("budget", [0.0, 1.5])
@@ -105,3 +108,11 @@ def test_sweep_duration_estimate_within_2x_of_the_real_duration(monkeypatch, bud
     lat.latency_sweep(cfg, batches, seqs, "fp32", "cpu", "forward", budget, target_spread=0.0)
     real = time.perf_counter() - t
     assert est.high_s / 2 <= real <= 2 * est.high_s, (est, real)
+
+
+def test_device_text_says_how_many_threads_time(monkeypatch):
+    import os
+    monkeypatch.setattr(os, "getloadavg", lambda: (50.0, 50.0, 50.0))
+    assert f"now 1 of {torch.get_num_threads()}" in latency_view.device_text(CPU)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    assert f"now {torch.get_num_threads()} of {torch.get_num_threads()}" in latency_view.device_text(CPU)
