@@ -9,7 +9,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from engine.budget.flops import decode_flops
-from engine.budget.memory import OPTIMIZERS, POLICIES, kv_cache_bytes, memory_budget
+from engine.budget.memory import OPTIMIZERS, POLICIES, kv_cache_bytes, memory_budget, pure_policy
 from engine.budget.params import count_params
 from engine.model import KVCache, build_model
 from engine.runtime import TORCH_DTYPES
@@ -104,3 +104,25 @@ def test_kv_bytes_shorter_and_longer_than_the_window(dtype, tokens):
     cfg, e = WINDOWED, {"fp32": 4, "bf16": 2}[dtype]
     held = min(tokens, 3) + tokens                           # local layer keeps the last 3, global keeps all
     assert kv_cache_bytes(cfg, 2, tokens, dtype) == 2 * held * 2 * cfg.kv_width * e
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
+def test_pure_policy_is_a_plain_model_in_that_dtype(dtype):
+    # what the guard budgets for a training step: weights, grads and AdamW state all in `dtype`, no master
+    model = build_model(WINDOWED, dtype=TORCH_DTYPES[dtype])
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    model(torch.zeros(1, 3, dtype=torch.long)).float().mean().backward()
+    opt.step()
+    state = [t for s in opt.state.values() for t in s.values() if torch.is_tensor(t) and t.dim() > 0]
+    b = memory_budget(WINDOWED, 1, 3, dtype, pure_policy(dtype), "adamw")
+    measured = _tensor_bytes(model.parameters()) + _tensor_bytes(p.grad for p in model.parameters())
+    assert (b.weights_bytes + b.grads_bytes, b.optimizer_bytes, b.master_bytes) == \
+        (measured, _tensor_bytes(state), 0)
+
+
+def test_param_count_dict_names_every_number():
+    c = count_params(WINDOWED)
+    built = sum(p.numel() for p in build_model(WINDOWED, device="meta").parameters())
+    assert c.as_dict() == {"total": built, "non_embedding": built - 13 * 16 - 16 * 16, "per_layer": c.per_layer,
+                           "tying_saves": 13 * 16, "tied": True, "components": c.components}
+    assert c.per_layer == (built - 13 * 16 - 16 * 16 - 2 * 16) // 2          # two blocks; final LayerNorm 2*d
