@@ -11,6 +11,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from engine.budget.flops import decode_flops
 from engine.budget.memory import OPTIMIZERS, POLICIES, kv_cache_bytes, memory_budget, pure_policy
 from engine.budget.params import count_params
+from engine.guard import needed_bytes
 from engine.model import KVCache, build_model
 from engine.runtime import TORCH_DTYPES
 from tests.helpers import make
@@ -126,3 +127,13 @@ def test_param_count_dict_names_every_number():
     assert c.as_dict() == {"total": built, "non_embedding": built - 13 * 16 - 16 * 16, "per_layer": c.per_layer,
                            "tying_saves": 13 * 16, "tied": True, "components": c.components}
     assert c.per_layer == (built - 13 * 16 - 16 * 16 - 2 * 16) // 2          # two blocks; final LayerNorm 2*d
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_inference_need_is_weights_cache_and_returned_logits(dtype):
+    model = build_model(WINDOWED, dtype=TORCH_DTYPES[dtype])
+    cache = KVCache(WINDOWED.n_layers)
+    with torch.no_grad():
+        logits = model(torch.zeros(2, 7, dtype=torch.long), cache)
+    measured = _tensor_bytes(model.parameters()) + cache.nbytes() + _tensor_bytes([logits])
+    assert needed_bytes(WINDOWED, 2, 7, dtype, training=False) == measured
