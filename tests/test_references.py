@@ -30,10 +30,15 @@ REF_POSITIONS = ("learned", "sinusoidal", "rope", "none")
 REF_PLACEMENTS = ("pre", "post", "sandwich")
 REF_BLOCKS = ("serial", "parallel")
 REF_QK_SCOPES = {"head": "head", "all_heads": "projection"}
+REF_LAYER_TYPES = ("full", "sliding")
+# choices held against transformers instead of a hand-written forward (their formulas are long; each family's
+# own code is the independent reference): RoPE scaling in tests/test_rope_scaling.py, ALiBi in
+# tests/test_interop_families.py
+HELD_BY_TRANSFORMERS = {"rope_scaling": {"linear", "dynamic", "llama3", "yarn", "longrope"}, "position": {"alibi"}}
 REF_ROUTERS = ("softmax_topk", "topk_softmax", "sigmoid")
 HANDLED = {"ffn": set(REF_ACT) | set(REF_GATE), "norm": set(REF_NORMS), "position": set(REF_POSITIONS),
            "norm_placement": set(REF_PLACEMENTS), "block": set(REF_BLOCKS), "qk_norm_scope": set(REF_QK_SCOPES),
-           "router": set(REF_ROUTERS)}
+           "router": set(REF_ROUTERS), "layer_types": set(REF_LAYER_TYPES), "rope_scaling": {"none"}}
 CONFIGS = variant_configs()
 MOE = dict(n_experts=4, experts_per_token=2, expert_d_ff=8)
 MOE_CONFIGS = [make(MOE | c) for c in (
@@ -73,12 +78,12 @@ def _sinusoids(T, d):
     return pe
 
 
-def _rope(cfg, x):
+def _rope(cfg, x, base):
     """Rotate-half RoPE on the first r dims of x [B, H, T, hd]: pair (i, i + r/2) turns by p * base^(-2i/r)."""
     r, T = cfg.rotary_dim, x.shape[2]
     out = x.clone()
     for i in range(r // 2):
-        theta = torch.arange(T, dtype=torch.float64) * cfg.rope_base ** (-2 * i / r)
+        theta = torch.arange(T, dtype=torch.float64) * base ** (-2 * i / r)
         a, b = x[..., i], x[..., i + r // 2]
         out[..., i] = a * torch.cos(theta) - b * torch.sin(theta)
         out[..., i + r // 2] = b * torch.cos(theta) + a * torch.sin(theta)
@@ -96,15 +101,19 @@ def _attention(cfg, sd, name, x, layer):
     v = _linear(sd, name + ".v_proj", x).view(B, T, Hkv, hd).transpose(1, 2)
     if cfg.qk_norm and REF_QK_SCOPES[cfg.qk_norm_scope] == "head":          # one gain shared by the heads
         q, k = _norm(cfg, sd, name + ".q_norm", q), _norm(cfg, sd, name + ".k_norm", k)
-    if cfg.position == "rope":
-        q, k = _rope(cfg, q), _rope(cfg, k)
-    local = cfg.attn_window is not None and not (cfg.global_every and (layer + 1) % cfg.global_every == 0)
+    if cfg.layer_types is not None:                           # explicit per-layer kinds win over global_every
+        local = cfg.attn_window is not None and cfg.layer_types[layer] == "sliding"
+    else:
+        local = cfg.attn_window is not None and not (cfg.global_every and (layer + 1) % cfg.global_every == 0)
+    if cfg.position == "rope" and layer + 1 not in (cfg.nope_layers or ()):    # NoPE layers skip the rotation
+        base = cfg.rope_local_base if local and cfg.rope_local_base is not None else cfg.rope_base
+        q, k = _rope(cfg, q, base), _rope(cfg, k, base)
     i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
     allowed = (j <= i) & ((i - j < cfg.attn_window) if local else True)
     heads = []
     for h in range(H):
         kv = h // (H // Hkv)                                  # query head h reads key/value head h // group
-        s = q[:, h] @ k[:, kv].transpose(-1, -2) / math.sqrt(hd)
+        s = q[:, h] @ k[:, kv].transpose(-1, -2) * (1 / math.sqrt(hd) if cfg.attn_scale is None else cfg.attn_scale)
         if cfg.attn_softcap is not None:
             s = cfg.attn_softcap * torch.tanh(s / cfg.attn_softcap)
         s = s.masked_fill(~allowed, float("-inf"))
@@ -222,7 +231,8 @@ def _random_model(cfg, seed=0):
 def test_reference_implements_every_declared_choice():
     for name, spec in FIELDS.items():
         if spec.choices:
-            assert set(spec.choices) == HANDLED.get(name), f"{name}: a choice without a reference forward"
+            covered = HANDLED.get(name, set()) | HELD_BY_TRANSFORMERS.get(name, set())
+            assert set(spec.choices) == covered, f"{name}: a choice without a reference forward"
 
 
 def test_grid_reaches_every_choice_and_switch():
@@ -248,6 +258,9 @@ def test_moe_model_equals_reference_forward(i, impl):
 @pytest.mark.parametrize("i", range(len(CONFIGS)))
 def test_model_equals_reference_forward(i, impl):
     cfg = CONFIGS[i]
+    if cfg.rope_scaling != "none" or cfg.position == "alibi":   # held against transformers: the config's
+        cfg = cfg.replace(rope_scaling="none", rope_factor=1.0,  # other choices still meet the reference
+                          position="none" if cfg.position == "alibi" else cfg.position)
     model = _random_model(cfg, seed=i)
     model.set_attention(impl)
     idx = torch.randint(0, cfg.vocab_size, (2, SEQ), generator=torch.Generator().manual_seed(i))
