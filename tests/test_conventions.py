@@ -124,7 +124,9 @@ def test_pure_policy_is_a_plain_model_in_that_dtype(dtype):
 def test_param_count_dict_names_every_number():
     c = count_params(WINDOWED)
     built = sum(p.numel() for p in build_model(WINDOWED, device="meta").parameters())
-    assert c.as_dict() == {"total": built, "non_embedding": built - 13 * 16 - 16 * 16, "per_layer": c.per_layer,
+    non_embedding = built - 13 * 16 - 16 * 16
+    assert c.as_dict() == {"total": built, "non_embedding": non_embedding, "active": built,   # dense: all active
+                           "active_non_embedding": non_embedding, "per_layer": c.per_layer,
                            "tying_saves": 13 * 16, "tied": True, "components": c.components}
     assert c.per_layer == (built - 13 * 16 - 16 * 16 - 2 * 16) // 2          # two blocks; final LayerNorm 2*d
 
