@@ -10,10 +10,10 @@ from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from app import state
 from engine.config import FIELDS, GROUPS, ConfigError, FieldSpec, ModelConfig
+from engine.limits import MAX_CONFIG_BYTES
 from engine.presets import PRESETS
 from engine.units import fmt_count
 
-MAX_YAML_BYTES = 64 * 1024
 PICK, UPLOAD, UPLOAD_PROBLEMS, EDIT_PROBLEMS = "preset_pick", "yaml_upload", "upload_problems", "edit_problems"
 GROUP_TITLES = {"sizes": "Sizes", "attention": "Attention", "position": "Position", "ffn": "Feed-forward",
                 "normalization": "Normalization", "block": "Block", "output": "Output"}
@@ -27,13 +27,10 @@ def _load_preset() -> None:
 
 def read_yaml(upload: UploadedFile) -> tuple[ModelConfig | None, list[str]]:
     """An uploaded YAML file -> (config, []) or (None, problems): size-limited, UTF-8, safe_load."""
-    if upload.size > MAX_YAML_BYTES:
-        return None, [f"yaml: {upload.name} is {upload.size:,} bytes; the limit is {MAX_YAML_BYTES:,} bytes"]
+    if upload.size > MAX_CONFIG_BYTES:
+        return None, [f"yaml: {upload.name} is {upload.size:,} bytes; the limit is {MAX_CONFIG_BYTES:,} bytes"]
     try:
-        cfg = ModelConfig.from_yaml(upload.getvalue().decode("utf-8"))
-        if limits := state.app_limits(cfg):
-            raise ConfigError(limits)
-        return cfg, []
+        return ModelConfig.from_yaml(upload.getvalue().decode("utf-8")), []
     except UnicodeDecodeError:
         return None, [f"yaml: {upload.name} is not UTF-8 text"]
     except ConfigError as e:
@@ -82,8 +79,6 @@ def _validate(raw: dict[str, Any]) -> list[str]:
         cfg = ModelConfig.from_dict(raw, base=state.preset_config(state.current_preset()))
     except ConfigError as e:
         return e.problems
-    if limits := state.app_limits(cfg):
-        return limits
     if cfg != state.current_config():
         state.set_config(cfg, load_widgets=False)
     return []
@@ -135,7 +130,7 @@ def _yaml_io(cfg: ModelConfig) -> None:
                        help="The current valid config as YAML; upload it here or pass it to "
                             "`python -m engine ... --config FILE`.")
     st.file_uploader("Upload YAML", type=["yaml", "yml"], key=UPLOAD, on_change=_load_yaml,
-                     help=f"A YAML mapping of field: value (at most {MAX_YAML_BYTES // 1024} KiB); missing fields "
+                     help=f"A YAML mapping of field: value (at most {MAX_CONFIG_BYTES // 1024} KiB); missing fields "
                           "take their defaults.")
     for p in st.session_state.get(UPLOAD_PROBLEMS, []):
         st.error(p)

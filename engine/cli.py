@@ -15,6 +15,7 @@ from typing import Any
 
 from engine import commands
 from engine.config import FIELDS, ConfigError, ModelConfig
+from engine.limits import MAX_CONFIG_BYTES, InputError, read_text
 
 
 class UsageError(Exception):
@@ -46,11 +47,7 @@ def base_config(args: argparse.Namespace) -> ModelConfig:
         except KeyError as e:
             raise UsageError(e.args[0]) from None
     elif getattr(args, "config", None):
-        try:
-            text = Path(args.config).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise UsageError(f"config: cannot read {args.config}: {e.strerror if isinstance(e, OSError) else e}")
-        base = ModelConfig.from_yaml(text)
+        base = ModelConfig.from_yaml(read_text(args.config, MAX_CONFIG_BYTES, "config"))
     else:
         base = ModelConfig()
     return base
@@ -82,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         for line in e.problems:
             print(f"error: {line}", file=sys.stderr)
         return 2
-    except UsageError as e:
+    except (UsageError, InputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from engine.limits import MAX_INT, MAX_LAYERS, InputError, RefusedYAML, yaml_load
+
 GROUPS = ("sizes", "attention", "position", "ffn", "normalization", "block", "output")
 DENSE_FFNS = ("relu", "gelu", "gelu_tanh", "silu")
 GATED_FFNS = ("swiglu", "geglu", "geglu_tanh", "reglu")
@@ -195,10 +197,14 @@ class ModelConfig:
     @classmethod
     def from_yaml(cls, text: str) -> "ModelConfig":
         try:
-            data = yaml.safe_load(text)
+            data = yaml_load(text)
+        except InputError as e:
+            raise ConfigError([str(e)]) from None
         except yaml.YAMLError as e:
             where = getattr(e, "problem_mark", None)
             at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+            if isinstance(e, RefusedYAML):
+                raise ConfigError([f"yaml: {e.problem}{at}"]) from None
             if isinstance(e, yaml.constructor.ConstructorError):  # e.g. !!python/object: never constructed
                 raise ConfigError([f"yaml: {e.problem}{at}; only plain values are allowed "
                                    f"(numbers, strings, true/false, null)"]) from None
@@ -356,6 +362,27 @@ def _field_problem(spec: FieldSpec, value: Any) -> str | None:
     return None if _allowed_value(spec, value) else f"{spec.name}: {_shown(value)} is not {spec.allowed()}"
 
 
+def _big(n: int) -> str:
+    return f"{n:,}" if n < 10**30 else f"a {len(str(n)):,}-digit number"
+
+
+def _bounds(c: ModelConfig, bad: set[str]) -> list[str]:
+    """engine/limits.py's bounds, the same for app and CLI: integers a browser or JSON holds exactly, and a depth
+    whose layer-by-layer budgets stay interactive. Fields that failed their own check are marked in `bad`."""
+    problems = []
+    for spec in FIELDS.values():
+        value = getattr(c, spec.name)
+        if spec.name not in bad and spec.type is int and isinstance(value, int) and value > MAX_INT:
+            problems.append(f"{spec.name}: {_big(value)} is more than {MAX_INT:,} "
+                            f"(2^53 - 1, the largest integer a browser or JSON holds exactly)")
+            bad.add(spec.name)
+    if "n_layers" not in bad and c.n_layers > MAX_LAYERS:
+        problems.append(f"n_layers: {c.n_layers:,} is more than this app computes interactively (at most "
+                        f"{MAX_LAYERS:,}: the budgets are summed layer by layer)")
+        bad.add("n_layers")
+    return problems
+
+
 def _problems(c: ModelConfig) -> list[str]:
     """Every problem with the config: single-field checks, then each rule tying fields together whose
     fields are individually valid."""
@@ -368,6 +395,7 @@ def _problems(c: ModelConfig) -> list[str]:
     def ok(*names: str) -> bool:
         return not bad.intersection(names)
 
+    problems += _bounds(c, bad)
     if ok("n_heads", "n_kv_heads") and c.n_kv_heads is not None and c.n_heads % c.n_kv_heads:
         problems.append(f"n_kv_heads: {c.n_kv_heads} does not divide n_heads={c.n_heads}")
     if ok("head_dim", "d_model", "n_heads") and c.head_dim is None and c.d_model < c.n_heads:
