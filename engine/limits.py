@@ -66,27 +66,21 @@ def _json_int(s: str) -> int:
     return int(s)
 
 
-def _json_float(s: str) -> float:
-    value = float(s)
-    if value in (float("inf"), float("-inf")):
-        raise InputError(f"the number {s[:30]}{'...' if len(s) > 30 else ''} is beyond the float range")
-    return value
-
-
 def _json_constant(s: str) -> Any:
     raise InputError(f"{s} is not a JSON number (only finite numbers are allowed)")
 
 
 def json_loads(text: str, what: str) -> Any:
-    """JSON with bounded nesting, integer length and finite numbers only; InputError names `what`."""
+    """JSON with bounded nesting and integer length, no NaN/Infinity; InputError names `what`. A float literal
+    beyond the double range reads as inf: the caller's type check names the key (see interop/hf_types.py)."""
     if (depth := json_depth(text)) > MAX_DEPTH:
         raise InputError(f"{what}: nested {depth:,} levels deep; at most {MAX_DEPTH} are allowed")
     try:
-        return json.loads(text, parse_int=_json_int, parse_float=_json_float, parse_constant=_json_constant)
+        return json.loads(text, parse_int=_json_int, parse_constant=_json_constant)
     except InputError as e:
         raise InputError(f"{what}: {e}") from None
     except ValueError as e:
-        raise InputError(f"{what}: not valid JSON: {e}") from None
+        raise InputError(f"{what}: cannot read it: not valid JSON ({e})") from None
 
 
 class RefusedYAML(yaml.constructor.ConstructorError):

@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from engine.config import ConfigError, ModelConfig
 from engine.interop.hf_defaults import DEFAULTS, DENSE_ACTS, GATED_ACTS, INERT
+from engine.interop.hf_types import type_problems
 
 FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gpt2", "gpt_neox", "falcon")
 _ROPE_KEYS = {"rope_type", "type", "rope_theta", "partial_rotary_factor"}
@@ -255,6 +256,8 @@ def from_hf_config(d: dict[str, Any]) -> ModelConfig:
     """A transformers config.json dict -> ModelConfig computing the same function, or ConfigError."""
     if not isinstance(d, dict):
         raise ConfigError([f"config.json: expected a JSON object, got {type(d).__name__}"])
+    if problems := type_problems(d):
+        raise ConfigError(problems)
     family = d.get("model_type")
     if family not in _READERS:
         raise ConfigError([f"model_type: {family!r} is not one of the families we import exactly: "
