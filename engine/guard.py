@@ -1,7 +1,11 @@
 """Refuse, with the numbers, to build a model that would not fit, instead of crashing the process.
 
 Before a real (non-meta) model is built, the closed-form estimate is compared with the memory free on the
-target device: CUDA via torch.cuda.mem_get_info, CPU via /proc/meminfo MemAvailable.
+target device: CUDA via torch.cuda.mem_get_info, CPU via /proc/meminfo MemAvailable. Every path that builds or
+runs a model asks here first (CLI train / bench / --measure / import-hf --check; the app's Measure, Activations,
+Latency and Training), and the estimate is an upper bound of the path's peak: the saved tensors of the budget
+plus the temporaries that live only inside one op (tests/test_guard_peak.py holds it against the CPU
+allocator's measured peak).
 """
 from __future__ import annotations
 
@@ -41,28 +45,51 @@ def free_bytes(device: str | torch.device) -> int:
     return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
-def needed_bytes(cfg: ModelConfig, batch: int, seq: int, dtype: str, training: bool) -> int:
+def transient_bytes(cfg: ModelConfig, batch: int, seq: int, dtype: str, training: bool) -> int:
+    """Temporaries beyond what the budget keeps, summed (each alone can be the peak's top):
+    - attention on the explicit path (soft-cap, or dropout's math fallback): 3 fp32 B*H*T*T tensors alive at
+      once (scores, capped/softmaxed scores, probabilities or their gradients); SDPA without them: the window
+      mask T*T*e and the attention output;
+    - the head: fp32 logits, their log-softmax (and soft-cap) and, training, their gradient: 3 * N*V*4;
+    - one block's widest intermediates: q, k, v, output and the FFN hidden (x3 for gated), in `dtype`;
+    - training: foreach AdamW and grad clipping work on lists of parameter-sized buffers: 2 * P * e."""
+    e, N, T = DTYPE_BYTES[dtype], batch * seq, seq
+    explicit = cfg.attn_softcap is not None or (training and cfg.dropout > 0)
+    scores = 3 * batch * cfg.n_heads * T * T * 4 if explicit else T * T * 4
+    head = 3 * N * cfg.vocab_size * 4
+    block = N * (2 * cfg.attn_width + 2 * cfg.kv_width + 3 * cfg.ffn_width + 2 * cfg.d_model) * e
+    optimizer = 2 * count_params(cfg).total * e if training else 0
+    return scores + head + block + optimizer
+
+
+def needed_bytes(cfg: ModelConfig, batch: int, seq: int, dtype: str, training: bool, copies: int = 1,
+                 attention: str = "sdpa") -> int:
     """Training: weights, grads, AdamW state and activations in `dtype` (pure precision, no master copy).
-    Inference: weights, KV cache and the logits of the whole sequence."""
+    Inference: weights (x `copies` models), KV cache and the logits of the whole sequence. Both plus
+    transient_bytes."""
+    extra = transient_bytes(cfg, batch, seq, dtype, training)
     if training:
-        return memory_budget(cfg, batch, seq, dtype, pure_policy(dtype)).train_total_bytes
+        return memory_budget(cfg, batch, seq, dtype, pure_policy(dtype),
+                             attention=attention).train_total_bytes + extra
     b = memory_budget(cfg, batch, seq, dtype)
-    return b.infer_total_bytes + output_logits_bytes(cfg, batch, seq, dtype)
+    return copies * b.infer_total_bytes + output_logits_bytes(cfg, batch, seq, dtype) + extra
 
 
 def check_fits(cfg: ModelConfig, device: str | torch.device, batch: int, seq: int,
-               dtype: str | torch.dtype = "fp32", training: bool = True) -> None:
-    """Raise MemoryRefusal if the estimate exceeds HEADROOM of the free memory on `device`; meta always fits."""
+               dtype: str | torch.dtype = "fp32", training: bool = True, copies: int = 1,
+               attention: str = "sdpa") -> None:
+    """Raise MemoryRefusal if the estimate exceeds HEADROOM of the free memory on `device`; meta always fits.
+    `copies`: models held at once for inference (a parity check holds two and the checkpoint)."""
     dev = torch.device(device)
     if dev.type == "meta":
         return
     name = dtype_name(dtype)
     if name not in DTYPE_BYTES:
         raise ValueError(f"dtype: {dtype!r} is not one of {', '.join(DTYPE_BYTES)}")
-    need = needed_bytes(cfg, batch, seq, name, training)
+    need = needed_bytes(cfg, batch, seq, name, training, copies, attention)
     free = free_bytes(dev)
     if need > HEADROOM * free:
-        what = "training step" if training else "inference"
+        what = "training step" if training else "inference pass"
         raise MemoryRefusal(
             f"refusing to build {cfg.name} ({count_params(cfg).total:,} params) on {dev}: a {what} at "
             f"batch={batch}, seq={seq} in {name} needs about {fmt_bytes(need)}, but only {fmt_bytes(free)} is "

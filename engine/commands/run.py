@@ -73,6 +73,7 @@ def train_model_config(args: argparse.Namespace) -> ModelConfig:
 
 
 def _train(args: argparse.Namespace) -> int:
+    from engine.guard import MemoryRefusal
     from engine.train import ddp
     from engine.train.data import load_data
     from engine.runtime import resolve_device
@@ -93,6 +94,8 @@ def _train(args: argparse.Namespace) -> int:
             store = RunStore() if info.main else None
             on_step = None if args.json or not info.main else _print_step(tc)
             r = train(cfg, tc, data, device=str(device), on_step=on_step, stop=stop, store=store, info=info)
+    except MemoryRefusal as e:
+        raise UsageError(str(e)) from None
     finally:
         signal.signal(signal.SIGINT, previous)
     if not info.main:

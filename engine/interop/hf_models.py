@@ -84,8 +84,10 @@ def scramble_(model: nn.Module, seed: int = 0, spread: float = 0.5) -> None:
                 p.add_(draw(p, spread))
 
 
-def read_checkpoint(folder: str | Path) -> tuple[dict[str, Any], dict[str, torch.Tensor] | None, str]:
+def read_checkpoint(folder: str | Path, weights: bool = True
+                    ) -> tuple[dict[str, Any], dict[str, torch.Tensor] | None, str]:
     """(config.json dict, state dict or None, where the weights came from) of a local checkpoint folder.
+    weights=False reads only config.json (so the memory guard can run before any tensor is loaded).
     Raises ValueError with a readable message for anything missing or malformed."""
     folder = Path(folder)
     if not folder.is_dir():
@@ -93,7 +95,9 @@ def read_checkpoint(folder: str | Path) -> tuple[dict[str, Any], dict[str, torch
     if not (folder / "config.json").exists():
         raise ValueError(f"{folder}: no config.json")
     config = json_loads(read_text(folder / "config.json", MAX_CONFIG_BYTES, "config.json"), "config.json")
-    files = _weight_files(folder)
+    files = _weight_files(folder) if weights else []
+    if not weights:
+        return config, None, "not read"
     if not files:
         return config, None, "random init (no weights in the folder)"
     state: dict[str, torch.Tensor] = {}

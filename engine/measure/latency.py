@@ -28,6 +28,7 @@ from engine.runtime import TORCH_DTYPES, dtype_name, resolve_device
 
 MODES = ("forward", "train")     # train = forward + backward of the cross-entropy loss (no optimizer step)
 LOCK = threading.Lock()          # held while anything is being timed in this process
+MAX_MIN_TIME = 600.0           # seconds of timing per point; more is a typo, not a measurement
 
 
 @dataclass(frozen=True)
@@ -203,8 +204,16 @@ def measure(model: DecoderLM, batch: int, seq: int, mode: str = "forward", min_r
         torch.cuda.max_memory_allocated(dev) if dev.type == "cuda" else None)
 
 
+def check_min_time(min_run_time: float) -> None:
+    """Seconds of timing per point: finite and at most MAX_MIN_TIME (nan would never end the loop)."""
+    if isinstance(min_run_time, bool) or not isinstance(min_run_time, (int, float)) \
+            or not 0 < min_run_time <= MAX_MIN_TIME:
+        raise ValueError(f"min_time: {min_run_time!r} is not a number of seconds > 0 and <= {MAX_MIN_TIME:g}")
+
+
 def measure_latency(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp32", device: str = "auto",
                     mode: str = "forward", min_run_time: float = 0.3) -> LatencyResult:
+    check_min_time(min_run_time)
     model, _ = prepare(cfg, batch, seq, dtype, device, mode)
     return measure(model, batch, seq, mode, min_run_time)
 
@@ -215,6 +224,7 @@ def latency_sweep(cfg: ModelConfig, batches: list[int], seqs: list[int], dtype: 
                   stop: threading.Event | None = None) -> list[LatencyResult]:
     """Every (batch, seq) pair, one model built once; the largest pair is checked against free memory first.
     on_point(done, total, result) after each point; setting `stop` ends the sweep after the current point."""
+    check_min_time(min_run_time)
     model, _ = prepare(cfg, max(batches), max(seqs), dtype, device, mode)
     pairs = [(b, s) for b in batches for s in seqs]
     out = []

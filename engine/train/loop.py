@@ -15,7 +15,9 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from engine.config import ConfigError, ModelConfig
+from engine.config import ConfigError, ModelConfig, _shown
+from engine.guard import check_fits
+from engine.limits import MAX_INT
 from engine.model import DecoderLM, build_model
 from engine.runtime import resolve_device
 from engine.train.data import Dataset, get_batch, load_data
@@ -47,16 +49,29 @@ class TrainConfig:
         p = []
         for name, lo in (("steps", 1), ("batch", 1), ("seq", 2), ("warmup", 0), ("eval_every", 1),
                          ("eval_batches", 1), ("samples", 0), ("seed", 0)):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < lo:
-                p.append(f"{name}: {getattr(self, name)!r} is not an integer >= {lo}")
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= MAX_INT:
+                p.append(f"{name}: {_shown(v)} is not an integer >= {lo} and <= {MAX_INT:,}")
         for name, lo, hi in (("lr", 0, math.inf), ("min_lr_ratio", 0, 1), ("weight_decay", 0, math.inf),
                              ("grad_clip", 0, math.inf), ("z_loss", 0, math.inf), ("dropout", 0, 0.999)):
             v = getattr(self, name)
-            if not isinstance(v, (int, float)) or not (lo <= v <= hi) or (name == "lr" and v == 0):
-                rng = "a number > 0" if name == "lr" else f"a number in [{lo}, {hi}]"
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (lo <= v <= hi) \
+                    or not math.isfinite(v) or (name == "lr" and v == 0):
+                rng = "a finite number > 0" if name == "lr" else (
+                    f"a finite number >= {lo}" if hi == math.inf else f"a number in [{lo}, {hi}]")
                 p.append(f"{name}: {v!r} is not {rng}")
         if p:
             raise ConfigError(p)
+
+    def check_data(self, data: Dataset) -> None:
+        """ConfigError naming seq when either split of `data` is too short for windows of seq + 1 tokens."""
+        shortest = min(len(data.train), len(data.val))
+        if shortest <= self.seq + 1:
+            most = shortest - 2
+            fix = f"use seq <= {most:,}" if most >= 2 else "use a longer text"
+            raise ConfigError([f"seq: {self.seq:,} needs more than {self.seq + 1:,} tokens in each split, but "
+                               f"the {data.name} data's {'train' if len(data.train) == shortest else 'val'} split has "
+                               f"{shortest:,}; {fix}"])
 
     def replace(self, **kw) -> "TrainConfig":
         return TrainConfig(**{**asdict(self), **kw})
@@ -168,10 +183,12 @@ def train(cfg: ModelConfig, tc: TrainConfig, data: Dataset | None = None, *, dev
     data = data or load_data(tc.data, seed=tc.seed)
     if tc.batch % info.world:
         raise ConfigError([f"batch: {tc.batch} must be divisible by the number of processes ({info.world})"])
+    tc.check_data(data)
     dev = resolve_device(device)
     if dev.type == "cuda" and info.world > 1:
         dev = torch.device("cuda", info.local_rank)
     mcfg = model_for(cfg, data, tc)
+    check_fits(mcfg, dev, tc.batch // info.world, tc.seq, "fp32", training=True)
     torch.manual_seed(tc.seed)
     model = build_model(mcfg, device=dev, seed=tc.seed)
     model.train()
