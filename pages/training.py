@@ -10,7 +10,7 @@ from engine.train.data import load_data, load_text
 from engine.train.jobs import AB_CHOICES, TrainJob, ab_configs
 from engine.runtime import resolve_device
 from engine.train.loop import TrainConfig, model_for, small_version
-from engine.train.store import RunStore
+from engine.train.store import RunningError, RunStore, StoreError, move_aside
 
 JOB = "train_job"
 cfg = current_config()
@@ -85,13 +85,34 @@ def prepare():
     return configs, tc, data
 
 
+def store_problem(e: StoreError) -> None:
+    """The store file is unusable: say so (other pages are unaffected) and offer to move it aside."""
+    st.error(str(e), icon=":material/error:")
+    if st.button("Move the file aside and start a new store", key="t_move_aside"):
+        try:
+            st.success(f"Moved it to {move_aside()}; new runs go to a new store.")
+        except OSError as err:
+            st.error(f"Could not move it: {err}", icon=":material/error:")
+
+
+def open_store(show: bool = True) -> RunStore | None:
+    """The shared run store, or None when its file cannot be used (the problem shown once, under Stored runs):
+    runs then train without being stored."""
+    try:
+        return RunStore()
+    except StoreError as e:
+        if show:
+            store_problem(e)
+        return None
+
+
 b1, b2, _ = st.columns([1, 1, 4])
 if b1.button("Start training", type="primary", key="t_start", disabled=running) and not running:
     prepared = prepare()
     if isinstance(prepared, str):
         st.error(prepared, icon=":material/error:")
     else:
-        st.session_state[JOB] = TrainJob(*prepared, store=RunStore(), device=str(device)).start()
+        st.session_state[JOB] = TrainJob(*prepared, store=open_store(show=False), device=str(device)).start()
         st.rerun()   # redraw with Start disabled, Stop enabled and the fragment polling
 if b2.button("Stop", key="t_stop", disabled=not running):
     job.stop.set()
@@ -139,11 +160,15 @@ def live() -> None:
 live()
 
 st.header("Stored runs")
-store = RunStore()
-runs = store.list_runs()
-if not runs:
+store, runs = open_store(), []
+try:
+    runs = store.list_runs() if store is not None else []
+except StoreError as e:
+    store_problem(e)
+    store = None
+if store is not None and not runs:
     st.caption(f"No runs stored yet in {store.path}.")
-else:
+elif store is not None:
     st.dataframe([{"id": r["id"], "name": r["name"], "data": r["data"], "status": r["status"], "steps": r["steps"],
                    "params": f"{r['params']:,}", "processes": r["world"],
                    "val loss (nats)": " → ".join(f"{v:.3f}" if v is not None else "—"
@@ -166,7 +191,10 @@ else:
         a, b, _ = st.columns([1, 1, 3])
         a.download_button(f"CSV of run {first_id}", store.export_csv(first_id), file_name=f"run-{first_id}.csv",
                           mime="text/csv", key="t_csv", on_click="ignore", icon=":material/download:")
-        if b.button(f"Delete run {first_id}", key="t_delete", disabled=running and first["status"] == "running",
+        if b.button(f"Delete run {first_id}", key="t_delete", disabled=first["status"] == "running",
                     help="A run still being trained cannot be deleted; stop it first."):
-            store.delete_run(first_id)
-            st.rerun()
+            try:
+                store.delete_run(first_id)
+                st.rerun()
+            except (RunningError, StoreError) as e:
+                st.error(str(e), icon=":material/error:")

@@ -5,13 +5,14 @@ import csv
 import io
 import math
 import sqlite3
+from types import SimpleNamespace
 
 import pytest
 
 from engine.config import ModelConfig
 from engine.train.data import load_names
 from engine.train.loop import StepRecord, TrainConfig, train
-from engine.train.store import STEP_COLUMNS, RunStore, default_path
+from engine.train.store import STEP_COLUMNS, RunningError, RunStore, default_path
 
 TINY = ModelConfig(name="tiny", d_model=16, n_layers=1, n_heads=2, ffn_multiple_of=8)
 
@@ -48,6 +49,11 @@ def test_steps_are_on_disk_while_the_run_is_going(store):
     assert run["steps"][2]["train_loss"] == pytest.approx(r.records[2].train_loss)
 
 
+def _finished(run_id: int) -> SimpleNamespace:
+    return SimpleNamespace(run_id=run_id, status="finished", message="", initial_loss=None, final_loss=None,
+                           tokens_per_s=0.0, samples=[])
+
+
 def test_list_reload_csv_delete(store):
     ids = []
     for name in ("a", "b"):
@@ -61,6 +67,10 @@ def test_list_reload_csv_delete(store):
     rows = list(csv.DictReader(io.StringIO(store.export_csv(ids[0]))))
     assert tuple(rows[0]) == STEP_COLUMNS and [r["train_loss"] for r in rows] == ["3.0", "1.5"]
     assert rows[1]["val_loss"] == ""            # NaN is stored as NULL, exported as an empty cell
+    with pytest.raises(RunningError, match=f"run {ids[0]} is still being trained"):
+        store.delete_run(ids[0])                # this process is alive: the run is running
+    for rid in ids:
+        store.finish_run(_finished(rid))
     assert store.delete_run(ids[0]) and not store.delete_run(ids[0])
     assert [r["id"] for r in store.list_runs()] == [ids[1]]
     with sqlite3.connect(store.path) as db:

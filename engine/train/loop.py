@@ -201,7 +201,8 @@ def train(cfg: ModelConfig, tc: TrainConfig, data: Dataset | None = None, *, dev
     result = RunResult("finished", "", [], mcfg, n_params)
     result.initial_loss = _evaluate(model, val_batches, info)
     if store is not None and info.main:
-        result.run_id = store.create_run(mcfg, tc, data.name, n_params, dev.type, info.world)
+        result.run_id = store.create_run(mcfg, tc, data.name, n_params, dev.type, info.world,
+                                         initial_loss=result.initial_loss)
     tokens, seconds = 0, 0.0
     for step in range(1, tc.steps + 1):
         if stop is not None and stop.is_set():
