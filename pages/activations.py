@@ -43,7 +43,7 @@ tokens = st.slider("Sample length (tokens)", 4, min(256, cfg.context_length), mi
                    key="stats_tokens") if cfg.context_length > 4 else cfg.context_length
 key = (cfg, tokens, device)
 try:
-    check_live(cfg, device)
+    check_live(cfg, device, tokens)
 except StatsRefusal as e:
     st.error(str(e), icon=":material/block:")
 else:

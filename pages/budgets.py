@@ -84,12 +84,15 @@ if st.button("Measure", type="primary", key="b_measure"):
     with st.status("Measuring…", expanded=True) as status:
         measured = {}
         if cfg.n_layers <= budget_view.MEASURE_MAX_LAYERS:
-            measured = measure_config(cfg, 1, m_seq, infer_dtype, attention, dev, ("flops",), st.write)
+            try:
+                measured = measure_config(cfg, 1, m_seq, infer_dtype, attention, dev, ("flops",), st.write)
+            except MemoryRefusal as e:
+                st.error(f"Not counting FLOPs on the meta device: {e}")
         else:
             st.warning(f"n_layers: not counting FLOPs on the meta device for {cfg.n_layers:,} layers (at most "
                        f"{budget_view.MEASURE_MAX_LAYERS:,}, each costs tens of ms); the closed form above stands.")
         try:
-            check_live(cfg, dev)
+            check_live(cfg, dev, m_seq)
             measured |= measure_config(cfg, 1, m_seq, infer_dtype, attention, dev, ("activations", "kv_cache"),
                                        st.write)
         except (StatsRefusal, MemoryRefusal) as e:
