@@ -9,6 +9,7 @@ import streamlit as st
 from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from app import state
+from app.text import md
 from engine.config import FIELDS, GROUPS, ConfigError, FieldSpec, ModelConfig
 from engine.limits import MAX_CONFIG_BYTES
 from engine.presets import PRESETS
@@ -118,10 +119,10 @@ def _editor(problems: list[str], why: dict[str, str]) -> None:
                 if spec.name in why:
                     st.caption(why[spec.name])
                 for p in by_field.get(spec.name, []):
-                    st.error(p)
+                    st.error(md(p))
     for p in problems:
         if p.split(":", 1)[0] not in FIELDS:
-            st.error(p)
+            st.error(md(p))
 
 
 def _yaml_io(cfg: ModelConfig) -> None:
@@ -133,7 +134,7 @@ def _yaml_io(cfg: ModelConfig) -> None:
                      help=f"A YAML mapping of field: value (at most {MAX_CONFIG_BYTES // 1024} KiB); missing fields "
                           "take their defaults.")
     for p in st.session_state.get(UPLOAD_PROBLEMS, []):
-        st.error(p)
+        st.error(md(p))
 
 
 def sidebar() -> None:

@@ -15,7 +15,7 @@ import yaml
 
 MAX_INT = 2**53 - 1              # the largest integer a browser number box or a JSON double holds exactly
 MAX_LAYERS = 100_000             # budgets, the diagram and the windows walk the layers one by one
-MAX_CONFIG_BYTES = 1024 * 1024   # a YAML config or a config.json; real ones are a few KiB
+MAX_CONFIG_BYTES = 64 * 1024       # a YAML config or a config.json; real ones are a few KiB
 MAX_DATA_BYTES = 64 * 1024 * 1024   # a training text file (the whole file becomes one token tensor)
 MAX_DEPTH = 32                   # nesting of YAML and JSON; a model config is 1 (config.json: 3)
 MAX_INT_DIGITS = 400             # longer integer literals are refused before int() converts them

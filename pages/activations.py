@@ -3,13 +3,14 @@ import streamlit as st
 
 from app import charts, compute, export
 from app.state import current_config
+from app.text import md
 from app.widgets import metric_row
 from engine.config import DENSE_FFNS, GATED_FFNS
 from engine.measure.stats import CPU_PARAM_LIMIT, StatsRefusal, check_live
 from engine.runtime import default_device
 
 cfg = current_config()
-st.title(f"Activations: {cfg.name}")
+st.title(f"Activations: {md(cfg.name)}")
 metric_row(cfg)
 
 st.header("Activation functions")
@@ -48,7 +49,7 @@ except StatsRefusal as e:
     st.error(str(e), icon=":material/block:")
 else:
     if st.button("Build and measure", type="primary") or st.session_state.get("stats_key") == key:
-        with st.status(f"Building {cfg.name} on {device} and running {tokens} tokens…") as status:
+        with st.status(f"Building {md(cfg.name)} on {device} and running {tokens} tokens…") as status:
             stats = compute.live_stats(cfg, tokens, device)
             status.update(label=f"Measured on {stats.device}: {stats.tokens} tokens", state="complete")
         st.session_state["stats_key"] = key

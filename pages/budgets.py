@@ -3,6 +3,7 @@ import streamlit as st
 
 from app import budget_charts, budget_view, compute, export, tables
 from app.state import current_config
+from app.text import md
 from app.widgets import metric_row
 from engine.budget.activations import ATTENTION_IMPLS
 from engine.budget.devices import DEVICE_PROFILES
@@ -14,7 +15,7 @@ from engine.runtime import default_device
 from engine.units import fmt_bytes, fmt_flops
 
 cfg = current_config()
-st.title(f"Budgets: {cfg.name}")
+st.title(f"Budgets: {md(cfg.name)}")
 metric_row(cfg)
 
 c = st.columns(6)
@@ -87,7 +88,7 @@ if st.button("Measure", type="primary", key="b_measure"):
             try:
                 measured = measure_config(cfg, 1, m_seq, infer_dtype, attention, dev, ("flops",), st.write)
             except MemoryRefusal as e:
-                st.error(f"Not counting FLOPs on the meta device: {e}")
+                st.error(f"Not counting FLOPs on the meta device: {md(e)}")
         else:
             st.warning(f"n_layers: not counting FLOPs on the meta device for {cfg.n_layers:,} layers (at most "
                        f"{budget_view.MEASURE_MAX_LAYERS:,}, each costs tens of ms); the closed form above stands.")
@@ -96,7 +97,7 @@ if st.button("Measure", type="primary", key="b_measure"):
             measured |= measure_config(cfg, 1, m_seq, infer_dtype, attention, dev, ("activations", "kv_cache"),
                                        st.write)
         except (StatsRefusal, MemoryRefusal) as e:
-            st.error(f"Not building a real model: {e}")
+            st.error(f"Not building a real model: {md(e)}")
         status.update(label=f"Measured {len(measured)} quantities", state="complete")
     rows = [(m, fmt_flops if key.endswith("_flops") else fmt_bytes) for key, m in measured.items()]
     st.dataframe(tables.measurements_table(rows), hide_index=True, width="stretch")

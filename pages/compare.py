@@ -4,6 +4,7 @@ import streamlit as st
 from app import budget_charts, budget_view, compute, export, tables
 from app.editor import read_yaml
 from app.state import current_config
+from app.text import md
 from app.widgets import metric_row
 from engine.presets import PRESETS
 
@@ -43,7 +44,7 @@ pins = st.session_state[PINS]
 
 st.title("Compare")
 metric_row(cfg, reference=pins[0][1])
-st.caption(f"Current config **{cfg.name}**; deltas against the first pin, **{pins[0][0]}**.")
+st.caption(f"Current config **{md(cfg.name)}**; deltas against the first pin, **{md(pins[0][0])}**.")
 
 a, b, c = st.columns(3)
 a.button("Pin the current config", on_click=pin, args=(f"{cfg.name} (current)", cfg), width="stretch")

@@ -3,13 +3,14 @@ import streamlit as st
 
 from app import charts, compute, diagram, export, tables
 from app.state import current_config, current_preset
+from app.text import md
 from app.widgets import metric_row
 from engine.presets import PRESETS
 from engine.units import fmt_count
 
 cfg = current_config()
 pc = compute.params(cfg)
-st.title(f"Design: {cfg.name}")
+st.title(f"Design: {md(cfg.name)}")
 metric_row(cfg)
 
 preset = PRESETS[current_preset()]

@@ -4,6 +4,7 @@ import streamlit as st
 
 from app import export, train_charts
 from app.state import current_config
+from app.text import md
 from app.widgets import metric_row
 from engine.guard import MemoryRefusal, check_fits
 from engine.measure import latency as lat
@@ -12,7 +13,7 @@ from engine.runtime import TORCH_DTYPES, resolve_device
 from engine.units import fmt_bytes, fmt_flops
 
 cfg = current_config()
-st.title(f"Latency: {cfg.name}")
+st.title(f"Latency: {md(cfg.name)}")
 metric_row(cfg)
 
 dev = resolve_device("auto")
@@ -117,7 +118,7 @@ if contexts and st.button("Measure decode: " + " vs ".join(variants), key="lat_d
         try:
             lat.measure_decode(vcfg, contexts, 1, dtype, str(dev), 0.1, on_point=on_point)
         except MemoryRefusal as e:
-            st.error(f"{label}: {e}", icon=":material/block:")
+            st.error(f"{label}: {md(e)}", icon=":material/block:")
     bar.empty()
     stop.empty()
 key, curves = st.session_state.get("lat_decode_curves", (None, {}))

@@ -3,6 +3,7 @@ import streamlit as st
 
 from app import export, train_charts
 from app.state import current_config
+from app.text import md
 from app.widgets import metric_row
 from engine.config import ConfigError
 from engine.guard import MemoryRefusal, check_fits
@@ -14,7 +15,7 @@ from engine.train.store import RunningError, RunStore, StoreError, move_aside
 
 JOB = "train_job"
 cfg = current_config()
-st.title(f"Training: {cfg.name}")
+st.title(f"Training: {md(cfg.name)}")
 metric_row(cfg)
 job = st.session_state.get(JOB)
 running = job is not None and job.running
@@ -87,7 +88,7 @@ def prepare():
 
 def store_problem(e: StoreError) -> None:
     """The store file is unusable: say so (other pages are unaffected) and offer to move it aside."""
-    st.error(str(e), icon=":material/error:")
+    st.error(md(e), icon=":material/error:")
     if st.button("Move the file aside and start a new store", key="t_move_aside"):
         try:
             st.success(f"Moved it to {move_aside()}; new runs go to a new store.")
@@ -110,7 +111,7 @@ b1, b2, _ = st.columns([1, 1, 4])
 if b1.button("Start training", type="primary", key="t_start", disabled=running) and not running:
     prepared = prepare()
     if isinstance(prepared, str):
-        st.error(prepared, icon=":material/error:")
+        st.error(md(prepared), icon=":material/error:")
     else:
         st.session_state[JOB] = TrainJob(*prepared, store=open_store(show=False), device=str(device)).start()
         st.rerun()   # redraw with Start disabled, Stop enabled and the fragment polling
@@ -137,12 +138,12 @@ def live() -> None:
     if job.running:
         return
     if job.error:
-        st.error(f"The run failed: {job.error}", icon=":material/error:")
+        st.error(f"The run failed: {md(job.error)}", icon=":material/error:")
     for name, r in job.results.items():
         show = {"finished": st.success, "stopped": st.warning, "diverged": st.error}[r.status]
-        show(f"**{name}** (run {r.run_id}, {r.params:,} params): {r.message}")
+        show(f"**{md(name)}** (run {r.run_id}, {r.params:,} params): {md(r.message)}")
         if r.samples:
-            st.caption(f"Samples from {name}: " + " · ".join(s.replace("\n", "⏎") for s in r.samples))
+            st.caption(f"Samples from {md(name)}: " + " · ".join(md(s.replace("\n", "⏎")) for s in r.samples))
     if job.results:
         st.caption(f"Val loss: mean cross-entropy over the same {job.tc.eval_batches} held-out batches before the "
                    "first update and after the last. Tokens/s: batch x sequence tokens per second of the training "
@@ -187,7 +188,7 @@ elif store is not None:
         first_id = chosen[0]
         first = stored[labels[first_id]]
         if first["samples"]:
-            st.caption(f"Samples from run {first_id}: " + " · ".join(s.replace("\n", "⏎") for s in first["samples"]))
+            st.caption(f"Samples from run {first_id}: " + " · ".join(md(s.replace("\n", "⏎")) for s in first["samples"]))
         a, b, _ = st.columns([1, 1, 3])
         a.download_button(f"CSV of run {first_id}", store.export_csv(first_id), file_name=f"run-{first_id}.csv",
                           mime="text/csv", key="t_csv", on_click="ignore", icon=":material/download:")
@@ -197,4 +198,4 @@ elif store is not None:
                 store.delete_run(first_id)
                 st.rerun()
             except (RunningError, StoreError) as e:
-                st.error(str(e), icon=":material/error:")
+                st.error(md(e), icon=":material/error:")
