@@ -1,2 +1,13 @@
-"""UI helpers for the Streamlit app: session state, the config editor, widgets, figure and diagram builders.
-No engine logic lives here: every number comes from an `engine` function."""
+"""UI helpers for the Streamlit app. No engine logic lives here: every number comes from an `engine` function.
+
+  state.py, editor.py     the current config in session state and the URL; the editor generated from its fields
+  present.py              present mode and the view params of the URL
+  widgets.py              page_header and metric_row: how every page opens
+  compute.py              engine results cached per config (st.cache_data)
+  charts/                 Plotly figure builders, one module per page family, and the shared palette
+  diagram.py, tables.py   the block as Graphviz DOT; dataframes for st.dataframe
+  export.py               chart downloads and the offline handout
+  budget_view.py, budget_measure.py, compare_view.py, training_view.py
+                          each page's decisions as plain functions, so pages only read state, call and draw
+  lecture_sections.py     the Lecture page's sections, one render function per worked example
+"""

@@ -1,16 +1,13 @@
-"""Small choices the Budgets and Compare pages share: which dtype goes with a precision policy, which attention
-variants to overlay on the KV-cache chart, and the context-length grid. Pure functions, tested directly."""
+"""Small choices of the Budgets page: which attention variants to overlay on the KV-cache chart and the
+context-length grid. Pure functions, tested directly."""
 from __future__ import annotations
 
 from engine.config import ConfigError, ModelConfig
-from engine.measure.latency import attention_variants
-
-# The dtype activations and the KV cache are held in under each training precision policy.
-POLICY_DTYPE = {"fp32": "fp32", "bf16": "bf16", "mixed-bf16": "bf16", "mixed-fp16": "fp16"}
+from engine.layers.attention import attention_variants
 
 
 def kv_variants(cfg: ModelConfig) -> dict[str, ModelConfig]:
-    """The current config, its MHA/GQA/MQA siblings (engine.measure.latency.attention_variants) and a sliding
+    """The current config, its MHA/GQA/MQA siblings (engine.layers.attention.attention_variants) and a sliding
     window variant: the config's own window without global layers, else a quarter of the context."""
     out = {f"current ({cfg.attention_kind}{', window' if cfg.attn_window else ''})": cfg}
     for name, v in attention_variants(cfg).items():
@@ -29,16 +26,3 @@ def kv_variants(cfg: ModelConfig) -> dict[str, ModelConfig]:
 def token_grid(context_length: int, points: int = 33) -> tuple[int, ...]:
     """Evenly spaced context lengths from 1 to context_length (inclusive), without repeats."""
     return tuple(sorted({max(1, round(context_length * k / (points - 1))) for k in range(points)}))
-
-
-MEASURE_MAX_SEQ = 256     # real-model measurements on the Budgets page stay seconds long on a CPU
-MEASURE_MAX_LAYERS = 256  # FlopCounterMode on meta costs ~20 ms a layer here: 1,000 layers stalled the page 30 s
-COMPARE_TRAIN_SEQ = 2048  # the training-step memory bar on Compare
-
-
-def measure_seq(seq: int) -> int:
-    return min(seq, MEASURE_MAX_SEQ)
-
-
-def compare_train_seq(cfg: ModelConfig) -> int:
-    return min(cfg.context_length, COMPARE_TRAIN_SEQ)

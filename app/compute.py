@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.activation_curves import Curve, Surface, activation_curves, gated_surface
+from app.budget_view import kv_variants, token_grid
+from engine.activation_grid import Curve, Surface, activation_curves, gated_surface
 from engine.budget.devices import Roofline, roofline
 from engine.budget.flops import FlopBudget, flops_budget
-from engine.budget.memory import MemoryBudget, kv_cache_bytes, memory_budget
+from engine.budget.memory import POLICIES, POLICY_DTYPE, MemoryBudget, kv_cache_bytes, memory_budget
 from engine.budget.params import ParamCount, count_params
 from engine.config import ModelConfig
 from engine.measure.stats import ModelStats, model_stats
@@ -59,8 +60,20 @@ def live_stats(cfg: ModelConfig, tokens: int, device: str) -> ModelStats:
 
 
 @st.cache_data(**CACHE)
-def kv_curve(cfg: ModelConfig, batch: int, tokens: tuple[int, ...], dtype: str = "bf16") -> list[int]:
-    return [kv_cache_bytes(cfg, batch, t, dtype=dtype) for t in tokens]
+def policy_memories(cfg: ModelConfig, batch: int, seq: int, optimizer: str = "adamw", recompute: str = "none",
+                    attention: str = "sdpa") -> dict[str, MemoryBudget]:
+    """A training step under each precision policy, activations held in the policy's dtype (POLICY_DTYPE)."""
+    return {p: memory_budget(cfg, batch, seq, dtype=POLICY_DTYPE[p], policy=p, optimizer=optimizer,
+                             recompute=recompute, attention=attention) for p in POLICIES}
+
+
+@st.cache_data(**CACHE)
+def kv_series(cfg: ModelConfig, batch: int, dtype: str = "bf16") -> tuple[tuple[int, ...], dict[str, list[int]]]:
+    """The context grid up to context_length and the KV-cache bytes along it for the config and its
+    attention variants (app.budget_view.kv_variants, the current config first)."""
+    grid = token_grid(cfg.context_length)
+    return grid, {label: [kv_cache_bytes(v, batch, t, dtype=dtype) for t in grid]
+                  for label, v in kv_variants(cfg).items()}
 
 
 @st.cache_data(**CACHE)

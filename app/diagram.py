@@ -1,14 +1,16 @@
 """ModelConfig -> Graphviz DOT of the model and one transformer block (drawn by st.graphviz_chart).
 
-The block follows engine/layers/block.py: serial or parallel layout, norms pre, post or sandwich; the attention
-box shows MHA/GQA/MQA, QK-norm, RoPE, soft-capping and windows; the FFN box shows dense or gated wiring.
+The block is drawn from engine/layers/block.py's block_layout (the structure the Block module is built from):
+serial or parallel layout, norms pre, post or sandwich; the attention box shows MHA/GQA/MQA, QK-norm, RoPE,
+soft-capping and windows; the FFN box shows dense or gated wiring.
 Pure string building, so tests read the DOT directly.
 """
 from __future__ import annotations
 
 from app.charts import COLORS
 from engine.config import ModelConfig
-from engine.layers.ffn import GATE_ACTIVATION
+from engine.layers.block import BlockLayout, block_layout
+from engine.layers.norm import NORMS
 
 NORM_COLOR, ADD_COLOR, DATA_COLOR = COLORS["norms"], "#FFFFFF", "#EEEEEE"
 
@@ -53,37 +55,39 @@ class _Cluster:
 
 
 def norm_label(cfg: ModelConfig) -> str:
-    name = "LayerNorm" if cfg.norm == "layernorm" else "RMSNorm"
-    return name if cfg.norm_affine else name + "\\n(no gain)"
+    lay = block_layout(cfg)
+    name = NORMS[lay.norm].label
+    return name if lay.norm_affine else name + "\\n(no gain)"
 
 
 def attention_label(cfg: ModelConfig) -> str:
-    kind = cfg.attention_kind
+    lay = block_layout(cfg)
+    kind = lay.attention
     heads = f"{cfg.n_heads} q heads" + ("" if kind == "MHA" else f", {cfg.kv_heads} kv heads")
     lines = [f"Attention ({kind})", f"{heads} x {cfg.head_width}"]
-    if cfg.qk_norm:
+    if lay.qk_norm:
         lines.append("QK-norm on q and k")
-    if cfg.position == "rope":
-        lines.append("RoPE on q, k" + ("" if cfg.rope_fraction == 1 else f" ({cfg.rope_fraction:g} of dims)"))
-    if cfg.attn_softcap is not None:
-        lines.append(f"scores soft-capped at {cfg.attn_softcap:g}")
-    if cfg.attn_window is not None:
-        lines.append(f"window {cfg.attn_window:,}" + (f", full every {cfg.global_every}" if cfg.global_every else ""))
+    if lay.rope_fraction is not None:
+        lines.append("RoPE on q, k" + ("" if lay.rope_fraction == 1 else f" ({lay.rope_fraction:g} of dims)"))
+    if lay.attn_softcap is not None:
+        lines.append(f"scores soft-capped at {lay.attn_softcap:g}")
+    if lay.window is not None:
+        lines.append(f"window {lay.window:,}" + (f", full every {lay.global_every}" if lay.global_every else ""))
     return "\\n".join(lines)
 
 
-def _attention(d: _Dot, p: str, cfg: ModelConfig) -> tuple[str, str]:
+def _attention(d: _Dot, p: str, cfg: ModelConfig, lay: BlockLayout) -> tuple[str, str]:
     """The attention sub-graph; returns (entry, exit) node ids."""
     with d.cluster(f"{p}attn", attention_label(cfg)):
         c = COLORS["attention"]
         q = d.node(f"{p}q", f"q_proj\\n{cfg.d_model:,}→{cfg.attn_width:,}", c)
         k = d.node(f"{p}k", f"k_proj\\n{cfg.d_model:,}→{cfg.kv_width:,}", c)
         v = d.node(f"{p}v", f"v_proj\\n{cfg.d_model:,}→{cfg.kv_width:,}", c)
-        if cfg.qk_norm:
+        if lay.qk_norm:
             d.edge(q, d.node(f"{p}qn", "q_norm", NORM_COLOR))
             d.edge(k, d.node(f"{p}kn", "k_norm", NORM_COLOR))
             q, k = f"{p}qn", f"{p}kn"
-        if cfg.position == "rope":
+        if lay.rope_fraction is not None:
             d.node(f"{p}rope", "RoPE")
             d.edge(q, f"{p}rope")
             d.edge(k, f"{p}rope")
@@ -92,10 +96,10 @@ def _attention(d: _Dot, p: str, cfg: ModelConfig) -> tuple[str, str]:
         d.edge(q, s)
         if k != q:
             d.edge(k, s)
-        if cfg.attn_softcap is not None:
-            d.edge(s, d.node(f"{p}cap", f"{cfg.attn_softcap:g}·tanh(s/{cfg.attn_softcap:g})"))
+        if lay.attn_softcap is not None:
+            d.edge(s, d.node(f"{p}cap", f"{lay.attn_softcap:g}·tanh(s/{lay.attn_softcap:g})"))
             s = f"{p}cap"
-        mask = "causal mask" if cfg.attn_window is None else "causal + window mask"
+        mask = "causal mask" if lay.window is None else "causal + window mask"
         d.chain(s, d.node(f"{p}mask", mask), d.node(f"{p}softmax", "softmax"), d.node(f"{p}pv", "× v"))
         d.edge(v, f"{p}pv")
         d.chain(f"{p}pv", d.node(f"{p}o", f"o_proj\\n{cfg.attn_width:,}→{cfg.d_model:,}", c))
@@ -105,56 +109,56 @@ def _attention(d: _Dot, p: str, cfg: ModelConfig) -> tuple[str, str]:
     return f"{p}attn_in", f"{p}o"
 
 
-def _ffn(d: _Dot, p: str, cfg: ModelConfig) -> tuple[str, str]:
+def _ffn(d: _Dot, p: str, cfg: ModelConfig, lay: BlockLayout) -> tuple[str, str]:
     c, f = COLORS["ffn"], cfg.ffn_width
-    kind = f"gated FFN ({cfg.ffn})" if cfg.gated else f"dense FFN ({cfg.ffn})"
+    kind = f"gated FFN ({lay.ffn})" if lay.gated else f"dense FFN ({lay.ffn})"
     with d.cluster(f"{p}ffn", f"{kind}, d_ff {f:,}"):
         up = d.node(f"{p}up", f"up\\n{cfg.d_model:,}→{f:,}", c)
         down = d.node(f"{p}down", f"down\\n{f:,}→{cfg.d_model:,}", c)
-        if cfg.gated:
+        if lay.gated:
             gate = d.node(f"{p}gate", f"gate\\n{cfg.d_model:,}→{f:,}", c)
-            d.chain(gate, d.node(f"{p}act", GATE_ACTIVATION[cfg.ffn]), d.node(f"{p}mul", "×", ADD_COLOR, "circle"))
+            d.chain(gate, d.node(f"{p}act", lay.activation), d.node(f"{p}mul", "×", ADD_COLOR, "circle"))
             d.chain(up, f"{p}mul", down)
         else:
-            d.chain(up, d.node(f"{p}act", cfg.ffn), down)
+            d.chain(up, d.node(f"{p}act", lay.activation), down)
     d.node(f"{p}ffn_in", "", DATA_COLOR, shape="point")
     d.edge(f"{p}ffn_in", up)
-    if cfg.gated:
+    if lay.gated:
         d.edge(f"{p}ffn_in", f"{p}gate")
     return f"{p}ffn_in", down
 
 
 def _block(d: _Dot, cfg: ModelConfig) -> tuple[str, str]:
-    """One block wired as in engine/layers/block.py; returns (input, output) node ids."""
+    """One block wired as its layout says; returns (input, output) node ids."""
+    lay = block_layout(cfg)
     x = d.node("x_in", "x (residual stream)")
-    a_in, a_out = _attention(d, "b_", cfg)
-    f_in, f_out = _ffn(d, "b_", cfg)
+    a_in, a_out = _attention(d, "b_", cfg, lay)
+    f_in, f_out = _ffn(d, "b_", cfg, lay)
     norm = norm_label(cfg)
-    placement, parallel = cfg.norm_placement, cfg.block == "parallel"
-    if placement == "sandwich":
+    if lay.branch_norms:
         d.edge(a_out, d.node("p1", "post-attn " + norm, NORM_COLOR))
         d.edge(f_out, d.node("p2", "post-FFN " + norm, NORM_COLOR))
         a_out, f_out = "p1", "p2"
-    if parallel:
+    if lay.parallel:
         total = d.add("sum")
-        if placement == "post":
+        if lay.input_norms == 0:
             d.edge(x, a_in)
             d.edge(x, f_in)
         else:
             d.chain(x, d.node("n1", norm, NORM_COLOR), a_in)
-            if cfg.parallel_shared_norm:
+            if lay.input_norms == 1:
                 d.edge("n1", f_in)
             else:
                 d.chain(x, d.node("n2", norm, NORM_COLOR), f_in)
         d.edge(a_out, total)
         d.edge(f_out, total)
         d.edge(x, total, "residual")
-        if placement != "post":
+        if not lay.residual_norms:
             return x, total
         d.edge(total, d.node("n1", norm, NORM_COLOR))
         return x, "n1"
     add1, add2 = d.add("add1"), d.add("add2")
-    if placement == "post":
+    if lay.residual_norms:
         d.chain(x, a_in)
         d.chain(a_out, add1, d.node("n1", norm, NORM_COLOR), f_in)
         d.chain(f_out, add2, d.node("n2", norm, NORM_COLOR))

@@ -77,7 +77,7 @@ def _sections(cfg: ModelConfig, batch: int, seq: int, dtype: str, policy: str, o
     """(title, Markdown body) of each handout section; the diagram section's body is its DOT source."""
     pc = count_params(cfg)
     mem = memory_budget(cfg, batch, seq, dtype=dtype, policy=policy, optimizer=optimizer)
-    fl = flops_budget(cfg, batch, seq)
+    fl = flops_budget(cfg, batch, seq, causal=True)
     config_rows = [[f"`{name}`", md(cfg.name) if name == "name" else config_value(getattr(cfg, name)),
                     spec.help.replace("*", "\\*")]
                    for group in GROUPS for name, spec in FIELDS.items() if spec.group == group]
@@ -92,7 +92,7 @@ def _sections(cfg: ModelConfig, batch: int, seq: int, dtype: str, policy: str, o
         ("train_total_bytes", "**training total**"), ("kv_cache_bytes", "KV cache"),
         ("infer_total_bytes", "**inference total**"))]
     flop_rows = [["forward", fmt_flops(fl.forward_flops)], ["backward", fmt_flops(fl.backward_flops)],
-                 ["per token (forward + backward)", fmt_flops(fl.flops_per_token)],
+                 ["per token (forward + backward; causal/window query-key pairs)", fmt_flops(fl.flops_per_token)],
                  ["6N per token (rule of thumb)", fmt_flops(fl.six_n_per_token)]]
     setting = f"batch {batch}, sequence {seq:,}, {dtype} activations, {policy} weights, {optimizer}"
     return [

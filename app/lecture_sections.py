@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app import export, present
-from app import lecture_charts as charts
+from app.charts import lecture as charts
 from app.diagram import block_dot
 from app.state import current_config
 from engine import lecture
@@ -61,7 +61,7 @@ def activations() -> None:
     st.caption("ReLU zeroes every negative input; GELU lets a small negative value through. Run it twice: the "
                "same input gives the same output, nothing is sampled. SiLU can exceed 1, so a SiLU gate scales "
                "its partner, it is not a probability.")
-    _chart(charts.activation_figure(lecture.activation_curves(), (z, z2)), "activations")
+    _chart(charts.marked_activations_figure(lecture.dense_activation_table(), (z, z2)), "activations")
 
 
 def gating() -> None:
@@ -219,7 +219,7 @@ def kvcache() -> None:
     _metrics(*((f"{v.kind} ({v.kv_heads} KV head{'' if v.kv_heads == 1 else 's'})", fmt_bytes(v.bytes), f"{v.vs_mha:.2%} of MHA") for v in variants))
     st.caption("2 × layers × tokens × KV heads × head_dim × bytes. Every variant keeps all query heads; only the "
                "keys and values that decoding rereads get shared.")
-    _chart(charts.kv_figure(variants), "kvcache")
+    _chart(charts.kv_by_kind_figure(variants), "kvcache")
 
 
 HEADS_MAX_PROJECTION = 2**26   # the heads demo builds its model for real: 4·D·A parameters, 256 MiB in fp32 at most

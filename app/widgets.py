@@ -4,8 +4,16 @@ from __future__ import annotations
 import streamlit as st
 
 from app import compute
+from app.text import md
 from engine.config import ModelConfig
 from engine.units import fmt_bytes, fmt_count, fmt_flops
+
+
+def page_header(title: str, cfg: ModelConfig, reference: ModelConfig | None = None) -> None:
+    """How every page opens: its title (a config name in it stays plain text), then the metric row of the current
+    config (deltas against `reference`)."""
+    st.title(md(title))
+    metric_row(cfg, reference)
 
 
 def metric_row(cfg: ModelConfig, reference: ModelConfig | None = None) -> None:
@@ -34,7 +42,7 @@ def _metrics(cfg: ModelConfig) -> dict[str, tuple]:
     T = cfg.context_length
     weights = compute.memory(cfg, 1, T, "bf16", policy="bf16").weights_bytes
     kv = compute.kv_cache(cfg, 1, T, "bf16")
-    fpt = compute.flops(cfg, 1, T).flops_per_token
+    fpt = compute.flops(cfg, 1, T, causal=True).flops_per_token
     out["Weights (bf16)"] = (weights, fmt_bytes(weights), fmt_bytes,
                              "Closed form: parameters x 2 bytes (engine.budget.memory).")
     out["KV cache, full context"] = (kv, fmt_bytes(kv), fmt_bytes,
@@ -42,5 +50,6 @@ def _metrics(cfg: ModelConfig) -> dict[str, tuple]:
                                      "tokens x kv_heads x head_dim x 2 bytes; window layers hold min(tokens, window).")
     out["FLOPs / token"] = (fpt, fmt_flops(fpt), fmt_flops,
                             f"Closed form (engine.budget.flops): training forward + backward per token at "
-                            f"sequence {T:,}, full attention square (as FlopCounterMode counts).")
+                            f"sequence {T:,}, counting only the query-key pairs a causal, windowed kernel "
+                            "computes (Budgets shows the full-square count FlopCounterMode makes).")
     return out

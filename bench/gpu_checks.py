@@ -12,7 +12,9 @@ import torch
 
 from engine.budget.params import count_params
 from engine.guard import MemoryRefusal
+from engine.layers.attention import attention_variants
 from engine.measure import latency as lat
+from engine.measure.decode import measure_decode
 from engine.presets import get_preset
 from engine.units import fmt_bytes
 
@@ -30,7 +32,7 @@ def main() -> int:
     dev = torch.device("cuda")
     name = torch.cuda.get_device_name(dev)
     print(f"{CFG.name}: {count_params(CFG).total:,} params, bf16, on {name} "
-          f"(profile {lat.device_profile(dev)}), torch {torch.__version__}\n")
+          f"(peak from {lat.device_peak(dev, 'bf16')[1]}), torch {torch.__version__}\n")
     print("| batch x seq | timed | median ms | IQR ms | tokens/s | TFLOP/s | MFU | peak memory | estimate | gap |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for batch, seq, mode in SHAPES:
@@ -39,9 +41,9 @@ def main() -> int:
         except MemoryRefusal as e:
             print(f"| {batch} x {seq} | {mode} | refused: {e} |")
             continue
-        r = lat.measure(model, batch, seq, mode, min_run_time=2.0)
+        r = lat.measure(model, batch, seq, mode, budget_s=2.0)
         est, _ = lat.memory_estimate(CFG, batch, seq, "bf16", mode)
-        mfu = f"{100 * r.mfu:.1f}%" if r.mfu is not None else "no profile"
+        mfu = r.mfu_text
         print(f"| {batch} x {seq} | {'fwd+bwd' if mode == 'train' else 'fwd'} | {r.median_ms:.2f} | {r.iqr_ms:.2f} | "
               f"{r.tokens_per_s:,.0f} | {r.achieved_tflops:.1f} | {mfu} | {fmt_bytes(r.peak_memory_bytes)} | "
               f"{fmt_bytes(est)} | {100 * (r.peak_memory_bytes - est) / est:+.1f}% |", flush=True)
@@ -50,11 +52,10 @@ def main() -> int:
     print("\nDecode, batch 1: ms per new token with the KV cache already holding `context` tokens\n")
     print("| attention | " + " | ".join(f"ctx {c}" for c in CONTEXTS) + " | cache at the longest |")
     print("|---|" + "---:|" * (len(CONTEXTS) + 1))
-    for label, vcfg in lat.attention_variants(CFG).items():
-        points = lat.measure_decode(vcfg, CONTEXTS, 1, "bf16", "cuda", min_run_time=0.5)
-        print(f"| {label} | " + " | ".join(f"{p.median_ms:.2f}" for p in points)
+    curves = measure_decode(attention_variants(CFG), CONTEXTS, 1, "bf16", "cuda", budget_s=2.0)
+    for label, points in curves.items():     # the variants were timed in interleaved rounds at each context
+        print(f"| {label} | " + " | ".join(f"{p.median_ms:.2f}{' (noisy)' if p.noisy else ''}" for p in points)
               + f" | {fmt_bytes(points[-1].cache_bytes)} |", flush=True)
-        torch.cuda.empty_cache()
     return 0
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
-import reprlib
 import types
 import typing
 from dataclasses import dataclass, field
@@ -18,19 +17,16 @@ from typing import Any
 
 import yaml
 
+from engine.layers import ffn as _ffn
+from engine.layers import norm as _norm
 from engine.limits import MAX_INT, MAX_LAYERS, InputError, RefusedYAML, yaml_load
+from engine.validation import ConfigError, FieldSpec, field_problem, parse_bool, shown
+
+__all__ = ["ConfigError", "DENSE_FFNS", "FIELDS", "FieldSpec", "GATED_FFNS", "GROUPS", "ModelConfig", "coerce",
+           "field_names", "parse_bool"]
 
 GROUPS = ("sizes", "attention", "position", "ffn", "normalization", "block", "output")
-DENSE_FFNS = ("relu", "gelu", "gelu_tanh", "silu")
-GATED_FFNS = ("swiglu", "geglu", "geglu_tanh", "reglu")
-
-
-class ConfigError(ValueError):
-    """One or more invalid config values; `problems` holds one message per problem, each naming its field."""
-
-    def __init__(self, problems: list[str]):
-        self.problems = list(problems)
-        super().__init__("\n".join(self.problems))
+DENSE_FFNS, GATED_FFNS = _ffn.DENSE_FFNS, _ffn.GATED_FFNS   # the FFN family's tables name the choices
 
 
 def _decl(default: Any, group: str, help: str, *, choices: tuple | None = None, lo: float | None = None,
@@ -81,7 +77,7 @@ class ModelConfig:
                                  lo=1)
 
     norm: str = _decl("layernorm", "normalization", "LayerNorm subtracts the mean and divides by the standard "
-                      "deviation; RMSNorm only divides by the root mean square.", choices=("layernorm", "rmsnorm"))
+                      "deviation; RMSNorm only divides by the root mean square.", choices=tuple(_norm.NORMS))
     norm_eps: float = _decl(1e-5, "normalization", "Small number added inside the square root for stability.",
                             lo=0, lo_open=True)
     norm_bias: bool = _decl(True, "normalization", "LayerNorm's learned shift (beta); RMSNorm has none.")
@@ -217,47 +213,8 @@ class ModelConfig:
             raise ConfigError([f"yaml: expected a mapping of field: value such as `d_model: 768`, got {kind}"])
         return cls.from_dict(data)
 
-    @classmethod
-    def from_hf_config(cls, data: dict[str, Any]) -> "ModelConfig":
-        """A Hugging Face config.json dict (llama, mistral, qwen2, qwen3, gemma, gemma2, gpt2, gpt_neox, falcon);
-        anything not expressible is a ConfigError naming the HF key. See engine/interop (imported here, lazily,
-        to keep config.py free of an import cycle)."""
-        from engine.interop.hf_config import from_hf_config
-        return from_hf_config(data)
-
 
 # ---- declarations as data ----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class FieldSpec:
-    """One field's declaration, as the editor, CLI and validation read it."""
-    name: str
-    type: type            # int, float, bool or str
-    optional: bool        # None allowed
-    default: Any
-    group: str
-    help: str
-    choices: tuple | None
-    lo: float | None
-    hi: float | None
-    lo_open: bool
-    hi_open: bool
-    null: str | None
-
-    def allowed(self) -> str:
-        if self.choices:
-            text = "one of " + ", ".join(self.choices)
-        elif self.type is bool:
-            text = "true or false"
-        elif self.lo is not None or self.hi is not None:
-            kind = "an integer" if self.type is int else "a number"
-            lo = "" if self.lo is None else (f"> {self.lo:g}" if self.lo_open else f">= {self.lo:g}")
-            hi = "" if self.hi is None else (f"< {self.hi:g}" if self.hi_open else f"<= {self.hi:g}")
-            text = f"{kind} " + " and ".join(s for s in (lo, hi) if s)
-        else:
-            text = "a string" if self.type is str else f"a {self.type.__name__}"
-        return text + (f", or null ({self.null})" if self.optional else "")
-
-
 def _spec(f: dataclasses.Field) -> FieldSpec:
     hint = typing.get_type_hints(ModelConfig)[f.name]
     args = typing.get_args(hint)
@@ -273,19 +230,10 @@ def field_names() -> list[str]:
     return list(FIELDS)
 
 
-_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
-
-
-def parse_bool(text: str) -> bool | None:
-    """'true'/'1'/'yes'/'on' -> True, 'false'/'0'/'no'/'off' -> False (any case, spaces ignored), else None."""
-    word = text.strip().lower()
-    return True if word in _TRUE else False if word in _FALSE else None
-
-
 def coerce(name: str, raw: Any) -> Any:
     """Convert a raw value (YAML scalar, CLI or URL string) to the field's type, or raise ValueError."""
     spec = FIELDS[name]
-    bad = ValueError(f"{name}: {'null' if raw is None else _shown(raw)} is not {spec.allowed()}")
+    bad = ValueError(f"{name}: {'null' if raw is None else shown(raw)} is not {spec.allowed()}")
     if raw is None or (spec.type is not str and isinstance(raw, str)
                        and raw.strip().lower() in ("null", "none", "~", "")):
         if spec.optional:
@@ -327,48 +275,13 @@ def coerce(name: str, raw: Any) -> Any:
     return raw
 
 
-def _shown(value: Any) -> str:
-    """A bounded repr for messages: a 100,000-character URL value or a YAML alias bomb (nested lists whose full
-    repr is billions of items) must not be echoed whole, or hang the process building the message."""
-    return _SHORT.repr(value)
-
-
-_SHORT = reprlib.Repr()
-_SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxdict = 1, 4, 4   # [[...], [...], ...]; strings and ints cut at 30, 40
-
-
-def _allowed_value(spec: FieldSpec, value: Any) -> bool:
-    """Is a non-null value of the declared type, among the choices and inside the range?"""
-    if isinstance(value, bool) and spec.type is not bool:
-        return False
-    numeric = spec.type is float and isinstance(value, int)
-    if not (isinstance(value, spec.type) or numeric):
-        return False
-    if spec.choices and value not in spec.choices:
-        return False
-    if isinstance(value, float) and not math.isfinite(value):
-        return False
-    if spec.type in (int, float):
-        if spec.lo is not None and (value < spec.lo or (spec.lo_open and value == spec.lo)):
-            return False
-        if spec.hi is not None and (value > spec.hi or (spec.hi_open and value == spec.hi)):
-            return False
-    return True
-
-
-def _field_problem(spec: FieldSpec, value: Any) -> str | None:
-    if value is None:
-        return None if spec.optional else f"{spec.name}: null is not allowed; expected {spec.allowed()}"
-    return None if _allowed_value(spec, value) else f"{spec.name}: {_shown(value)} is not {spec.allowed()}"
-
-
 def _big(n: int) -> str:
     return f"{n:,}" if n < 10**30 else f"a {len(str(n)):,}-digit number"
 
 
 def _bounds(c: ModelConfig, bad: set[str]) -> list[str]:
     """engine/limits.py's bounds, the same for app and CLI: integers a browser or JSON holds exactly, and a depth
-    whose layer-by-layer budgets stay interactive. Fields that failed their own check are marked in `bad`."""
+    whose layer-by-layer budgets stay interactive. Fields that fail here are added to `bad`."""
     problems = []
     for spec in FIELDS.values():
         value = getattr(c, spec.name)
@@ -388,7 +301,7 @@ def _problems(c: ModelConfig) -> list[str]:
     fields are individually valid."""
     problems, bad = [], set()
     for spec in FIELDS.values():
-        if p := _field_problem(spec, getattr(c, spec.name)):
+        if p := field_problem(spec, getattr(c, spec.name)):
             problems.append(p)
             bad.add(spec.name)
 
@@ -405,8 +318,8 @@ def _problems(c: ModelConfig) -> list[str]:
         if abs(rot - round(rot)) > 1e-9 or round(rot) % 2 or round(rot) == 0:
             problems.append(f"head_dim: rope needs an even rotary width (head_dim*rope_fraction), "
                             f"got {c.head_width}*{c.rope_fraction:g} = {rot:g}")
-    if ok("norm", "norm_bias") and c.norm == "rmsnorm" and c.norm_bias:
-        problems.append("norm_bias: rmsnorm has no bias; set norm_bias: false")
+    if ok("norm", "norm_bias") and not _norm.NORMS[c.norm].has_bias and c.norm_bias:
+        problems.append(f"norm_bias: {c.norm} has no bias; set norm_bias: false")
     if ok("position", "context_length") and c.position == "learned" and c.context_length > 1 << 24:
         problems.append(f"context_length: {c.context_length} is too long for a learned position table "
                         f"(at most 16,777,216)")

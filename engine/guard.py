@@ -18,6 +18,7 @@ from engine.budget.params import count_params
 from engine.config import ModelConfig
 from engine.runtime import DTYPE_BYTES, dtype_name
 from engine.units import fmt_bytes
+from engine.validation import choice_problem, require
 
 HEADROOM = 0.9      # use at most this share of the free memory
 
@@ -110,7 +111,7 @@ def check_fits(cfg: ModelConfig, device: str | torch.device, batch: int, seq: in
         return
     name = dtype_name(dtype)
     if name not in DTYPE_BYTES:
-        raise ValueError(f"dtype: {dtype!r} is not one of {', '.join(DTYPE_BYTES)}")
+        require(choice_problem("dtype", dtype, DTYPE_BYTES))
     need = needed_bytes(cfg, batch, seq, name, training, copies, attention, keep_probs)
     free = free_bytes(dev)
     if need > HEADROOM * free:

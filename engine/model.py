@@ -14,6 +14,7 @@ from torch import nn
 from engine.config import ModelConfig
 from engine.layers.attention import Attention, LayerKV
 from engine.layers.block import Block
+from engine.layers.init import init_linear, init_norm
 from engine.layers.norm import make_norm
 from engine.layers.position import rope_tables, sinusoidal_table
 
@@ -58,18 +59,15 @@ class DecoderLM(nn.Module):
         zero biases, unit norm gains."""
         g = torch.Generator(device=self.tok_emb.weight.device).manual_seed(seed)
         out_std = std / math.sqrt(2 * self.cfg.n_layers)
-        for name, m in self.named_modules():
-            if isinstance(m, (nn.Linear, nn.Embedding)):
-                residual_out = name.endswith(("o_proj", "ffn.down"))
-                if not (m is self.head and self.cfg.tie_embeddings):
-                    nn.init.normal_(m.weight, 0.0, out_std if residual_out else std, generator=g)
-                if getattr(m, "bias", None) is not None:
-                    nn.init.zeros_(m.bias)
-            elif hasattr(m, "eps"):  # a norm
-                if m.weight is not None:
-                    nn.init.ones_(m.weight)
-                if getattr(m, "bias", None) is not None:
-                    nn.init.zeros_(m.bias)
+        init_linear(self.tok_emb, std, g)                # draws in registration order: the seed fixes all
+        if self.pos_emb is not None:
+            init_linear(self.pos_emb, std, g)
+        init_norm(self.emb_norm)
+        for block in self.blocks:
+            block.init_weights(std, out_std, g)
+        init_norm(self.final_norm)
+        if not self.cfg.tie_embeddings:                  # tied: the head is the embedding, already drawn
+            init_linear(self.head, std, g)
 
     def attention_layers(self) -> list[Attention]:
         return [b.attn for b in self.blocks]
@@ -81,13 +79,13 @@ class DecoderLM(nn.Module):
 
     def forward(self, idx: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
         cfg = self.cfg
-        B, T = idx.shape
+        B, T = idx.shape                                 # idx: [B, T] token ids
         start = cache.pos if cache is not None else 0
         pos = torch.arange(start, start + T, device=idx.device)
         if cfg.position == "learned" and start + T > cfg.context_length:
             raise ValueError(f"sequence of {start + T} tokens exceeds context_length={cfg.context_length} "
                              f"(learned positions have no row for it)")
-        x = self.tok_emb(idx)
+        x = self.tok_emb(idx)                            # [B, T, d_model]
         if cfg.embed_scale:
             x = x * torch.tensor(math.sqrt(cfg.d_model), dtype=x.dtype)
         if self.pos_emb is not None:
@@ -97,12 +95,12 @@ class DecoderLM(nn.Module):
         if self.emb_norm is not None:
             x = self.emb_norm(x)
         x = F.dropout(x, cfg.dropout, self.training)
-        rope = rope_tables(pos, cfg.rotary_dim, cfg.rope_base) if cfg.position == "rope" else None
+        rope = rope_tables(pos, cfg.rotary_dim, cfg.rope_base) if cfg.position == "rope" else None  # [T, r] each
         for i, block in enumerate(self.blocks):
             x = block(x, pos, rope, cache.layers[i] if cache is not None else None)
         if self.final_norm is not None:
             x = self.final_norm(x)
-        logits = self.head(x)
+        logits = self.head(x)                            # [B, T, vocab]
         if cfg.logit_softcap is not None:
             logits = cfg.logit_softcap * torch.tanh(logits / cfg.logit_softcap)
         if cache is not None:

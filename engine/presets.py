@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.config import ModelConfig
+from engine.validation import choice_problem
 
 
 @dataclass(frozen=True)
@@ -82,4 +83,4 @@ def get_preset(name: str) -> Preset:
     try:
         return PRESETS[name]
     except KeyError:
-        raise KeyError(f"preset: {name!r} is not one of {', '.join(PRESETS)}") from None
+        raise KeyError(choice_problem("preset", name, PRESETS)) from None

@@ -1,17 +1,17 @@
 """Activations: the FFN nonlinearities with their derivatives, and live statistics of the built model."""
 import streamlit as st
 
-from app import charts, compute, export
+from app import compute, export
+from app.charts import activations as charts
 from app.state import current_config
 from app.text import md
-from app.widgets import metric_row
+from app.widgets import page_header
 from engine.config import DENSE_FFNS, GATED_FFNS
 from engine.measure.stats import CPU_PARAM_LIMIT, StatsRefusal, check_live
 from engine.runtime import default_device
 
 cfg = current_config()
-st.title(f"Activations: {md(cfg.name)}")
-metric_row(cfg)
+page_header(f"Activations: {cfg.name}", cfg)
 
 st.header("Activation functions")
 st.caption("Values and derivatives of the engine's own activation functions, derivatives by torch autograd. "
@@ -24,7 +24,7 @@ names = c1.pills("Curves", DENSE_FFNS + GATED_FFNS, selection_mode="multi", defa
 lo, hi = c2.slider("Input range x", -10.0, 10.0, (-4.0, 4.0), step=0.5, key="act_range")
 if names and hi > lo:
     curves = compute.curves(tuple(names), lo, hi)
-    export.chart(charts.activation_figure(curves, "Activations and their slopes"), "act_curves", "activations")
+    export.chart(charts.values_and_slopes_figure(curves, "Activations and their slopes"), "act_curves", "activations")
 else:
     st.info("Pick at least one curve and a non-empty range.")
 
@@ -46,7 +46,7 @@ key = (cfg, tokens, device)
 try:
     check_live(cfg, device, tokens)
 except StatsRefusal as e:
-    st.error(str(e), icon=":material/block:")
+    st.error(md(e), icon=":material/block:")
 else:
     if st.button("Build and measure", type="primary") or st.session_state.get("stats_key") == key:
         with st.status(f"Building {md(cfg.name)} on {device} and running {tokens} tokens…") as status:

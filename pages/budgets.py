@@ -1,22 +1,20 @@
 """Budgets: memory per precision policy, KV cache vs context, FLOPs split, roofline, and estimate vs measurement."""
 import streamlit as st
 
-from app import budget_charts, budget_view, compute, export, tables
+from app import budget_measure, compute, export, tables
+from app.charts import budgets as charts
 from app.state import current_config
 from app.text import md
-from app.widgets import metric_row
+from app.widgets import page_header
 from engine.budget.activations import ATTENTION_IMPLS
 from engine.budget.devices import DEVICE_PROFILES
-from engine.budget.memory import DTYPE_BYTES, OPTIMIZERS, POLICIES, RECOMPUTE, pure_policy
-from engine.guard import MemoryRefusal
-from engine.measure.stats import StatsRefusal, check_live
-from engine.measure.suite import measure_config
+from engine.budget.flops import gap_note
+from engine.budget.memory import DTYPE_BYTES, OPTIMIZERS, RECOMPUTE, pure_policy
 from engine.runtime import default_device
-from engine.units import fmt_bytes, fmt_flops
+from engine.units import fmt_bytes
 
 cfg = current_config()
-st.title(f"Budgets: {md(cfg.name)}")
-metric_row(cfg)
+page_header(f"Budgets: {cfg.name}", cfg)
 
 c = st.columns(6)
 batch = c[0].number_input("Batch (sequences)", 1, 4096, 1, key="b_batch")
@@ -31,10 +29,10 @@ attention = c[4].selectbox("Attention kernel", ATTENTION_IMPLS, key="b_attn",
 infer_dtype = c[5].selectbox("Inference dtype", list(DTYPE_BYTES), index=1, key="b_dtype")
 
 st.header("Memory")
-train = {p: compute.memory(cfg, batch, seq, budget_view.POLICY_DTYPE[p], p, optimizer, recompute, attention)
-         for p in POLICIES}
+train = compute.policy_memories(cfg, batch, seq, optimizer, recompute, attention)
 infer = compute.memory(cfg, batch, seq, infer_dtype, pure_policy(infer_dtype), optimizer, recompute, attention)
-export.chart(budget_charts.memory_figure(train, infer, f"inference ({infer_dtype})"), "b_memory", f"{cfg.name}-memory")
+export.chart(charts.memory_figure(train, infer, f"inference ({infer_dtype})", optimizer), "b_memory",
+             f"{cfg.name}-memory")
 st.caption("Closed forms from engine/budget/memory.py; activations are what autograd saves for one forward + "
            "loss at this batch and sequence (engine/budget/activations.py); the inference bar holds the weights "
            "and a KV cache of the whole sequence.")
@@ -43,25 +41,25 @@ with st.expander("Formulas (mixed-bf16)"):
     st.dataframe(tables.formulas_table(mixed, tuple(mixed.formulas), fmt_bytes), hide_index=True, width="stretch")
 
 st.header("KV cache vs context length")
-variants = budget_view.kv_variants(cfg)
-grid = budget_view.token_grid(cfg.context_length)
-series = {label: compute.kv_curve(v, batch, grid, infer_dtype) for label, v in variants.items()}
-export.chart(budget_charts.kv_figure(list(grid), series, next(iter(variants))), "b_kv", f"{cfg.name}-kv-cache")
+grid, series = compute.kv_series(cfg, batch, infer_dtype)
+export.chart(charts.kv_vs_context_figure(list(grid), series, next(iter(series))), "b_kv", f"{cfg.name}-kv-cache")
 st.caption(f"Closed form: 2 x layers x tokens x kv_heads x head_dim x {DTYPE_BYTES[infer_dtype]} bytes at batch "
            f"{batch}; a window layer holds at most its window. Fewer key/value heads (GQA, MQA) shrink it "
            "proportionally; a window caps it.")
 
 st.header("FLOPs")
-causal = st.toggle("Count only the causal half of attention", key="b_causal",
-                   help="Off: the full T x T square, as FlopCounterMode and the 12·L·H·Q·T rule count it.")
+causal = st.toggle("Count only the query-key pairs a causal, windowed kernel computes", value=True, key="b_causal",
+                   help="On: the headline convention (causal halving, window limits, local/global layers). Off: the "
+                        "full T x T square, as FlopCounterMode and the 12·L·H·Q·T rule count it.")
 fb = compute.flops(cfg, batch, seq, causal)
 a, b = st.columns(2)
 with a:
-    export.chart(budget_charts.flops_figure(fb), "b_flops", f"{cfg.name}-flops")
+    export.chart(charts.flops_figure(fb), "b_flops", f"{cfg.name}-flops")
 with b:
-    export.chart(budget_charts.flops_rules_figure(fb), "b_flops_rules", f"{cfg.name}-flops-rules")
+    full = compute.flops(cfg, batch, seq, False) if causal else None
+    export.chart(charts.flops_rules_figure(fb, full), "b_flops_rules", f"{cfg.name}-flops-rules")
 st.caption("Closed form from engine/budget/flops.py: a multiply-add is 2 FLOPs, only matrix products count; "
-           "backward is twice forward.")
+           "backward is twice forward. " + gap_note(cfg, seq))
 
 st.header("Roofline")
 r1, r2 = st.columns([1, 3])
@@ -71,33 +69,24 @@ points = compute.rooflines(cfg, device, batch, seq, infer_dtype)
 for p in points.values():
     r1.markdown(f"- {p.verdict}")
 with r2:
-    export.chart(budget_charts.roofline_figure(DEVICE_PROFILES[device], points, infer_dtype), "b_roofline",
+    export.chart(charts.roofline_figure(DEVICE_PROFILES[device], points, infer_dtype), "b_roofline",
                  f"{cfg.name}-roofline")
 
 st.header("Estimate vs measurement")
 dev = default_device()
-m_seq = budget_view.measure_seq(seq)
-st.caption(f"Builds the model for real on **{dev}** at batch 1, sequence {m_seq} in {infer_dtype} and compares: "
-           "activation bytes (saved-tensor hooks), KV-cache bytes (KVCache.nbytes after a decode step); FLOPs are "
-           f"counted by FlopCounterMode on the meta device (any width, up to {budget_view.MEASURE_MAX_LAYERS:,} "
-           "layers).")
+m_batch, m_seq, capped = budget_measure.measure_sizes(batch, seq, dev)
+st.caption(f"Builds the model for real on **{dev}** at batch {m_batch:,}, sequence {m_seq:,} in {infer_dtype} and "
+           "compares: activation bytes (saved-tensor hooks), KV-cache bytes (KVCache.nbytes after a decode step); "
+           f"FLOPs are counted by FlopCounterMode on the meta device at batch {batch:,}, sequence {seq:,} (any width, "
+           f"up to {budget_measure.MEASURE_MAX_LAYERS:,} layers).")
+if capped:
+    st.info(capped, icon=":material/compress:")
 if st.button("Measure", type="primary", key="b_measure"):
     with st.status("Measuring…", expanded=True) as status:
-        measured = {}
-        if cfg.n_layers <= budget_view.MEASURE_MAX_LAYERS:
-            try:
-                measured = measure_config(cfg, 1, m_seq, infer_dtype, attention, dev, ("flops",), st.write)
-            except MemoryRefusal as e:
-                st.error(f"Not counting FLOPs on the meta device: {md(e)}")
-        else:
-            st.warning(f"n_layers: not counting FLOPs on the meta device for {cfg.n_layers:,} layers (at most "
-                       f"{budget_view.MEASURE_MAX_LAYERS:,}, each costs tens of ms); the closed form above stands.")
-        try:
-            check_live(cfg, dev, m_seq)
-            measured |= measure_config(cfg, 1, m_seq, infer_dtype, attention, dev, ("activations", "kv_cache"),
-                                       st.write)
-        except (StatsRefusal, MemoryRefusal) as e:
-            st.error(f"Not building a real model: {md(e)}")
-        status.update(label=f"Measured {len(measured)} quantities", state="complete")
-    rows = [(m, fmt_flops if key.endswith("_flops") else fmt_bytes) for key, m in measured.items()]
-    st.dataframe(tables.measurements_table(rows), hide_index=True, width="stretch")
+        result = budget_measure.measure_budgets(cfg, batch, seq, infer_dtype, attention, dev, st.write)
+        refused = [why for why in (result.skipped, result.refused) if why]
+        status.update(label=f"Measured {len(result.measured)} quantities" + (", the rest refused" if refused else ""),
+                      state="complete" if result.measured else "error", expanded=False)
+    for why in refused:         # outside the status box: a refusal is never shown as a completed measurement
+        st.warning(md(why), icon=":material/block:")
+    st.dataframe(tables.measurements_table(result.rows()), hide_index=True, width="stretch")

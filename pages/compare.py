@@ -1,30 +1,20 @@
 """Compare: pin up to four configs (current, presets, uploaded YAML) and see them side by side."""
 import streamlit as st
 
-from app import budget_charts, budget_view, compute, export, tables
+from app import compare_view, export, tables
+from app.charts import compare as charts
 from app.editor import read_yaml
 from app.state import current_config
 from app.text import md
-from app.widgets import metric_row
+from app.widgets import page_header
 from engine.presets import PRESETS
 
-MAX_PINS, PINS, NOTE = 4, "pins", "pin_note"
+PINS, NOTE = "pins", "pin_note"
 cfg = current_config()
 
 
 def pin(label: str, config) -> None:
-    pins = st.session_state[PINS]
-    if len(pins) >= MAX_PINS:
-        st.session_state[NOTE] = f"At most {MAX_PINS} pins: unpin one first."
-    elif any(c == config for _, c in pins):
-        st.session_state[NOTE] = f"{label} is already pinned."
-    else:
-        labels = {lab for lab, _ in pins}
-        n, unique = 2, label
-        while unique in labels:
-            unique, n = f"{label} ({n})", n + 1
-        pins.append((unique, config))
-        st.session_state[NOTE] = ""
+    st.session_state[NOTE] = compare_view.add_pin(st.session_state[PINS], label, config)
 
 
 def pin_upload() -> None:
@@ -42,8 +32,7 @@ if PINS not in st.session_state:   # start with something to compare
     st.session_state[PINS] = [(f"{cfg.name} (current)", cfg), (other, PRESETS[other].config)]
 pins = st.session_state[PINS]
 
-st.title("Compare")
-metric_row(cfg, reference=pins[0][1])
+page_header("Compare", cfg, reference=pins[0][1])
 st.caption(f"Current config **{md(cfg.name)}**; deltas against the first pin, **{md(pins[0][0])}**.")
 
 a, b, c = st.columns(3)
@@ -66,26 +55,20 @@ configs = {lab: c for lab, c in st.session_state[PINS]}
 labels = list(configs)
 log = st.toggle("Logarithmic value axis", value=True, key="cmp_log",
                 help="Models of very different sizes stay readable side by side; switch off for linear bars.")
-params = [compute.params(c) for c in configs.values()]
-export.chart(budget_charts.compare_bars(
-    "Parameters", labels, {"total": [p.total for p in params], "non-embedding": [p.non_embedding for p in params]},
-    "count", log), "cmp_params", "compare-parameters")
+values = compare_view.compare_metrics(configs)
+export.chart(charts.compare_bars("Parameters", labels, values["params"], "count", log), "cmp_params",
+             "compare-parameters")
 mem_cols = st.columns(2)
-weights = [compute.memory(c, 1, c.context_length, "bf16", "bf16").weights_bytes for c in configs.values()]
-kv = [compute.kv_cache(c, 1, c.context_length, "bf16") for c in configs.values()]
-train = [compute.memory(c, 1, budget_view.compare_train_seq(c)).train_total_bytes for c in configs.values()]
 with mem_cols[0]:
-    export.chart(budget_charts.compare_bars(
-        "Memory", labels, {"bf16 weights": weights, "KV cache": kv, "training step": train}, "bytes", log),
-        "cmp_memory", "compare-memory")
-flops = [compute.flops(c, 1, c.context_length) for c in configs.values()]
-per_token = {"counted": [f.flops_per_token for f in flops], "6N rule": [f.six_n_per_token for f in flops]}
+    export.chart(charts.compare_bars("Memory", labels, values["memory"], "bytes", log), "cmp_memory",
+                 "compare-memory")
 with mem_cols[1]:
-    export.chart(budget_charts.compare_bars("FLOPs per token", labels, per_token, "flops", log), "cmp_flops",
+    export.chart(charts.compare_bars("FLOPs per token", labels, values["flops"], "flops", log), "cmp_flops",
                  "compare-flops")
 st.caption("All closed forms (engine/budget): exact parameter counts; memory at batch 1 (KV cache in bf16 at the "
-           "config's full context, training step with mixed-bf16 AdamW at sequence min(context, 2,048)); training "
-           "FLOPs per token at each config's own context length beside the 6N rule.")
+           "config's full context, training step with mixed-bf16 AdamW at sequence min(context, "
+           f"{compare_view.COMPARE_TRAIN_SEQ:,})); training FLOPs per token at each config's own context length "
+           "(causal and windowed query-key pairs only) beside the 6N rule.")
 
 st.subheader("Side by side")
 df, differing = tables.compare_table(configs)

@@ -1,17 +1,16 @@
 """Design: the exact parameter count, where the parameters live, and the block diagram of the current config."""
 import streamlit as st
 
-from app import charts, compute, diagram, export, tables
+from app import compute, diagram, export, tables
+from app.charts import design as charts
 from app.state import current_config, current_preset
-from app.text import md
-from app.widgets import metric_row
+from app.widgets import page_header
 from engine.presets import PRESETS
 from engine.units import fmt_count
 
 cfg = current_config()
 pc = compute.params(cfg)
-st.title(f"Design: {md(cfg.name)}")
-metric_row(cfg)
+page_header(f"Design: {cfg.name}", cfg)
 
 preset = PRESETS[current_preset()]
 if cfg == preset.config:

@@ -48,8 +48,7 @@ if problem:
 present.apply_style()
 on_stage = present.is_present()
 if not on_stage:
-    st.title("Lecture: worked examples")
-    widgets.metric_row(cfg)
+    widgets.page_header("Lecture: worked examples", cfg)
 
 st.session_state[PICK], st.session_state[TOGGLE] = section, on_stage
 prev_col, pick_col, next_col, toggle_col = st.columns([1.6, 3.4, 1.6, 1.6], vertical_alignment="bottom")

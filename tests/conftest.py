@@ -32,6 +32,21 @@ def _private_explorer_home(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("EXPLORER_HOME", str(tmp_path_factory.mktemp("explorer_home")))
 
 
+PINNED_PEAKS = {"peak": {"fp32": 5e11, "bf16": 1e12, "fp16": 1e12}, "bandwidth": 5e10}
+
+
+@pytest.fixture(autouse=True)
+def _pinned_peaks(monkeypatch):
+    """MFU readings and duration estimates use fixed CPU peaks above what this CPU reaches, not a probe that
+    takes seconds and moves with the load; the probe's own tests (tests/test_peak_probe.py) clear this."""
+    import torch
+
+    from engine.measure import probe
+    keys = [probe.machine_key(torch.device("cpu"), n) for n in range(1, torch.get_num_threads() + 1)]
+    monkeypatch.setattr(probe, "_CACHE", {k: {"peak": dict(PINNED_PEAKS["peak"]),
+                                              "bandwidth": PINNED_PEAKS["bandwidth"]} for k in keys})
+
+
 def _entry(app_path: str) -> None:
     import runpy
     runpy.run_path(app_path, run_name="__main__")

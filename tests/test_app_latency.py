@@ -2,10 +2,13 @@
 figure builders (log axes, units)."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from app import train_charts
-from engine.measure.latency import DecodePoint, LatencyResult
+from app.charts import latency as latency_charts
+from engine.measure.decode import DecodePoint
+from engine.measure.latency import LatencyResult
 
 
 def result(batch: int, seq: int, ms: float) -> LatencyResult:
@@ -15,24 +18,24 @@ def result(batch: int, seq: int, ms: float) -> LatencyResult:
 
 def test_latency_and_throughput_figures():
     rs = [result(4, 64, 2.0), result(1, 64, 1.0), result(1, 16, 0.5)]
-    fig = train_charts.latency_figure(rs)
+    fig = latency_charts.latency_figure(rs)
     assert [t.name for t in fig.data] == ["batch 1", "batch 4"]
     assert list(fig.data[0].x) == [16, 64] and list(fig.data[0].y) == [0.5, 1.0]
     assert fig.data[0].customdata[1][0] == 0.1 and fig.data[0].error_y.array is None   # IQR in the hover
     assert fig.layout.xaxis.type == fig.layout.yaxis.type == "log"
     assert list(fig.layout.xaxis.tickvals) == [16, 64] and fig.layout.yaxis.tickformat == ",~g"
     assert list(fig.layout.yaxis.tickvals) == [0.5, 1.0, 1.5, 2.0, 2.5]      # 0.5..2 ms: under a decade, round steps
-    tp = train_charts.throughput_figure([result(1, 32, 110.0), result(1, 128, 327.0)]).layout.yaxis   # 291..391
+    tp = latency_charts.throughput_figure([result(1, 32, 110.0), result(1, 128, 327.0)]).layout.yaxis   # 291..391
     assert list(tp.tickvals) == [250, 300, 350, 400] and tp.type == "log"
-    assert train_charts.latency_figure(rs + [result(1, 256, 40.0)]).layout.yaxis.dtick == "D2"   # 1, 2, 5 per decade
+    assert latency_charts.latency_figure(rs + [result(1, 256, 40.0)]).layout.yaxis.dtick == "D2"   # 1, 2, 5 per decade
     assert "ms" in fig.layout.yaxis.title.text and "tokens" in fig.layout.xaxis.title.text
-    tp = train_charts.throughput_figure(rs)
+    tp = latency_charts.throughput_figure(rs)
     assert "tokens/s" in tp.layout.yaxis.title.text and list(tp.data[1].y) == [rs[0].tokens_per_s]
 
 
 def test_decode_figure_one_line_per_variant():
     pts = [DecodePoint(16, 1.0, 0.1, 1000.0, 2**20), DecodePoint(256, 2.0, 0.1, 500.0, 2**24)]
-    fig = train_charts.decode_figure({"MHA": pts, "MQA": pts[:1]})
+    fig = latency_charts.decode_figure({"MHA": pts, "MQA": pts[:1]})
     assert [t.name for t in fig.data] == ["MHA", "MQA"] and list(fig.data[0].x) == [16, 256]
     assert fig.layout.title.text == "Decode step vs context: MHA, MQA"          # no GQA curve, none named
     assert list(fig.layout.xaxis.ticktext) == ["16", "256"]
@@ -76,3 +79,15 @@ def test_browser_sweep_draws_charts(served_app, browser):
     page.get_by_text("Peak memory is measured on CUDA only").first.wait_for(timeout=60000)
     assert page.locator('[data-testid="stException"]').count() == 0
     page.close()
+
+
+def test_page_shows_the_estimate_before_timing_and_the_spread_after(new_app):
+    at = new_app("pages/latency.py", preset="microgpt")
+    at.run()
+    assert any(c.value.startswith("Estimated duration: **") and "time budget 20 s" in c.value for c in at.caption)
+    assert sum("Estimated duration" in c.value for c in at.caption) == 2          # the sweep and the decode chart
+    at.number_input(key="lat_budget").set_value(1.0).run()
+    at.button(key="lat_run").click().run()
+    table = at.dataframe[-1].value
+    assert all(re.fullmatch(r"\d+%|noisy \(\d+%\)", v) for v in table["IQR / median"])
+    assert all(v.endswith("%") for v in table["MFU"])             # conftest's pinned peak: far above this CPU

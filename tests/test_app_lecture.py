@@ -7,32 +7,9 @@ import pytest
 from app.lecture_sections import SECTIONS
 from engine.presets import PRESETS
 from tests.conftest import ROOT
+from tests.helpers import LECTURE_NUMBERS as EXPECTED
 
 LECTURE = "pages/lecture.py"
-
-# section -> metric label -> the value the page must show (the worked numbers of the teaching material)
-EXPECTED = {
-    "activations": {"GELU(-1)": "-0.158655", "ReLU(-1)": "0.000000", "SiLU(2)": "1.7616"},
-    "gating": {"dense, d_ff 3,072": "4,718,592", "gated, d_ff 2,048": "4,718,592", "gated, d_ff 3,072": "7,077,888"},
-    "parallel": {"serial: FFN reads this block's attention": "yes", "parallel: FFN reads this block's attention": "no"},
-    "tying": {"shared Parameter: unique params": "15", "detached clone: unique params": "30",
-              "handout nanoGPT config, tied": "1,872", "same config, untied": "1,932",
-              "parameters saved (V·D)": "24,576,000", "bf16 weights": "46.875 MiB",
-              "training at 12 B/param": "281.250 MiB", "+ fp32 master copy": "93.750 MiB"},
-    "gradient": {"absent rows: max |grad − p_j·h|": "0.0e+00"},
-    "norms": {"RMSNorm(x)": "(0.8485, 1.1314)", "LayerNorm(x)": "(-1.0000, 1.0000)"},
-    "rope": {"score at positions (0, 1)": "0.8660", "score at positions (2, 3)": "0.8660"},
-    "zloss": {"probabilities": "(0.5000, 0.5000)", "probabilities, shifted": "(0.5000, 0.5000)",
-              "log Z": "0.6931", "log Z, shifted": "10.6931"},
-    "softcap": {"masked key, cap then mask": "0.0000", "engine: weight on a future key": "0.0000"},
-    "kvcache": {"MHA (32 KV heads)": "4.00 GiB", "GQA-8 (8 KV heads)": "1.00 GiB", "MQA (1 KV head)": "128.00 MiB"},
-    "heads": {"attention width A = H·d_h": "12", "D mod H": "1", "q_proj weight": "12 × 10", "o_proj weight": "10 × 12",
-              "logits": "1 × 5 × 16"},
-    "depth": {"block params L=12, D=768": "84,934,656", "block params L=48, D=384": "84,934,656",
-              "KV cache ratio": "2×", "sequential depth ratio": "4×"},
-    "microgpt": {"by hand": "4,224", "engine closed form": "4,224", "engine, built model": "4,224"},
-}
-
 
 def metrics(at) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}

@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from app import train_charts
+from app import charts
+from app.charts import training as training_charts
 from engine.train.loop import StepRecord
 from engine.train.store import RunStore
 
@@ -22,23 +23,23 @@ def steps(n: int, val_every: int = 2) -> list[StepRecord]:
 
 
 def test_loss_and_diagnostic_figures():
-    fig = train_charts.loss_figure({"A": steps(4), "B": [vars(r) for r in steps(2)]})
+    fig = training_charts.loss_figure({"A": steps(4), "B": [vars(r) for r in steps(2)]})
     assert [t.name for t in fig.data] == ["A train", "A val", "B train", "B val"]
     assert list(fig.data[1].x) == [2, 4] and fig.data[0].line.color != fig.data[2].line.color
     assert "nats" in fig.layout.yaxis.title.text and fig.layout.xaxis.title.text == "optimizer step"
-    diag = train_charts.diagnostics_figure({"A": steps(3)})
+    diag = training_charts.diagnostics_figure({"A": steps(3)})
     assert len(diag.data) == 4 and list(diag.data[3].y) == [4.0, 5.0, 6.0]
-    speed = train_charts.speed_figure({"A": 100.0, "B": 50.0})
+    speed = training_charts.speed_figure({"A": 100.0, "B": 50.0})
     assert list(speed.data[0].y) == [100.0, 50.0] and "tokens/s" in speed.layout.yaxis.title.text
     assert speed.data[0].texttemplate == "%{y:,.0f} tokens/s"
 
 
 def test_a_one_step_curve_is_visible_and_ab_colours_differ():
-    fig = train_charts.loss_figure({"diverged": steps(1), "B": steps(3)})
+    fig = training_charts.loss_figure({"diverged": steps(1), "B": steps(3)})
     assert fig.data[0].mode == "markers" and fig.data[2].mode == "lines"   # one point: a line would draw nothing
-    assert train_charts.diagnostics_figure({"diverged": steps(1)}).data[0].mode == "markers"
-    assert train_charts.SERIES_COLORS[0] != train_charts.SERIES_COLORS[1]
-    assert len(set(train_charts.SERIES_COLORS)) == len(train_charts.SERIES_COLORS)
+    assert training_charts.diagnostics_figure({"diverged": steps(1)}).data[0].mode == "markers"
+    assert charts.SERIES_COLORS[0] != charts.SERIES_COLORS[1]
+    assert len(set(charts.SERIES_COLORS)) == len(charts.SERIES_COLORS)
 
 
 def finish(at):

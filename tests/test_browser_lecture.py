@@ -6,11 +6,11 @@ import re
 import pytest
 
 from app import export
-from app.lecture_charts import activation_figure
+from app.charts.lecture import marked_activations_figure
 from app.lecture_sections import SECTIONS
-from engine.lecture import activation_curves
+from engine.lecture import dense_activation_table
 from engine.presets import get_preset
-from tests.test_app_lecture import EXPECTED
+from tests.helpers import LECTURE_NUMBERS as EXPECTED
 
 pytestmark = pytest.mark.browser
 LOAD = 60_000
@@ -95,7 +95,7 @@ def test_toggle_leaves_and_enters_present_mode(served_app, page):
 
 def test_exports_open_without_network(browser, tmp_path):
     chart = tmp_path / "chart.html"
-    chart.write_text(export.figure_html(activation_figure(activation_curves())))
+    chart.write_text(export.figure_html(marked_activations_figure(dense_activation_table())))
     handout = tmp_path / "handout.html"
     handout.write_text(export.handout_html(get_preset("gpt2").config))
     context = browser.new_context()

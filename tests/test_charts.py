@@ -1,12 +1,16 @@
 """Figure and table builders, called directly (AppTest cannot read Plotly figures)."""
 import pytest
 
-from app import budget_charts, charts, tables
-from app.budget_view import POLICY_DTYPE, kv_variants, token_grid
-from engine.activation_curves import activation_curves, gated_surface
+from app import charts, tables
+from app.charts import activations as activation_charts
+from app.charts import budgets as budget_charts
+from app.charts import compare as compare_charts
+from app.charts import design as design_charts
+from app.budget_view import kv_variants, token_grid
+from engine.activation_grid import activation_curves, gated_surface
 from engine.budget.devices import DEVICE_PROFILES, roofline
 from engine.budget.flops import flops_budget
-from engine.budget.memory import POLICIES, kv_cache_bytes, memory_budget
+from engine.budget.memory import POLICIES, POLICY_DTYPE, kv_cache_bytes, memory_budget
 from engine.budget.params import COMPONENTS, count_params
 from engine.presets import PRESETS
 from engine.units import fmt_count_short
@@ -21,7 +25,7 @@ def test_colors_cover_every_component():
 
 def test_treemap_sums_to_total():
     pc = count_params(LLAMA)
-    fig = charts.params_treemap(pc)
+    fig = design_charts.params_treemap(pc)
     sb = fig.data[0]
     roots = [v for v, p in zip(sb.values, sb.parents) if p == ""]
     assert sum(roots) == pc.total
@@ -52,14 +56,14 @@ def test_byte_unit():
     assert budget_charts.byte_unit(2**30) == (2**30, "GiB")
 
 
-def test_kv_figure_variants():
+def test_kv_vs_context_figure_variants():
     variants = kv_variants(LLAMA)
     assert any(k.startswith("MHA") for k in variants) and any(k.startswith("MQA") for k in variants)
     assert list(variants.values())[0] == LLAMA and len(set(variants.values())) == len(variants)
     grid = token_grid(LLAMA.context_length)
     assert grid[0] == 1 and grid[-1] == LLAMA.context_length
     series = {k: [kv_cache_bytes(v, 1, t) for t in grid] for k, v in variants.items()}
-    fig = budget_charts.kv_figure(list(grid), series, next(iter(variants)))
+    fig = budget_charts.kv_vs_context_figure(list(grid), series, next(iter(variants)))
     assert fig.layout.xaxis.title.text == "context length (tokens)"
     mha = next(t for t in fig.data if t.name.startswith("MHA"))
     assert mha.y[-1] == pytest.approx(4.0)                  # 32 layers, 8192 tokens, 32 x 128, bf16: 4 GiB
@@ -80,20 +84,20 @@ def test_flops_and_roofline_figures():
 
 def test_compare_bars_and_table():
     configs = {"a": PRESETS["gpt2"].config, "b": LLAMA}
-    fig = budget_charts.compare_bars("P", list(configs), {"total": [1, 2]}, "count")
+    fig = compare_charts.compare_bars("P", list(configs), {"total": [1, 2]}, "count")
     assert [t.name for t in fig.data] == ["a", "b"] and fig.layout.barmode == "group"
     with pytest.raises(ValueError, match="kind"):
-        budget_charts.compare_bars("P", ["a"], {"x": [1]}, "watts")
+        compare_charts.compare_bars("P", ["a"], {"x": [1]}, "watts")
     df, differing = tables.compare_table(configs)
     assert "d_model" in differing and "dropout" not in differing
     assert df.loc["d_model", "b"] == "4,096" and df.loc["n_kv_heads", "a"] == "null"
     assert df.loc["rope_base", "b"] == "500,000.0" and df.loc["norm_eps", "b"] == "1e-05"
     assert df.loc["bias", "a"] == "true" and df.loc["bias", "b"] == "false"       # as YAML writes them
-    log = budget_charts.compare_bars("M", ["a", "b"], {"kv": [2**20, 2**30]}, "bytes", log=True)
+    log = compare_charts.compare_bars("M", ["a", "b"], {"kv": [2**20, 2**30]}, "bytes", log=True)
     assert log.layout.yaxis.type == "log" and log.layout.yaxis.title.text == "memory (GiB), log scale"
     assert list(log.data[0].text) == ["1.00 MiB"]
     assert log.layout.yaxis.dtick == 1 and fig.layout.yaxis.dtick is None     # log axes: one tick per decade
-    counts = budget_charts.compare_bars("P", ["a", "b"], {"total": [124_439_808, 8_030_261_248]}, "count", log=True)
+    counts = compare_charts.compare_bars("P", ["a", "b"], {"total": [124_439_808, 8_030_261_248]}, "count", log=True)
     assert list(counts.layout.yaxis.ticktext) == ["100M", "1B", "10B"]       # as people say them, not 10G
     assert fig.layout.yaxis.tickformat == ",d"                                # linear counts: 8,000,000,000
 
@@ -105,11 +109,11 @@ def test_fmt_count_short():
 
 def test_activation_and_stats_figures():
     curves = activation_curves(("relu", "swiglu"), -2, 2, 5)
-    fig = charts.activation_figure(curves, "t")
+    fig = activation_charts.values_and_slopes_figure(curves, "t")
     assert len(fig.data) == 4 and fig.layout.hovermode == "x unified"
-    heat = charts.gated_surface_figure(gated_surface("geglu", -1, 1, 3))
+    heat = activation_charts.gated_surface_figure(gated_surface("geglu", -1, 1, 3))
     assert heat.data[0].zmid == 0
-    assert charts.residual_rms_figure([1.0, 2.0]).layout.xaxis.title.text.startswith("layer")
-    ent = charts.entropy_figure([[0.1, 0.2]], [0.7])
+    assert activation_charts.residual_rms_figure([1.0, 2.0]).layout.xaxis.title.text.startswith("layer")
+    ent = activation_charts.entropy_figure([[0.1, 0.2]], [0.7])
     assert ent.layout.coloraxis is not None and ent.data[0].colorbar.title.text == "nats"
-    assert "layer 1, head 0" in charts.attention_map_figure([[1.0, 0.0], [0.5, 0.5]], 1, 0).layout.title.text
+    assert "layer 1, head 0" in activation_charts.attention_map_figure([[1.0, 0.0], [0.5, 0.5]], 1, 0).layout.title.text

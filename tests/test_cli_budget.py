@@ -30,8 +30,8 @@ def test_memory_json_matches_engine(capsys):
 def test_flops_json_matches_engine(capsys):
     code, out, _ = run(capsys, "flops", "--preset", "llama-2-7b", "--seq", "128", "--json")
     data = json.loads(out)
-    f = flops_budget(get_preset("llama-2-7b").config, 1, 128)
-    assert code == 0
+    f = flops_budget(get_preset("llama-2-7b").config, 1, 128, causal=True)     # the headline: causal pairs
+    assert code == 0 and data["causal"] is True
     for k in ("forward_flops", "backward_flops", "flops_per_token", "attention_flops"):
         assert data[k] == getattr(f, k)
     assert data["roofline"]["decode"]["bound"] == "memory"

@@ -6,17 +6,17 @@ import plotly.graph_objects as go
 import pytest
 
 from app import export
-from app.lecture_charts import activation_figure
+from app.charts.lecture import marked_activations_figure
 from engine.budget.memory import memory_budget
 from engine.config import ModelConfig
-from engine.lecture import activation_curves
+from engine.lecture import dense_activation_table
 from engine.presets import get_preset
 from engine.units import fmt_bytes
 
 
 @pytest.fixture(scope="module")
 def chart_page():
-    return export.figure_html(activation_figure(activation_curves()))
+    return export.figure_html(marked_activations_figure(dense_activation_table()))
 
 
 def test_chart_html_is_offline(chart_page):

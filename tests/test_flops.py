@@ -6,8 +6,8 @@ from engine.budget.flops import arithmetic_intensity, decode_flops, flops_budget
 from engine.budget.params import count_params
 from engine.config import ModelConfig
 from engine.measure.flops import counted_flops, measure_flops
-from engine.measure.variants import make, variant_configs
 from engine.presets import get_preset
+from tests.helpers import make, variant_configs
 
 CONFIGS = variant_configs()
 

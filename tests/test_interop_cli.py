@@ -9,7 +9,7 @@ transformers = pytest.importorskip("transformers", minversion="5.0")
 
 from engine.cli import main  # noqa: E402
 from engine.config import ModelConfig  # noqa: E402
-from engine.interop import hf_model_from_config, scramble_  # noqa: E402
+from engine.interop import from_hf_config, hf_model_from_config, scramble_  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 _IDS = dict(bos_token_id=None, eos_token_id=None, pad_token_id=None)
@@ -38,7 +38,7 @@ def test_prints_yaml_config(tmp_path, capsys):
     _save(tmp_path, "llama", LLAMA)
     code, out, _ = _run(capsys, tmp_path)
     cfg = ModelConfig.from_yaml(out)
-    assert code == 0 and cfg == ModelConfig.from_hf_config(json.loads((tmp_path / "config.json").read_text()))
+    assert code == 0 and cfg == from_hf_config(json.loads((tmp_path / "config.json").read_text()))
     assert (cfg.n_layers, cfg.kv_heads, cfg.ffn, cfg.position) == (2, 2, "swiglu", "rope")
 
 

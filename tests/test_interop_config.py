@@ -93,7 +93,7 @@ def canonical(cfg: ModelConfig) -> dict:
 
 @pytest.mark.parametrize("preset", PUBLISHED)
 def test_published_config_imports_to_our_preset(preset):
-    cfg = ModelConfig.from_hf_config(PUBLISHED[preset])
+    cfg = from_hf_config(PUBLISHED[preset])
     assert count_params(cfg).total == PRESETS[preset].reference_params
     assert canonical(cfg) == canonical(PRESETS[preset].config)
 

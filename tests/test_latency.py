@@ -18,7 +18,8 @@ from engine.budget.memory import kv_cache_bytes
 from engine.cli import main
 from engine.config import ModelConfig
 from engine.guard import MemoryRefusal
-from engine.measure import plan
+from app import latency_plan as plan
+from engine.measure.decode import decode_latency, measure_decode
 from engine.model import build_model
 from engine.presets import get_preset
 
@@ -33,14 +34,14 @@ def test_time_fn_measures_wall_time_with_the_real_thread_count():
         threads.append(torch.get_num_threads())
         time.sleep(0.01)
 
-    t = lat.time_fn(fn, torch.device("cpu"), min_run_time=0.05)
+    t = lat.time_fn(fn, torch.device("cpu"), budget_s=0.05)
     assert 0.0095 <= t.median_s < 0.05 and t.iqr_s >= 0 and t.runs >= 5
     assert set(threads) == {torch.get_num_threads()}
 
 
 @pytest.mark.parametrize("mode", lat.MODES)
 def test_forward_and_train_results_are_consistent(mode):
-    r = lat.measure_latency(TINY, 2, 16, device="cpu", mode=mode, min_run_time=0.05)
+    r = lat.measure_latency(TINY, 2, 16, device="cpu", mode=mode, budget_s=0.05)
     fb = flops_budget(TINY, 2, 16)
     assert r.flops == fb.forward_flops + (fb.backward_flops if mode == "train" else 0)
     assert r.median_ms > 0 and r.iqr_ms >= 0 and r.runs >= 5
@@ -55,7 +56,7 @@ def test_forward_and_train_results_are_consistent(mode):
 def test_bf16_timing_runs_in_bf16():
     model, _ = lat.prepare(TINY, 1, 8, "bf16", "cpu")
     assert next(model.parameters()).dtype == torch.bfloat16
-    assert lat.measure(model, 1, 8, min_run_time=0.02).dtype == "bf16"
+    assert lat.measure(model, 1, 8, budget_s=0.02).dtype == "bf16"
 
 
 def test_the_lock_serialises_timing():
@@ -83,18 +84,10 @@ def test_bad_input_names_the_field(kw, field):
         lat.prepare(TINY, **args)
 
 
-def test_attention_variants():
-    names = lambda cfg: {k: c.attention_kind for k, c in lat.attention_variants(cfg).items()}  # noqa: E731
-    assert names(get_preset("gpt2").config) == {"MHA": "MHA", "GQA-3": "GQA-3", "MQA": "MQA"}
-    assert names(get_preset("llama-3-8b").config) == {"MHA": "MHA", "GQA-8": "GQA-8", "MQA": "MQA"}
-    assert names(TINY.replace(n_heads=2)) == {"MHA": "MHA", "MQA": "MQA"}
-    assert names(TINY.replace(n_heads=1)) == {"MHA": "MHA"}
-
-
 @pytest.mark.parametrize("cfg", [TINY, TINY.replace(n_kv_heads=1), TINY.replace(attn_window=8, global_every=2)])
 def test_decode_holds_exactly_the_closed_form_cache(cfg):
     """The timed step's new key/value is put back each time: the cache stays at `context` tokens."""
-    points = lat.measure_decode(cfg, [32, 4, 16], device="cpu", min_run_time=0.02)
+    points = measure_decode({"v": cfg}, [32, 4, 16], device="cpu", budget_s=0.06)["v"]
     assert [p.context for p in points] == [4, 16, 32]
     for p in points:
         assert p.cache_bytes == kv_cache_bytes(cfg, 1, p.context, "fp32")
@@ -103,32 +96,36 @@ def test_decode_holds_exactly_the_closed_form_cache(cfg):
 
 def test_decode_rejects_contexts_past_learned_positions():
     with pytest.raises(ValueError, match="contexts: 64 \\+ 1 new token exceeds context_length=64"):
-        lat.decode_latency(build_model(TINY), [8, 64])
+        decode_latency(build_model(TINY), [8, 64])
 
 
-def test_sweep_reports_progress_and_stops():
+def test_sweep_reports_progress_per_round_and_stops():
+    """Interleaved rounds: after each round every point has one more sample; `stop` ends after that round."""
     stop, seen = threading.Event(), []
 
-    def on_point(done, total, r):
-        seen.append((done, total, r.batch, r.seq))
-        if done == 2:
+    def on_round(p, results):
+        seen.append((p.rounds, [(r.batch, r.seq, r.runs) for r in results]))
+        if p.rounds == 2:
             stop.set()
 
-    out = lat.latency_sweep(TINY, [1, 2], [8, 16], device="cpu", min_run_time=0.02, on_point=on_point, stop=stop)
-    assert seen == [(1, 4, 1, 8), (2, 4, 1, 16)] and len(out) == 2
+    out = lat.latency_sweep(TINY, [2, 1], [16, 8], device="cpu", budget_s=30, on_round=on_round, stop=stop,
+                            target_spread=0.0)
+    assert seen == [(1, [(1, 8, 1), (1, 16, 1), (2, 8, 1), (2, 16, 1)]),
+                    (2, [(1, 8, 2), (1, 16, 2), (2, 8, 2), (2, 16, 2)])]
+    assert [(r.batch, r.seq, r.runs) for r in out] == seen[-1][1]
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_reports_peak_memory():
-    r = lat.measure_latency(TINY, 2, 16, device="cuda", min_run_time=0.05)
+    r = lat.measure_latency(TINY, 2, 16, device="cuda", budget_s=0.05)
     assert r.peak_memory_bytes > 0 and "threads" not in r.device
 
 
 def test_bench_cli(capsys):
-    assert main(["bench", "--preset", "nanogpt-handout", "--seq", "4", "--min-time", "0.02", "--json"]) == 0
+    assert main(["bench", "--preset", "nanogpt-handout", "--seq", "4", "--time-budget", "0.02", "--json"]) == 0
     r = json.loads(capsys.readouterr().out)
     assert r["name"] == "nanogpt-handout" and r["seq"] == 4 and r["median_ms"] > 0 and 0 < r["mfu"]
-    assert main(["bench", "--preset", "nanogpt-handout", "--seq", "4", "--min-time", "0.02"]) == 0
+    assert main(["bench", "--preset", "nanogpt-handout", "--seq", "4", "--time-budget", "0.02"]) == 0
     assert "tokens/s" in capsys.readouterr().out
 
 
@@ -153,7 +150,7 @@ def test_memory_estimate_is_the_closed_form_of_what_is_timed():
 
 
 def test_memory_check_is_the_estimate_beside_the_measured_peak():
-    r = lat.measure_latency(TINY, 2, 16, device="cpu", min_run_time=0.02)
+    r = lat.measure_latency(TINY, 2, 16, device="cpu", budget_s=0.02)
     assert lat.memory_check(TINY, r) is None                            # CPU: nothing measured, no invented gap
     est = lat.memory_estimate(TINY, 2, 16)[0]
     m = lat.memory_check(TINY, dataclasses.replace(r, peak_memory_bytes=est // 2))
@@ -165,9 +162,11 @@ def test_memory_check_is_the_estimate_beside_the_measured_peak():
 def test_sweep_and_decode_choices():
     assert plan.powers_of_two(8, 100) == [8, 16, 32, 64] and plan.powers_of_two(8, 4) == []
     assert plan.batch_choices() == [1, 2, 4, 8, 16, 32, 64]
-    assert plan.seq_choices(TINY) == [8, 16, 32, 64] and plan.default_seqs(TINY) == [32]
-    assert plan.seq_choices(TINY.replace(context_length=5)) == [5] and plan.default_seqs(TINY.replace(
-        context_length=16)) == [8, 16]
+    cpu = torch.device("cpu")
+    assert plan.seq_choices(TINY) == [8, 16, 32, 64] and plan.default_sweep(TINY, cpu, "fp32", "forward") == (
+        [1, 4], [32])
+    assert plan.seq_choices(TINY.replace(context_length=5)) == [5] and plan.default_sweep(TINY.replace(
+        context_length=16), cpu, "fp32", "forward") == ([1, 4], [8, 16])
     gpt2 = get_preset("gpt2").config
     assert plan.decode_contexts(gpt2, "cpu") == [16, 32, 64, 128, 256, 512]      # 1,024 needs position 1,025
     assert plan.decode_contexts(gpt2.replace(context_length=8192), "cuda")[-1] == 4096

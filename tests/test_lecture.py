@@ -5,7 +5,7 @@ import math
 import pytest
 
 from engine.config import ConfigError
-from engine.lecture import (absent_token_gradient, activation_curves, activation_values, depth_vs_width,
+from engine.lecture import (absent_token_gradient, activation_values, dense_activation_table, depth_vs_width,
                             flexible_heads, gating_match, handout_tying, kv_cache_variants, mask_order, microgpt_table,
                             norm_comparison, rope_score_grid, rope_scores, serial_vs_parallel, shared_vs_clone,
                             softcap_curve, tying_savings, zloss)
@@ -25,12 +25,12 @@ def test_activations_at_the_quoted_points():
     assert activation_values(-1.0) == at_minus_one                     # deterministic
 
 
-def test_activation_curves_and_bad_range():
-    c = activation_curves(-2, 2, 5)
+def test_dense_activation_table_and_bad_range():
+    c = dense_activation_table(-2, 2, 5)
     assert c["z"] == [-2, -1, 0, 1, 2] and c["relu"] == [0, 0, 0, 1, 2]
     assert min(c["gelu"]) < 0
     with pytest.raises(ValueError, match="hi=.*greater than lo"):
-        activation_curves(1, 1)
+        dense_activation_table(1, 1)
 
 
 def test_gating_match_at_768():

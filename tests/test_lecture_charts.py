@@ -1,7 +1,7 @@
 """The Lecture page's figure builders draw the engine's numbers (AppTest cannot look inside st.plotly_chart)."""
 import pytest
 
-from app import lecture_charts as charts
+from app.charts import lecture as charts
 from app.charts import COLORS
 from engine import lecture
 
@@ -10,9 +10,9 @@ def axes_named(fig) -> bool:
     return bool(fig.layout.xaxis.title.text) and bool(fig.layout.yaxis.title.text)
 
 
-def test_activation_figure_plots_engine_curves_and_marks():
-    curves = lecture.activation_curves(-2, 2, 9)
-    fig = charts.activation_figure(curves, (-1.0, 2.0))
+def test_marked_activations_figure_plots_engine_curves_and_marks():
+    curves = lecture.dense_activation_table(-2, 2, 9)
+    fig = charts.marked_activations_figure(curves, (-1.0, 2.0))
     assert [t.name for t in fig.data] == ["relu", "gelu", "gelu_tanh", "silu"]
     assert list(fig.data[1].y) == curves["gelu"] and len(fig.layout.shapes) == 2 and axes_named(fig)
 
@@ -54,7 +54,7 @@ def test_softcap_and_mask_order_figures():
 
 
 def test_size_figures():
-    kv = charts.kv_figure(lecture.kv_cache_variants())
+    kv = charts.kv_by_kind_figure(lecture.kv_cache_variants())
     assert list(kv.data[0].y) == [4, 1, 0.125] and list(kv.data[0].text) == ["4.00 GiB", "1.00 GiB", "128.00 MiB"]
     dw = charts.depth_figure(lecture.depth_vs_width())
     assert list(dw.data[0].y) == [1, 2, 4]
@@ -65,7 +65,7 @@ def test_size_figures():
 
 def test_present_mode_scales_figures(monkeypatch):
     from app import present
-    fig = charts.kv_figure(lecture.kv_cache_variants())
+    fig = charts.kv_by_kind_figure(lecture.kv_cache_variants())
     monkeypatch.setattr(present, "is_present", lambda: False)
     assert present.scale(fig).layout.height is None
     monkeypatch.setattr(present, "is_present", lambda: True)

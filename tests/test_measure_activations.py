@@ -3,7 +3,7 @@ import pytest
 
 from engine.budget.activations import activation_estimate
 from engine.measure.activations import measure_activations
-from engine.measure.variants import AXES, make, pairwise_variants, variant_configs
+from tests.helpers import AXES, make, pairwise_variants, variant_configs
 
 CONFIGS = variant_configs()
 

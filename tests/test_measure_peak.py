@@ -4,7 +4,7 @@ import torch
 
 from engine.budget.memory import memory_budget
 from engine.measure.peak import MeasurementUnavailable, measure_peak
-from engine.measure.variants import make
+from tests.helpers import make
 
 
 def test_cpu_reports_unavailable():

@@ -9,7 +9,7 @@ from engine.measure.flops import measure_flops
 from engine.measure.kvcache import measure_kv_cache
 from engine.measure.peak import MeasurementUnavailable
 from engine.measure.suite import measure_config
-from engine.measure.variants import make
+from tests.helpers import make
 
 CFG = make({"n_kv_heads": 2, "attn_window": 3, "ffn": "swiglu"})
 

@@ -5,8 +5,8 @@ from engine.budget.memory import DTYPE_BYTES, OPTIMIZERS, POLICIES, RECOMPUTE, k
 from engine.budget.params import count_params
 from engine.config import ModelConfig
 from engine.measure.kvcache import measure_kv_cache
-from engine.measure.variants import make
 from engine.presets import get_preset
+from tests.helpers import make
 
 GiB, MiB = 2**30, 2**20
 

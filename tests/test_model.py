@@ -12,12 +12,12 @@ import math
 import pytest
 import torch
 from hypothesis import given, settings
-from test_params import LAYOUTS, KV, configs
 
 from engine.config import FIELDS, ModelConfig
 from engine.layers.norm import LayerNorm, RMSNorm
 from engine.layers.position import apply_rope, rope_tables
 from engine.model import KVCache, build_model
+from tests.helpers import KV, LAYOUTS, configs
 
 BASE = ModelConfig(name="tiny", vocab_size=11, context_length=8, d_model=8, n_layers=2, n_heads=2,
                    ffn_multiple_of=8)

@@ -2,25 +2,21 @@
 
 Exhaustive products at tiny sizes (every choice field; every boolean knob under a few structures), then
 hypothesis-drawn sizes and knobs. Each check compares per component, by summing the named modules of a
-meta-built model, not only the total. `configs()` is the shared strategy other test files import.
+meta-built model, not only the total. The config strategy and the layout/KV tables live in tests/helpers.py.
 """
 from __future__ import annotations
 
 import itertools
 
 import torch
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings
 
 from engine.budget.params import COMPONENTS, count_params
 from engine.config import FIELDS, ConfigError, ModelConfig
 from engine.model import DecoderLM, build_model
+from tests.helpers import KV, LAYOUTS, configs
 
 TINY = dict(name="tiny", vocab_size=7, context_length=6, d_model=8, n_layers=2, n_heads=4, ffn_multiple_of=8)
-LAYOUTS = {"serial": dict(block="serial"),
-           "parallel-shared": dict(block="parallel", parallel_shared_norm=True),
-           "parallel-separate": dict(block="parallel", parallel_shared_norm=False)}
-KV = {"MHA": None, "GQA": 2, "MQA": 1}
 NORM_MODULES = {"norm1", "norm2", "post_attn_norm", "post_ffn_norm", "emb_norm", "final_norm"}
 
 
@@ -110,37 +106,6 @@ def test_build_model_on_meta_allocates_nothing_and_counts_the_same():
     model = build_model(cfg, "meta")
     assert all(p.is_meta for p in model.parameters())
     check(cfg, model)
-
-
-@st.composite
-def configs(draw, max_d: int = 24) -> ModelConfig:
-    """Any valid config at tiny sizes: sizes and every knob drawn; invalid combinations are filtered out."""
-    n_heads = draw(st.integers(1, 6))
-    divisors = [k for k in range(1, n_heads + 1) if n_heads % k == 0]
-    opt = lambda s: st.none() | s  # noqa: E731
-    values = dict(
-        name=draw(st.text(max_size=12)),
-        vocab_size=draw(st.integers(1, 40)), context_length=draw(st.integers(1, 12)),
-        d_model=draw(st.integers(1, max_d)), n_layers=draw(st.integers(1, 3)), n_heads=n_heads,
-        n_kv_heads=draw(opt(st.sampled_from(divisors))), head_dim=draw(opt(st.integers(1, 8))),
-        attn_window=draw(opt(st.integers(1, 6))), global_every=draw(opt(st.integers(1, 3))),
-        qk_norm=draw(st.booleans()), attn_softcap=draw(opt(st.floats(0.5, 50))), qkv_bias=draw(st.booleans()),
-        position=draw(st.sampled_from(FIELDS["position"].choices)), rope_base=draw(st.floats(2, 1e6)),
-        rope_fraction=draw(st.sampled_from([0.25, 0.5, 1.0]) | st.floats(0, 1, exclude_min=True)),
-        ffn=draw(st.sampled_from(FIELDS["ffn"].choices)), d_ff=draw(opt(st.integers(1, 40))),
-        ffn_multiple_of=draw(st.integers(1, 16)), norm=draw(st.sampled_from(FIELDS["norm"].choices)),
-        norm_eps=draw(st.floats(1e-8, 1e-2)), norm_affine=draw(st.booleans()), embed_norm=draw(st.booleans()),
-        norm_placement=draw(st.sampled_from(FIELDS["norm_placement"].choices)), final_norm=draw(st.booleans()),
-        block=draw(st.sampled_from(FIELDS["block"].choices)), parallel_shared_norm=draw(st.booleans()),
-        bias=draw(st.booleans()), dropout=draw(st.sampled_from([0.0, 0.1]) | st.floats(0, 0.9)),
-        tie_embeddings=draw(st.booleans()), embed_scale=draw(st.booleans()),
-        logit_softcap=draw(opt(st.floats(0.5, 50))))
-    values["norm_bias"] = values["norm"] == "layernorm" and draw(st.booleans())
-    assert set(values) == set(FIELDS), "a new field needs a strategy here"
-    try:
-        return ModelConfig(**values)
-    except ConfigError:
-        assume(False)
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
-from test_params import configs
 
 from engine.config import FIELDS, ConfigError, ModelConfig
 from engine.presets import PRESETS
+from tests.helpers import configs
 
 
 @pytest.mark.parametrize("name", PRESETS)

@@ -1,7 +1,8 @@
 """Activation memory: the bytes autograd saves for forward + F.cross_entropy in OUR implementation.
 
 Derived op by op from engine/model.py and engine/layers/* (each distinct storage counted once, parameters
-excluded), and held against torch.autograd.graph.saved_tensors_hooks by engine/measure/activations.py.
+excluded); each family's part lives beside its module (norm_saved_bytes, ffn_saved_bytes,
+attention_saved_bytes, rope_saved_bytes, block_saved_bytes) and this module adds embedding, layers and head. Held against torch.autograd.graph.saved_tensors_hooks by engine/measure/activations.py.
 N = B*T tokens, e = element bytes, d = d_model, A = n_heads*head_dim, K = kv_heads*head_dim, f = d_ff,
 H = n_heads, V = vocab. What each op saves for backward:
   linear            its input (shared when several linears read the same tensor)
@@ -30,10 +31,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.config import ModelConfig
+from engine.layers.attention import ATTENTION_IMPLS  # noqa: F401  (pages pick the attention path from here)
+from engine.layers.block import block_saved_bytes
+from engine.layers.norm import norm_saved_bytes
+from engine.layers.position import rope_saved_bytes
 from engine.runtime import DTYPE_BYTES
 
-ATTENTION_IMPLS = ("sdpa", "explicit")
-STAT, IDX = 4, 8   # fp32 norm statistics and logsumexp; int64 token ids
+IDX = 8   # bytes of an int64 token id
 
 
 @dataclass(frozen=True)
@@ -45,84 +49,6 @@ class ActivationEstimate:
     total: int
     terms: dict[str, int]     # component -> bytes summed over the model (before recompute)
     formula: str
-
-
-def _norm_stats(cfg: ModelConfig, rows: int, width: int, e: int) -> int:
-    """What a norm saves besides its input: LayerNorm's mean and rstd (input dtype on CPU); RMSNorm's fp32
-    rstd and, with a gain, the fp32 normalized x that the gain multiply saves."""
-    if cfg.norm == "layernorm":
-        return 2 * rows * e
-    return rows * STAT + (rows * width * STAT if cfg.norm_affine else 0)
-
-
-def _normed(cfg: ModelConfig, rows: int, width: int, e: int, readers: int = 1) -> int:
-    """Bytes saved by `readers` norms reading one tensor that nothing else saves, input included. RMSNorm in
-    bf16/fp16 computes in fp32 and saves its own fp32 copy of the input (one per norm) instead of the input."""
-    own_copy = cfg.norm == "rmsnorm" and e != STAT
-    inp = readers * rows * width * STAT if own_copy else rows * width * e
-    return inp + readers * _norm_stats(cfg, rows, width, e)
-
-
-def _attention(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, impl: str, add) -> None:
-    """Saved tensors of one attention layer, excluding its input (the normed residual) and its output."""
-    N, A, K, H, hd = B * T, cfg.attn_width, cfg.kv_width, cfg.n_heads, cfg.head_width
-    drop = cfg.dropout > 0
-    if cfg.qk_norm:
-        add("qk_norm", _normed(cfg, N * H, hd, e) + _normed(cfg, N * cfg.kv_heads, hd, e))
-    if cfg.position == "rope" and e != 4:
-        add("rope_tables", 4 * T * cfg.rotary_dim * e)
-    scores = B * H * T * T * e
-    explicit = impl == "explicit" or cfg.attn_softcap is not None
-    if not explicit and not drop:
-        add("attn_qkv", N * (A + 2 * K) * e)
-        # the kernel's output takes q's layout: a view of q_proj ([B,T,H,hd] memory) makes o_proj's input a
-        # view of it; q rebuilt by QK-norm or partial RoPE is [B,H,T,hd]-contiguous, so o_proj gets a copy
-        q_rebuilt = cfg.qk_norm or 0 < cfg.rotary_dim < hd
-        add("attn_out", N * A * e * (2 if q_rebuilt else 1))
-        add("attn_lse", B * H * T * STAT)
-        if window is not None:
-            add("attn_mask", T * T * e)            # the bool window mask, converted to an additive float mask
-        return
-    add("attn_out", N * A * e)                     # the [B,T,A] copy o_proj reads
-    if not explicit:                               # SDPA's math fallback (dropout) computes in fp32 on CPU:
-        add("attn_qkv", 3 * N * A * STAT)          # q, k^T, v broadcast to all H heads,
-        add("attn_scores", 3 * B * H * T * T * STAT)   # probabilities, dropout noise, dropped probabilities
-        return
-    add("attn_qkv", 3 * N * A * e)                 # q, k^T and v, broadcast to all H heads
-    add("attn_mask", T * T)                        # bool, one per layer
-    add("attn_scores", B * H * T * T * STAT        # softmax output (fp32), then either dropout (noise and
-        + (2 * scores if drop else scores if e != STAT else 0)   # dropped probs) or the cast probs
-        + (scores if cfg.attn_softcap is not None else 0))       # tanh of the capped scores
-
-
-def _ffn(cfg: ModelConfig, N: int, e: int) -> int:
-    relu = cfg.ffn in ("relu", "reglu")
-    width = (3 if relu else 4) if cfg.gated else (1 if relu else 2)
-    return width * N * cfg.ffn_width * e
-
-
-def _layer(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, impl: str, add) -> None:
-    N, d = B * T, cfg.d_model
-    tok = N * d * e
-    normed = _normed(cfg, N, d, e)
-    noise = tok if cfg.dropout > 0 else 0
-    _attention(cfg, B, T, e, window, impl, add)
-    add("ffn", _ffn(cfg, N, e))
-    add("dropout", 2 * noise)
-    if cfg.norm_placement == "sandwich":          # post-branch norms read the branch outputs
-        add("norms", 2 * normed)
-    if cfg.norm_placement == "post":              # the linears read x itself; norms read residual sums
-        add("block_input", tok)
-        if cfg.block == "parallel":               # N1(x + attn + ffn)
-            add("norms", normed)
-        else:                                     # N1(x + attn) feeds the FFN; N2(x1 + ffn)
-            add("norms", 2 * normed + tok)
-        return
-    if cfg.block == "parallel":                   # N1 (and N2) read x; their outputs feed the branches
-        readers = 1 if cfg.parallel_shared_norm else 2
-        add("norms", _normed(cfg, N, d, e, readers) + readers * tok)
-        return
-    add("norms", 2 * (normed + tok))              # N1(x) and its output, N2(x + attn) and its output
 
 
 def activation_estimate(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp32", impl: str = "sdpa",
@@ -143,18 +69,17 @@ def activation_estimate(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp
     emb: dict[str, int] = {}
     add = adder(emb)
     add("token_ids", N * IDX + (T * IDX if cfg.position == "learned" else 0))
-    add("embedding", (e if cfg.embed_scale else 0) + (_normed(cfg, N, d, e) if cfg.embed_norm else 0)
+    add("embedding", (e if cfg.embed_scale else 0) + (norm_saved_bytes(cfg, N, d, e) if cfg.embed_norm else 0)
         + (tok if cfg.dropout > 0 else 0))
-    if cfg.position == "rope" and e == 4:
-        add("rope_tables", 2 * T * cfg.rotary_dim * STAT)
+    add("rope_tables", rope_saved_bytes(cfg, T, e)[0])
     layers = []
     for w in cfg.layer_windows:
         bucket: dict[str, int] = {}
-        _layer(cfg, B, T, e, w, impl, adder(bucket))
+        block_saved_bytes(cfg, B, T, e, w, impl, adder(bucket))
         layers.append(bucket)
     head: dict[str, int] = {}
     add = adder(head)
-    add("head_input", _normed(cfg, N, d, e) + tok if cfg.final_norm else tok)
+    add("head_input", norm_saved_bytes(cfg, N, d, e) + tok if cfg.final_norm else tok)
     add("logits", N * V * e * (2 if cfg.logit_softcap is not None else 1) + N * IDX + e)
 
     full = [sum(b.values()) for b in layers]

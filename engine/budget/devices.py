@@ -3,19 +3,17 @@
 Peaks are dense (no 2:4 sparsity) tensor-core figures from the vendors' datasheets/whitepapers:
 H100 SXM5 989.4 TFLOP/s bf16, 3.35 TB/s HBM3; H200 SXM 989.4 TFLOP/s, 4.8 TB/s HBM3e; A100 SXM4 80GB
 312 TFLOP/s, 2.039 TB/s; RTX 4090 165.2 TFLOP/s bf16 with fp32 accumulate (Ada whitepaper), 1.008 TB/s.
-"this CPU" is measured once per process: a matmul timing for the peak and a large copy for the bandwidth.
+"this CPU" is measured (engine.measure.probe): matmul probes for the peak per dtype, copies for the bandwidth.
 A kernel is compute-bound when its FLOPs per byte exceed the ridge point peak / bandwidth.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
-from functools import cached_property
-
-import torch
 
 from engine.budget.flops import arithmetic_intensity
 from engine.config import ModelConfig
+from engine.measure.probe import machine_bandwidth, machine_peaks
+from engine.validation import choice_problem, require
 
 
 @dataclass(frozen=True)
@@ -32,39 +30,22 @@ class DeviceProfile:
 
 
 class MeasuredCPU(DeviceProfile):
-    """The host CPU: peaks timed on first use (about a quarter of a second), then cached for the process."""
+    """The host CPU: peak per dtype and bandwidth probed (engine.measure.probe), kept per process and on disk."""
 
     def __init__(self) -> None:
         object.__setattr__(self, "name", "CPU (measured)")
         object.__setattr__(self, "memory_bytes", None)
-        object.__setattr__(self, "source", "timed here: fp32 512^3 and bf16 256^3 matmuls (peak) and a 64 MiB copy (bandwidth)")
+        object.__setattr__(self, "source", "measured on this machine: the best of short matmul probes per dtype "
+                                           "(peak) and of 64 MiB copies (bandwidth), stored in "
+                                           "$EXPLORER_HOME/peaks.json")
 
-    @cached_property
+    @property
     def peak_flops(self) -> dict[str, float]:
-        fp32, bf16 = _time_matmul(torch.float32, 512), _time_matmul(torch.bfloat16, 256)
-        return {"fp32": fp32, "bf16": bf16, "fp16": bf16}   # fp16 is not timed: CPUs run it no faster
+        return machine_peaks("cpu")           # the probe's own dict: a raised peak shows here too
 
-    @cached_property
+    @property
     def mem_bandwidth(self) -> float:
-        src = torch.ones(16 * 2**20)
-        dst = torch.empty_like(src)
-        best = float("inf")
-        for _ in range(5):
-            t = time.perf_counter()
-            dst.copy_(src)
-            best = min(best, time.perf_counter() - t)
-        return 2 * src.numel() * 4 / best       # read + write
-
-
-def _time_matmul(dtype: torch.dtype, n: int, reps: int = 3) -> float:
-    a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
-    a @ b                                      # warm up
-    best = float("inf")
-    for _ in range(reps):
-        t = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - t)
-    return 2 * n**3 / best
+        return machine_bandwidth("cpu")
 
 
 def _gpu(name: str, bf16: float, fp32: float, bandwidth: float, memory_gb: float, source: str) -> DeviceProfile:
@@ -93,14 +74,24 @@ class Roofline:
     @property
     def verdict(self) -> str:
         return (f"{self.phase} on {self.device}: {self.bound}-bound "
-                f"({self.flops_per_byte:,.1f} FLOP/B vs ridge {self.ridge:,.1f} FLOP/B)")
+                f"({fmt_ratio(self.flops_per_byte)} FLOP/B vs ridge {fmt_ratio(self.ridge)} FLOP/B)")
+
+
+def fmt_ratio(x: float) -> str:
+    """FLOPs per byte: whole numbers with separators from 10 up, two significant digits below (a slow CPU's
+    ridge of 0.24 must not read 0)."""
+    return f"{x:,.0f}" if x >= 10 else f"{x:.2g}"
 
 
 def roofline(cfg: ModelConfig, device: str, batch: int, seq: int, dtype: str = "bf16") -> dict[str, Roofline]:
-    """Prefill and one decode step placed on the device's roofline."""
-    if device not in DEVICE_PROFILES:
-        raise ValueError(f"device: {device!r} is not one of {', '.join(DEVICE_PROFILES)}")
-    prof = DEVICE_PROFILES[device]
+    """Prefill and one decode step placed on the roofline of DEVICE_PROFILES[device]."""
+    require(choice_problem("device", device, DEVICE_PROFILES))
+    return roofline_on(cfg, DEVICE_PROFILES[device], batch, seq, dtype)
+
+
+def roofline_on(cfg: ModelConfig, prof: DeviceProfile, batch: int, seq: int,
+                dtype: str = "bf16") -> dict[str, Roofline]:
+    """Prefill and one decode step placed on the roofline of `prof`."""
     peak, bw = prof.peak_flops[dtype], prof.mem_bandwidth
     out = {}
     for phase, it in arithmetic_intensity(cfg, batch, seq, dtype).items():

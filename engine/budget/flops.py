@@ -6,18 +6,24 @@ A = n_heads*head_dim, K = kv_heads*head_dim, f = d_ff, V = vocab, L = layers:
   matmuls     2 * L * (d*A + 2*d*K + A*d + (2 or 3)*d*f) + 2*d*V          (= 2 * matrix params)
   attention   2 * 2 * A * T_visible per layer (QK^T and PV); T_visible = T for every query by default
               (the full square, as FlopCounterMode and the 12*L*H*Q*T rule count it); causal=True counts
-              only visible keys: (i+1) for query i, min(i+1, window) on window layers
+              only visible keys: (i+1) for query i, min(i+1, window) on window layers. The headline
+              (page metric row, Budgets, Compare, CLI `flops`) is causal=True: what a causal, windowed kernel needs
 Backward = 2 x forward (gradient w.r.t. inputs and w.r.t. weights for every product). Fused attention kernels
 also recompute QK^T in backward (+0.5 x attention forward); that is not added here.
+Each layer family holds its part (engine/layers/attention.py, ffn.py, block.py); this module sums over layers.
 Rules of thumb beside it: 6N per token (N = non-embedding params) and 6N + 12*L*H*Q*T (PaLM, Q = head_dim).
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from engine.budget.memory import DTYPE_BYTES, _check_sizes, kv_cache_bytes
+from engine.budget.memory import DTYPE_BYTES, kv_cache_bytes
 from engine.budget.params import count_params
 from engine.config import ModelConfig
+from engine.layers.attention import keys_held, query_key_pairs, score_flops
+from engine.layers.block import block_matmul_params
+from engine.units import fmt_flops
+from engine.validation import require, size_problems
 
 
 @dataclass(frozen=True)
@@ -30,6 +36,7 @@ class FlopBudget:
     six_n_per_token: int           # 6N rule, N = non-embedding params
     palm_per_token: int            # 6N + 12*L*H*Q*T
     formulas: dict[str, str]
+    causal: bool = False           # True: only visible query-key pairs (the headline); False: the full square
 
     @property
     def train_flops(self) -> int:
@@ -41,31 +48,20 @@ class FlopBudget:
 
 def matmul_params(cfg: ModelConfig) -> int:
     """Weights that take part in a matrix product per token (not biases, norms, embeddings or positions)."""
-    d, A, K = cfg.d_model, cfg.attn_width, cfg.kv_width
-    per_layer = d * A + 2 * d * K + A * d + (3 if cfg.gated else 2) * d * cfg.ffn_width
-    return cfg.n_layers * per_layer + d * cfg.vocab_size
+    return cfg.n_layers * block_matmul_params(cfg) + cfg.d_model * cfg.vocab_size
 
 
 def _query_key_pairs(cfg: ModelConfig, seq: int, causal: bool) -> int:
-    """Query-key pairs of one sequence summed over layers: T^2 per layer (the full square), or, causal, the
-    visible ones: T(T+1)/2, and on a window layer with w < T, w(w+1)/2 + (T-w)*w."""
-    if not causal:
-        return cfg.n_layers * seq * seq
-    total = 0
-    for w in cfg.layer_windows:
-        if w is None or w >= seq:
-            total += seq * (seq + 1) // 2
-        else:
-            total += w * (w + 1) // 2 + (seq - w) * w
-    return total
+    """Query-key pairs of one sequence summed over layers (each layer with its own window)."""
+    return sum(query_key_pairs(seq, w, causal) for w in cfg.layer_windows)
 
 
 def flops_budget(cfg: ModelConfig, batch: int, seq: int, causal: bool = False) -> FlopBudget:
     """Forward/backward FLOPs of a training step on `batch` sequences of `seq` tokens."""
-    _check_sizes(batch, seq)
+    require(*size_problems(batch, seq))
     tokens, weights = batch * seq, matmul_params(cfg)
     mm = 2 * weights * tokens
-    attn = 4 * cfg.attn_width * batch * _query_key_pairs(cfg, seq, causal)
+    attn = score_flops(cfg, batch, _query_key_pairs(cfg, seq, causal))
     fwd = mm + attn
     n = count_params(cfg).non_embedding
     L, H, Q = cfg.n_layers, cfg.n_heads, cfg.head_width
@@ -82,15 +78,35 @@ def flops_budget(cfg: ModelConfig, batch: int, seq: int, causal: bool = False) -
     }
     return FlopBudget(forward_flops=fwd, backward_flops=2 * fwd, flops_per_token=3 * fwd / tokens,
                       attention_flops=attn, matmul_flops=mm, six_n_per_token=6 * n,
-                      palm_per_token=6 * n + 12 * L * H * Q * seq, formulas=formulas)
+                      palm_per_token=6 * n + 12 * L * H * Q * seq, formulas=formulas, causal=causal)
+
+
+def headline_flops(cfg: ModelConfig, batch: int, seq: int) -> FlopBudget:
+    """The FLOPs every page and the CLI lead with: only the query-key pairs a causal, windowed kernel computes."""
+    return flops_budget(cfg, batch, seq, causal=True)
+
+
+def gap_note(cfg: ModelConfig, seq: int) -> str:
+    """One sentence, with this config's numbers, on why the headline differs from 6N and from the PaLM rule."""
+    causal, full = headline_flops(cfg, 1, seq), flops_budget(cfg, 1, seq)
+    head = 6 * cfg.d_model * cfg.vocab_size
+    attn_c, attn_f = 3 * causal.attention_flops / seq, 3 * full.attention_flops / seq
+    window = " and windowed" if any(w is not None and w < seq for w in cfg.layer_windows) else ""
+    f = fmt_flops
+    return (f"The headline {f(causal.flops_per_token)} per token is 6 FLOPs per matrix weight, the output head "
+            f"included ({f(head)}, which 6N = {f(causal.six_n_per_token)} leaves out with all of attention), plus "
+            f"{f(attn_c)} of attention over the query-key pairs a causal{window} kernel computes at T = {seq:,}; "
+            f"the PaLM rule 6N + 12·L·H·Q·T = {f(causal.palm_per_token)} charges the full T×T square "
+            f"({f(attn_f)}, {attn_f / attn_c:.1f}× that), as torch's FlopCounterMode does "
+            f"(full square: {f(full.flops_per_token)} per token).")
 
 
 def decode_flops(cfg: ModelConfig, batch: int, context: int) -> int:
     """Forward FLOPs of one decode step: one new token per sequence attending to `context` cached tokens
     (window layers to at most `window` of them)."""
     mm = 2 * matmul_params(cfg) * batch
-    held = sum(context + 1 if w is None else min(context + 1, w) for w in cfg.layer_windows)
-    return mm + 4 * cfg.attn_width * batch * held
+    held = sum(keys_held(context + 1, w) for w in cfg.layer_windows)
+    return mm + score_flops(cfg, batch, held)
 
 
 @dataclass(frozen=True)

@@ -9,21 +9,25 @@ Training state (bytes per parameter, by precision policy; optimizer states: Adam
   mixed-fp16      2       2      4       4
 Activations (what autograd saves for forward + cross-entropy) and the KV cache use `dtype`; see
 engine/budget/activations.py for the per-op derivation. KV cache = 2 * sum over layers of min(T, window_l) * B *
-kv_heads * head_dim * e. Inference total = P * e + KV cache at B, T.
+kv_heads * head_dim * e (each layer's term: engine/layers/attention.py kv_bytes). Inference total = P * e + KV cache at B, T.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from engine.budget.activations import ATTENTION_IMPLS, activation_estimate
+from engine.budget.activations import activation_estimate
 from engine.budget.params import count_params
 from engine.config import ModelConfig
+from engine.layers.attention import ATTENTION_IMPLS, kv_bytes
 from engine.runtime import DTYPE_BYTES
+from engine.validation import choice_problem, require, size_problems
 
 POLICIES = ("fp32", "bf16", "mixed-bf16", "mixed-fp16")
 OPTIMIZERS = ("adamw", "sgd-momentum", "sgd")
 RECOMPUTE = ("none", "selective", "full")
 
+# policy -> the dtype its activations and KV cache are held in (the low-precision compute dtype)
+POLICY_DTYPE = {"fp32": "fp32", "bf16": "bf16", "mixed-bf16": "bf16", "mixed-fp16": "fp16"}
 # policy -> (weight bytes, grad bytes, master-copy bytes, bytes per optimizer state) per parameter
 _POLICY_BYTES = {"fp32": (4, 4, 0, 4), "bf16": (2, 2, 0, 2), "mixed-bf16": (2, 2, 4, 4), "mixed-fp16": (2, 2, 4, 4)}
 _OPTIMIZER_STATES = {"adamw": 2, "sgd-momentum": 1, "sgd": 0}
@@ -60,23 +64,10 @@ def pure_policy(dtype: str) -> str:
     return "fp32" if dtype == "fp32" else "bf16"
 
 
-def _check(name: str, value: str, allowed: tuple) -> None:
-    if value not in allowed:
-        raise ValueError(f"{name}: {value!r} is not one of {', '.join(allowed)}")
-
-
-def _check_sizes(batch: int, seq: int) -> None:
-    for name, v in (("batch", batch), ("seq", seq)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name}: {v!r} is not an integer >= 1")
-
-
 def kv_cache_bytes(cfg: ModelConfig, batch: int, tokens: int, dtype: str = "bf16") -> int:
     """Keys and values of every layer after `tokens` positions; window layers hold only the last `window`."""
-    _check("dtype", dtype, tuple(DTYPE_BYTES))
-    _check_sizes(batch, tokens)
-    held = sum(tokens if w is None else min(tokens, w) for w in cfg.layer_windows)
-    return 2 * held * batch * cfg.kv_width * DTYPE_BYTES[dtype]
+    require(choice_problem("dtype", dtype, DTYPE_BYTES), *size_problems(batch, tokens))
+    return sum(kv_bytes(cfg, batch, tokens, w, DTYPE_BYTES[dtype]) for w in cfg.layer_windows)
 
 
 def _kv_formula(cfg: ModelConfig, batch: int, tokens: int, e: int) -> str:
@@ -91,12 +82,9 @@ def _kv_formula(cfg: ModelConfig, batch: int, tokens: int, e: int) -> str:
 def memory_budget(cfg: ModelConfig, batch: int, seq: int, dtype: str = "bf16", policy: str = "mixed-bf16",
                   optimizer: str = "adamw", recompute: str = "none", attention: str = "sdpa") -> MemoryBudget:
     """All memory terms for training at (batch, seq) and for inference holding a KV cache of seq tokens."""
-    _check("dtype", dtype, tuple(DTYPE_BYTES))
-    _check("policy", policy, POLICIES)
-    _check("optimizer", optimizer, OPTIMIZERS)
-    _check("recompute", recompute, RECOMPUTE)
-    _check("attention", attention, ATTENTION_IMPLS)
-    _check_sizes(batch, seq)
+    require(choice_problem("dtype", dtype, DTYPE_BYTES), choice_problem("policy", policy, POLICIES),
+            choice_problem("optimizer", optimizer, OPTIMIZERS), choice_problem("recompute", recompute, RECOMPUTE),
+            choice_problem("attention", attention, ATTENTION_IMPLS), *size_problems(batch, seq))
     P = count_params(cfg).total
     e = DTYPE_BYTES[dtype]
     wb, gb, mb, sb = _POLICY_BYTES[policy]

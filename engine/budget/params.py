@@ -1,5 +1,7 @@
 """Exact closed-form parameter counts, per component, equal to the built model's `parameters()`.
 
+A thin sum: each layer family (engine/layers/*) holds its own closed form; this module adds them over layers.
+
 Per layer, with d = d_model, A = n_heads*head_dim, K = kv_heads*head_dim, f = d_ff:
   attention   q: d*A (+A)   k, v: d*K (+K each)   o: A*d (+d)        (q/k/v biases: bias or qkv_bias; o: bias)
   QK-norm     2 norms of width head_dim
@@ -12,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.config import ModelConfig
-from engine.layers.block import block_norm_count
-from engine.layers.ffn import ffn_params
+from engine.layers.block import block_params
 from engine.layers.norm import norm_params
+from engine.layers.position import position_params
 
 COMPONENTS = ("token_embedding", "positions", "attention_q", "attention_k", "attention_v", "attention_o",
               "qk_norm", "ffn", "norms", "output_head")
@@ -34,26 +36,14 @@ class ParamCount:
                 "tying_saves": self.tying_saves, "tied": self.tied, "components": dict(self.components)}
 
 
-def attention_params(cfg: ModelConfig) -> dict[str, int]:
-    d, A, K = cfg.d_model, cfg.attn_width, cfg.kv_width
-    qkv_bias = cfg.bias or cfg.qkv_bias
-    return {"attention_q": d * A + (A if qkv_bias else 0),
-            "attention_k": d * K + (K if qkv_bias else 0),
-            "attention_v": d * K + (K if qkv_bias else 0),
-            "attention_o": A * d + (d if cfg.bias else 0),
-            "qk_norm": 2 * norm_params(cfg, cfg.head_width) if cfg.qk_norm else 0}
-
-
 def count_params(cfg: ModelConfig) -> ParamCount:
     L, d, V = cfg.n_layers, cfg.d_model, cfg.vocab_size
-    layer = attention_params(cfg)
-    layer["ffn"] = ffn_params(cfg)
-    layer["norms"] = block_norm_count(cfg) * norm_params(cfg, d)
+    layer = block_params(cfg)
     comps = {name: 0 for name in COMPONENTS}
     for name, n in layer.items():
         comps[name] = L * n
     comps["token_embedding"] = V * d
-    comps["positions"] = cfg.context_length * d if cfg.position == "learned" else 0
+    comps["positions"] = position_params(cfg)
     comps["norms"] += (int(cfg.embed_norm) + int(cfg.final_norm)) * norm_params(cfg, d)
     comps["output_head"] = 0 if cfg.tie_embeddings else V * d
     total = sum(comps.values())

@@ -5,12 +5,14 @@ import argparse
 import sys
 
 from engine.budget.devices import DEVICE_PROFILES, roofline
-from engine.budget.flops import arithmetic_intensity, flops_budget
+from engine.budget.flops import arithmetic_intensity, flops_budget, gap_note
 from engine.budget.memory import DTYPE_BYTES, OPTIMIZERS, POLICIES, RECOMPUTE, memory_budget
-from engine.cli import UsageError, add_config_args, load_config, print_json
+from engine.commands import UsageError, add_config_args, load_config, print_json
 from engine.guard import MemoryRefusal
+from engine.layers.position import seq_problem
 from engine.measure import Measurement
 from engine.units import fmt_bytes, fmt_flops
+from engine.validation import size_problems
 
 MEMORY_KEYS = ("weights_bytes", "grads_bytes", "optimizer_bytes", "master_bytes", "activations_bytes",
                "kv_cache_bytes", "train_total_bytes", "infer_total_bytes")
@@ -28,7 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=_memory)
     p = sub.add_parser("flops", help="FLOPs per step and per token, roofline (closed form, --measure)")
     _common(p)
-    p.add_argument("--causal", action="store_true", help="count only visible query-key pairs")
+    p.add_argument("--full-square", action="store_true",
+                   help="count attention over the full T x T square (FlopCounterMode's convention) instead of only "
+                        "the query-key pairs a causal, windowed kernel computes")
     p.add_argument("--device-profile", choices=tuple(DEVICE_PROFILES), default="H100", help="for the roofline")
     p.add_argument("--dtype", choices=tuple(DTYPE_BYTES), default="bf16", help="for the roofline")
     p.set_defaults(run=_flops)
@@ -46,12 +50,8 @@ def _common(p: argparse.ArgumentParser) -> None:
 def _sizes(args: argparse.Namespace):
     cfg = load_config(args)
     seq = cfg.context_length if args.seq is None else args.seq
-    for name, v in (("batch", args.batch), ("seq", seq)):
-        if v < 1:
-            raise UsageError(f"{name}: {v} is not an integer >= 1")
-    if cfg.position == "learned" and seq > cfg.context_length:
-        raise UsageError(f"seq: {seq} exceeds context_length={cfg.context_length} (learned positions have no row "
-                         f"for it); use --seq <= {cfg.context_length}")
+    if problems := size_problems(args.batch, seq) or [p for p in [seq_problem(cfg, seq)] if p]:
+        raise UsageError("; ".join(problems))
     return cfg, args.batch, seq
 
 
@@ -105,7 +105,7 @@ def _print_measurements(measured: dict[str, Measurement], fmt) -> None:
 
 def _flops(args: argparse.Namespace) -> int:
     cfg, B, T = _sizes(args)
-    f = flops_budget(cfg, B, T, causal=args.causal)
+    f = flops_budget(cfg, B, T, causal=not args.full_square)
     roof = roofline(cfg, args.device_profile, B, T, args.dtype)
     measured = {}
     if args.measure:
@@ -115,19 +115,23 @@ def _flops(args: argparse.Namespace) -> int:
         except MemoryRefusal as e:
             raise UsageError(str(e)) from None
     if args.json:
-        print_json({**{k: getattr(f, k) for k in FLOP_KEYS}, "train_flops": f.train_flops, "formulas": f.formulas,
+        print_json({**{k: getattr(f, k) for k in FLOP_KEYS}, "train_flops": f.train_flops, "causal": f.causal,
+                    "formulas": f.formulas,
                     "arithmetic_intensity": {k: v.flops_per_byte
                                              for k, v in arithmetic_intensity(cfg, B, T, args.dtype).items()},
                     "roofline": {k: {"bound": r.bound, "flops_per_byte": r.flops_per_byte, "ridge": r.ridge,
                                      "time_s": r.time_s} for k, r in roof.items()},
                     **({"measurements": {k: m.as_dict() for k, m in measured.items()}} if args.measure else {})})
         return 0
-    print(f"{cfg.name}: batch {B}, seq {T}, attention {'causal pairs' if args.causal else 'full square'}")
+    print(f"{cfg.name}: batch {B}, seq {T}, attention "
+          + ("over the full T x T square (--full-square)" if args.full_square else
+             "over the causal/window query-key pairs (--full-square for FlopCounterMode's convention)"))
     for k in FLOP_KEYS:
         print(f"  {k:<16} {fmt_flops(getattr(f, k)):>14}  {f.formulas[k]}")
+    print(f"  {gap_note(cfg, T)}")
     for r in roof.values():
         print(f"  {r.verdict}; about {r.time_s * 1e3:,.3f} ms")
-    if measured and args.causal:
-        print("note: FlopCounterMode counts the full square; the measurement is compared with causal=False")
+    if measured and not args.full_square:
+        print("note: FlopCounterMode counts the full square; the measurement is compared with the full-square count")
     _print_measurements(measured, fmt_flops)
     return 0

@@ -5,8 +5,9 @@ import argparse
 import math
 import sys
 
-from engine.cli import UsageError
+from engine.commands import UsageError
 from engine.config import ModelConfig
+from engine.interop.hf_config import from_hf_config
 
 
 MAX_CHECK_TOKENS = 65_536   # a parity check needs a few windows' worth of tokens, not a whole context
@@ -35,7 +36,7 @@ def _import_hf(args: argparse.Namespace) -> int:
         config, _, _ = read_checkpoint(args.path, weights=False)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    cfg = ModelConfig.from_hf_config(config)   # ConfigError -> exit 2 with each HF key named
+    cfg = from_hf_config(config)   # ConfigError -> exit 2 with each HF key named
     print(cfg.to_yaml(), end="")
     if not args.check:
         return 0

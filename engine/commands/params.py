@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from engine.budget.params import count_params
-from engine.cli import add_config_args, load_config, print_json
+from engine.commands import add_config_args, load_config, print_json
 from engine.presets import PRESETS
 
 

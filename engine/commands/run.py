@@ -6,7 +6,7 @@ import signal
 import sys
 import threading
 
-from engine.cli import UsageError, add_config_args, apply_field_flags, base_config, load_config, print_json
+from engine.commands import UsageError, add_config_args, apply_field_flags, base_config, load_config, print_json
 from engine.config import ModelConfig
 
 
@@ -18,7 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", default="auto", help="auto (CUDA when present, else CPU), cpu, cuda, cuda:N")
     p.add_argument("--dtype", default="fp32", help="fp32, bf16 or fp16")
     p.add_argument("--mode", default="forward", help="forward, or train (forward + backward)")
-    p.add_argument("--min-time", type=float, default=1.0, help="seconds of timing per measurement")
+    p.add_argument("--time-budget", type=float, default=1.0,
+                   help="seconds of timing rounds at most (fewer once the spread settles)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=_bench)
 
@@ -51,15 +52,22 @@ def _bench(args: argparse.Namespace) -> None:
     from engine.measure.latency import measure_latency
     cfg = load_config(args)
     try:
-        r = measure_latency(cfg, args.batch, args.seq, args.dtype, args.device, args.mode, args.min_time)
+        r = measure_latency(cfg, args.batch, args.seq, args.dtype, args.device, args.mode, args.time_budget)
     except (ValueError, MemoryRefusal) as e:
         raise UsageError(str(e)) from None
     if args.json:
         return print_json(r.as_dict())
-    mfu = f"MFU {100 * r.mfu:.3g}% of {r.profile}" if r.mfu is not None else "MFU: no peak known for this device"
+    if r.mfu is not None:
+        mfu = f"MFU {r.mfu_text} of {r.profile}"
+    elif r.peak_flops:
+        mfu = (f"MFU not shown: the peak estimate is wrong ({r.profile} peak {r.peak_flops / 1e12:.4f} TFLOP/s is "
+               "below what this run achieved; later runs use the higher figure)")
+    else:
+        mfu = "MFU: no peak known for this device"
     print(f"{r.name} {r.mode}, batch {r.batch} x seq {r.seq}, {r.dtype} on {r.device}:")
-    print(f"  median {r.median_ms:.3f} ms (IQR {r.iqr_ms:.3f} ms, {r.runs} runs), {r.tokens_per_s:,.0f} tokens/s, "
-          f"{r.achieved_tflops:.4f} TFLOP/s, {mfu}")
+    noisy = ", noisy: IQR > 25% of the median" if r.noisy else ""
+    print(f"  median {r.median_ms:.3f} ms (IQR {r.iqr_ms:.3f} ms{noisy}, {r.runs} runs), {r.tokens_per_s:,.0f} "
+          f"tokens/s, {r.achieved_tflops:.4f} TFLOP/s, {mfu}")
     if r.peak_memory_bytes is not None:
         from engine.units import fmt_bytes
         print(f"  peak memory {fmt_bytes(r.peak_memory_bytes)}")

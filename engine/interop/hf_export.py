@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 from engine.config import ConfigError, ModelConfig
 from engine.interop.hf_config import FAMILIES
+from engine.validation import choice_problem
 
 _GATED = {"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_pytorch_tanh", "reglu": "relu"}
 _DENSE = {"gelu": "gelu", "gelu_tanh": "gelu_pytorch_tanh", "relu": "relu", "silu": "silu"}
@@ -198,7 +199,7 @@ def to_hf_config(cfg: ModelConfig, model_type: str | None = None) -> tuple[str, 
     """(model_type, config kwargs) of a transformers model computing what `cfg` computes, or ConfigError
     naming each feature the family (given, or the closest supported one) cannot express."""
     if model_type is not None and model_type not in _WRITERS:
-        raise ConfigError([f"model_type: {model_type!r} is not one of {', '.join(FAMILIES)}"])
+        raise ConfigError([choice_problem("model_type", model_type, FAMILIES)])
     tried = {f: hf_problems(cfg, f) for f in ([model_type] if model_type else FAMILIES)}
     for family, (out, problems) in tried.items():
         if not problems:

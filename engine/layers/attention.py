@@ -2,7 +2,8 @@
 
 Two paths compute the same thing: PyTorch's fused scaled_dot_product_attention, and an explicit
 softmax(QK^T/sqrt(d)) V that also handles soft-capping (cap the scores, then mask) and can keep the
-attention probabilities for plots.
+attention probabilities for plots. Below the module: the family's closed forms (parameters, matrix weights,
+score FLOPs, KV-cache bytes, bytes saved for backward), each matching the module above.
 """
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.config import ModelConfig
-from engine.layers.norm import make_norm
-from engine.layers.position import apply_rope
+from engine.layers.init import init_linear, init_norm
+from engine.layers.norm import STAT, make_norm, norm_params, norm_saved_bytes
+from engine.layers.position import apply_rope, rope_saved_bytes
 
 
 class LayerKV:
@@ -51,20 +53,28 @@ class Attention(nn.Module):
         self.keep_probs = False     # explicit path stores softmax probabilities in .probs (for plots)
         self.probs: torch.Tensor | None = None
 
+    def init_weights(self, std: float, out_std: float, generator: torch.Generator) -> None:
+        for proj in (self.q_proj, self.k_proj, self.v_proj):
+            init_linear(proj, std, generator)
+        init_linear(self.o_proj, out_std, generator)     # writes into the residual stream
+        init_norm(self.q_norm)
+        init_norm(self.k_norm)
+
     def forward(self, x: torch.Tensor, pos: torch.Tensor, rope: tuple | None,
                 cache: LayerKV | None = None) -> torch.Tensor:
-        B, T, _ = x.shape
-        q = self.q_proj(x).view(B, T, self.n_heads, self.hd).transpose(1, 2)
-        k = self.k_proj(x).view(B, T, self.kv_heads, self.hd).transpose(1, 2)
-        v = self.v_proj(x).view(B, T, self.kv_heads, self.hd).transpose(1, 2)
+        # shapes: B batch, T new tokens, S keys (T, or cached + T), H query heads, Hkv kv heads, hd head_dim
+        B, T, _ = x.shape                                                      # x: [B, T, d_model]
+        q = self.q_proj(x).view(B, T, self.n_heads, self.hd).transpose(1, 2)   # [B, H, T, hd]
+        k = self.k_proj(x).view(B, T, self.kv_heads, self.hd).transpose(1, 2)  # [B, Hkv, T, hd]
+        v = self.v_proj(x).view(B, T, self.kv_heads, self.hd).transpose(1, 2)  # [B, Hkv, T, hd]
         if self.q_norm is not None:
-            q, k = self.q_norm(q), self.k_norm(k)
+            q, k = self.q_norm(q), self.k_norm(k)        # per head, over hd
         if rope is not None:
             q, k = apply_rope(q, *rope), apply_rope(k, *rope)
-        k_pos = pos
+        k_pos = pos                                      # [S] absolute key positions
         if cache is not None:
             if cache.k is not None:
-                k, v = torch.cat([cache.k, k], dim=2), torch.cat([cache.v, v], dim=2)
+                k, v = torch.cat([cache.k, k], dim=2), torch.cat([cache.v, v], dim=2)   # [B, Hkv, S, hd]
             k_pos = torch.arange(cache.start, cache.start + k.shape[2], device=x.device)
             keep = k.shape[2] if self.window is None else min(k.shape[2], self.window)
             cache.k, cache.v = k[:, :, -keep:], v[:, :, -keep:]
@@ -76,14 +86,14 @@ class Attention(nn.Module):
             mask = None if plain_causal else visible(pos, k_pos, self.window)
             y = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask, is_causal=plain_causal, enable_gqa=self.kv_heads != self.n_heads,
-                dropout_p=self.dropout if self.training else 0.0)
-        return self.o_proj(y.transpose(1, 2).reshape(B, T, self.n_heads * self.hd))
+                dropout_p=self.dropout if self.training else 0.0)              # [B, H, T, hd]
+        return self.o_proj(y.transpose(1, 2).reshape(B, T, self.n_heads * self.hd))   # [B, T, d_model]
 
     def _explicit(self, q, k, v, allowed: torch.Tensor) -> torch.Tensor:
         group = self.n_heads // self.kv_heads
-        if group > 1:
-            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-        scores = (q @ k.transpose(-2, -1)) * self.hd ** -0.5
+        if group > 1:                                    # each kv head serves `group` query heads
+            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)   # [B, H, S, hd]
+        scores = (q @ k.transpose(-2, -1)) * self.hd ** -0.5                           # [B, H, T, S]
         if self.softcap is not None:
             scores = self.softcap * torch.tanh(scores / self.softcap)   # cap first, then mask
         scores = scores.masked_fill(~allowed, float("-inf"))
@@ -91,4 +101,107 @@ class Attention(nn.Module):
         if self.keep_probs:
             self.probs = probs.detach()
         probs = F.dropout(probs, self.dropout, self.training)
-        return probs @ v
+        return probs @ v                                 # [B, H, T, hd]
+
+
+def kv_head_choices(n_heads: int, own: int | None = None, min_group: int = 4) -> dict[str, int]:
+    """The MHA / GQA / MQA alternatives for `n_heads` query heads, as kind -> key/value heads: MHA n_heads;
+    one GQA: `own` when it is a GQA count, else the most key/value heads that each still serve at least
+    `min_group` query heads (32 heads -> GQA-8, 12 -> GQA-3, 4 -> none); MQA 1 (absent with one head)."""
+    out = {"MHA": n_heads}
+    g = own if own is not None and 1 < own < n_heads else max(
+        (k for k in range(2, n_heads // min_group + 1) if n_heads % k == 0), default=None)
+    if g is not None:
+        out[f"GQA-{g}"] = g
+    if n_heads > 1:
+        out["MQA"] = 1
+    return out
+
+
+def attention_variants(cfg: ModelConfig) -> dict[str, ModelConfig]:
+    """The same config as MHA, one GQA (kv_head_choices) and MQA: fewer key/value heads mean a smaller cache
+    to hold and to read at every decode step."""
+    return {kind: cfg.replace(n_kv_heads=None if k == cfg.n_heads else k)
+            for kind, k in kv_head_choices(cfg.n_heads, cfg.kv_heads).items()}
+
+
+# Closed forms of one attention layer. d = d_model, A = n_heads*head_dim, K = kv_heads*head_dim.
+ATTENTION_IMPLS = ("sdpa", "explicit")
+
+
+def attention_params(cfg: ModelConfig) -> dict[str, int]:
+    """q: d*A (+A), k and v: d*K (+K each), o: A*d (+d); q/k/v biases with bias or qkv_bias, o's with bias;
+    QK-norm adds two norms of width head_dim."""
+    d, A, K = cfg.d_model, cfg.attn_width, cfg.kv_width
+    qkv_bias = cfg.bias or cfg.qkv_bias
+    return {"attention_q": d * A + (A if qkv_bias else 0),
+            "attention_k": d * K + (K if qkv_bias else 0),
+            "attention_v": d * K + (K if qkv_bias else 0),
+            "attention_o": A * d + (d if cfg.bias else 0),
+            "qk_norm": 2 * norm_params(cfg, cfg.head_width) if cfg.qk_norm else 0}
+
+
+def attention_matmul_params(cfg: ModelConfig) -> int:
+    """Weights in the projections' matrix products (2 FLOPs each per token): d*A + 2*d*K + A*d."""
+    d, A, K = cfg.d_model, cfg.attn_width, cfg.kv_width
+    return d * A + 2 * d * K + A * d
+
+
+def query_key_pairs(seq: int, window: int | None, causal: bool) -> int:
+    """Query-key pairs of one sequence in one layer: T^2 (the full square), or, causal, the visible ones:
+    T(T+1)/2, and with a window w < T, w(w+1)/2 + (T-w)*w."""
+    if not causal:
+        return seq * seq
+    if window is None or window >= seq:
+        return seq * (seq + 1) // 2
+    return window * (window + 1) // 2 + (seq - window) * window
+
+
+def score_flops(cfg: ModelConfig, batch: int, pairs: int) -> int:
+    """QK^T and PV over `pairs` query-key pairs per sequence: 2 products * 2 FLOPs * A each."""
+    return 4 * cfg.attn_width * batch * pairs
+
+
+def keys_held(tokens: int, window: int | None) -> int:
+    """Keys a layer holds (and a new query reads) after `tokens` positions: a window layer only the last w."""
+    return tokens if window is None else min(tokens, window)
+
+
+def kv_bytes(cfg: ModelConfig, batch: int, tokens: int, window: int | None, e: int) -> int:
+    """One layer's cached K and V after `tokens` positions: 2 * held * B * K * e."""
+    return 2 * keys_held(tokens, window) * batch * cfg.kv_width * e
+
+
+def attention_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, impl: str, add) -> None:
+    """Saved tensors of one attention layer, excluding its input (the normed residual) and its output:
+    SDPA (CPU flash) keeps q, k, v as passed (K-wide for GQA), its output, the fp32 logsumexp and a window
+    mask; with dropout it falls back to the math path in fp32 (q, k^T, v broadcast to A, probs, noise,
+    dropped probs); the explicit path keeps q, k^T, v (A-wide), a bool mask, (tanh of capped scores), the
+    fp32 softmax output and either dropout noise + dropped probs or the probs cast to e. `add(term, bytes)`."""
+    N, A, K, H, hd = B * T, cfg.attn_width, cfg.kv_width, cfg.n_heads, cfg.head_width
+    drop = cfg.dropout > 0
+    if cfg.qk_norm:
+        add("qk_norm", norm_saved_bytes(cfg, N * H, hd, e) + norm_saved_bytes(cfg, N * cfg.kv_heads, hd, e))
+    add("rope_tables", rope_saved_bytes(cfg, T, e)[1])
+    scores = B * H * T * T * e
+    explicit = impl == "explicit" or cfg.attn_softcap is not None
+    if not explicit and not drop:
+        add("attn_qkv", N * (A + 2 * K) * e)
+        # the kernel's output takes q's layout: a view of q_proj ([B,T,H,hd] memory) makes o_proj's input a
+        # view of it; q rebuilt by QK-norm or partial RoPE is [B,H,T,hd]-contiguous, so o_proj gets a copy
+        q_rebuilt = cfg.qk_norm or 0 < cfg.rotary_dim < hd
+        add("attn_out", N * A * e * (2 if q_rebuilt else 1))
+        add("attn_lse", B * H * T * STAT)
+        if window is not None:
+            add("attn_mask", T * T * e)            # the bool window mask, converted to an additive float mask
+        return
+    add("attn_out", N * A * e)                     # the [B,T,A] copy o_proj reads
+    if not explicit:                               # SDPA's math fallback (dropout) computes in fp32 on CPU:
+        add("attn_qkv", 3 * N * A * STAT)          # q, k^T, v broadcast to all H heads,
+        add("attn_scores", 3 * B * H * T * T * STAT)   # probabilities, dropout noise, dropped probabilities
+        return
+    add("attn_qkv", 3 * N * A * e)                 # q, k^T and v, broadcast to all H heads
+    add("attn_mask", T * T)                        # bool, one per layer
+    add("attn_scores", B * H * T * T * STAT        # softmax output (fp32), then either dropout (noise and
+        + (2 * scores if drop else scores if e != STAT else 0)   # dropped probs) or the cast probs
+        + (scores if cfg.attn_softcap is not None else 0))       # tanh of the capped scores

@@ -1,22 +1,66 @@
-"""One transformer block: serial or parallel layout, norms placed pre, post or sandwich."""
+"""One transformer block: serial or parallel layout, norms placed pre, post or sandwich.
+
+`block_layout(cfg)` is the one structural description of a block (which norms sit where, how the branches
+combine, which attention and FFN): the Block module is built from it, the activation closed form and the
+diagram (app/diagram.py) read it. Below the module: the block's closed forms, summed from the families.
+"""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from engine.config import ModelConfig
-from engine.layers.attention import Attention, LayerKV
-from engine.layers.ffn import make_ffn
-from engine.layers.norm import make_norm
+from engine.layers.attention import (Attention, LayerKV, attention_matmul_params, attention_params,
+                                     attention_saved_bytes)
+from engine.layers.ffn import GATE_ACTIVATION, ffn_matmul_params, ffn_params, ffn_saved_bytes, make_ffn
+from engine.layers.init import init_norm
+from engine.layers.norm import make_norm, norm_params, norm_saved_bytes
+
+
+@dataclass(frozen=True)
+class BlockLayout:
+    parallel: bool              # y = x + A(.) + F(.) instead of two residual steps
+    placement: str              # "pre", "post" or "sandwich"
+    input_norms: int            # norms on the way into the branches: 2, 1 (parallel, shared) or 0 (post)
+    branch_norms: bool          # sandwich: a norm on each branch output before the residual add
+    residual_norms: int         # post: norms on the residual sums (2 serial, 1 parallel)
+    norm: str                   # "layernorm" or "rmsnorm", with a gain when norm_affine
+    norm_affine: bool
+    attention: str              # "MHA", "GQA" or "MQA"
+    qk_norm: bool
+    rope_fraction: float | None  # None: no rotary positions
+    window: int | None          # sliding window of the local layers
+    global_every: int | None    # with a window: every k-th layer is global
+    attn_softcap: float | None
+    ffn: str                    # the config's choice, e.g. "gelu" or "swiglu"
+    gated: bool
+    activation: str             # the activation function inside the FFN (the gate's, when gated)
+
+    @property
+    def norm_count(self) -> int:
+        """Norms of width d_model in one block."""
+        return self.input_norms + 2 * self.branch_norms + self.residual_norms
+
+
+def block_layout(cfg: ModelConfig) -> BlockLayout:
+    parallel, placement = cfg.block == "parallel", cfg.norm_placement
+    post = placement == "post"
+    inputs = 0 if post else (1 if parallel and cfg.parallel_shared_norm else 2)
+    return BlockLayout(
+        parallel=parallel, placement=placement, input_norms=inputs, branch_norms=placement == "sandwich",
+        residual_norms=(1 if parallel else 2) if post else 0, norm=cfg.norm, norm_affine=cfg.norm_affine,
+        attention=cfg.attention_kind, qk_norm=cfg.qk_norm,
+        rope_fraction=cfg.rope_fraction if cfg.position == "rope" else None, window=cfg.attn_window,
+        global_every=cfg.global_every if cfg.attn_window is not None else None, attn_softcap=cfg.attn_softcap,
+        ffn=cfg.ffn, gated=cfg.gated, activation=GATE_ACTIVATION[cfg.ffn] if cfg.gated else cfg.ffn)
 
 
 def block_norm_count(cfg: ModelConfig) -> int:
-    """Norms of width d_model in one block (the modules created below)."""
-    if cfg.norm_placement == "post":
-        return 1 if cfg.block == "parallel" else 2
-    inputs = 1 if cfg.block == "parallel" and cfg.parallel_shared_norm else 2
-    return inputs + (2 if cfg.norm_placement == "sandwich" else 0)
+    """Norms of width d_model in one block (the modules Block creates)."""
+    return block_layout(cfg).norm_count
 
 
 class Block(nn.Module):
@@ -29,15 +73,20 @@ class Block(nn.Module):
 
     def __init__(self, cfg: ModelConfig, window: int | None):
         super().__init__()
-        self.parallel, self.placement, self.p = cfg.block == "parallel", cfg.norm_placement, cfg.dropout
+        lay = block_layout(cfg)
+        self.parallel, self.placement, self.p = lay.parallel, lay.placement, cfg.dropout
         self.attn = Attention(cfg, window)
         self.ffn = make_ffn(cfg)
         self.norm1 = make_norm(cfg)
-        shared = self.parallel and (cfg.parallel_shared_norm or self.placement == "post")
-        self.norm2 = None if shared else make_norm(cfg)
-        sandwich = self.placement == "sandwich"
-        self.post_attn_norm = make_norm(cfg) if sandwich else None
-        self.post_ffn_norm = make_norm(cfg) if sandwich else None
+        self.norm2 = make_norm(cfg) if 2 in (lay.input_norms, lay.residual_norms) else None
+        self.post_attn_norm = make_norm(cfg) if lay.branch_norms else None
+        self.post_ffn_norm = make_norm(cfg) if lay.branch_norms else None
+
+    def init_weights(self, std: float, out_std: float, generator: torch.Generator) -> None:
+        self.attn.init_weights(std, out_std, generator)
+        self.ffn.init_weights(std, out_std, generator)
+        for norm in (self.norm1, self.norm2, self.post_attn_norm, self.post_ffn_norm):
+            init_norm(norm)
 
     def _attn(self, h, pos, rope, cache):
         y = self.attn(h, pos, rope, cache)
@@ -51,6 +100,7 @@ class Block(nn.Module):
 
     def forward(self, x: torch.Tensor, pos: torch.Tensor, rope: tuple | None,
                 cache: LayerKV | None = None) -> torch.Tensor:
+        # x: [B, T, d] residual stream in and out; every branch (attention, FFN, norms) reads and returns [B, T, d]
         if self.placement == "post":
             if self.parallel:
                 return self.norm1(x + self._attn(x, pos, rope, cache) + self._ffn(x))
@@ -62,3 +112,43 @@ class Block(nn.Module):
             return x + self._attn(h1, pos, rope, cache) + self._ffn(h2)
         x = x + self._attn(self.norm1(x), pos, rope, cache)
         return x + self._ffn(self.norm2(x))
+
+
+# Closed forms of one block, summed from the attention, FFN and norm families.
+
+def block_params(cfg: ModelConfig) -> dict[str, int]:
+    """Parameters of one block by component (the names of engine.budget.params.COMPONENTS)."""
+    return {**attention_params(cfg), "ffn": ffn_params(cfg),
+            "norms": block_norm_count(cfg) * norm_params(cfg, cfg.d_model)}
+
+
+def block_matmul_params(cfg: ModelConfig) -> int:
+    """Weights of one block that take part in a matrix product per token (2 FLOPs each)."""
+    return attention_matmul_params(cfg) + ffn_matmul_params(cfg)
+
+
+def block_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, impl: str, add) -> None:
+    """Bytes autograd saves in one block, by term (`add(term, bytes)`): attention, FFN, dropout noise, and
+    the norms with the tensors they read, as the layout places them (linears save their input, which is a
+    norm's output or, post-norm, the residual itself)."""
+    lay = block_layout(cfg)
+    N, d = B * T, cfg.d_model
+    tok = N * d * e
+    normed = norm_saved_bytes(cfg, N, d, e)
+    attention_saved_bytes(cfg, B, T, e, window, impl, add)
+    add("ffn", ffn_saved_bytes(cfg, N, e))
+    add("dropout", 2 * tok if cfg.dropout > 0 else 0)
+    if lay.branch_norms:                          # post-branch norms read the branch outputs
+        add("norms", 2 * normed)
+    if lay.residual_norms:                        # the linears read x itself; norms read residual sums
+        add("block_input", tok)
+        if lay.parallel:                          # N1(x + attn + ffn)
+            add("norms", normed)
+        else:                                     # N1(x + attn) feeds the FFN; N2(x1 + ffn)
+            add("norms", 2 * normed + tok)
+        return
+    if lay.parallel:                              # N1 (and N2) read x; their outputs feed the branches
+        readers = lay.input_norms
+        add("norms", norm_saved_bytes(cfg, N, d, e, readers) + readers * tok)
+        return
+    add("norms", 2 * (normed + tok))              # N1(x) and its output, N2(x + attn) and its output

@@ -1,32 +1,64 @@
-"""Feed-forward networks: dense act(x W_up) W_down, or gated (act(x W_gate) * x W_up) W_down."""
+"""Feed-forward networks: dense act(x W_up) W_down, or gated (act(x W_gate) * x W_up) W_down.
+
+The family's closed forms sit below the modules: parameters, matrix weights (FLOPs = 2 per weight per token)
+and the bytes autograd saves. A new FFN choice is one entry in ACTIVATIONS (dense) or GATE_ACTIVATION (gated):
+the config's `ffn` choices, the lecture's curves and formulas and the diagram all read these two tables."""
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.config import ModelConfig
+from engine.layers.init import init_linear
 
-ACTIVATIONS = {
-    "relu": F.relu,
-    "gelu": F.gelu,
-    "gelu_tanh": functools.partial(F.gelu, approximate="tanh"),
-    "silu": F.silu,
+if TYPE_CHECKING:   # engine.config reads DENSE_FFNS / GATED_FFNS from here
+    from engine.config import ModelConfig
+
+
+@dataclass(frozen=True)
+class Activation:
+    fn: Callable[[torch.Tensor], torch.Tensor]
+    label: str              # as the lecture writes it
+    formula: str
+    saves_output: bool      # autograd keeps only its output (ReLU), the tensor the down projection saves anyway
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fn(x)
+
+
+ACTIVATIONS: dict[str, Activation] = {
+    "relu": Activation(F.relu, "ReLU", "max(0, x)", True),
+    "gelu": Activation(F.gelu, "GELU", "x·Φ(x)  (exact, Φ = normal CDF)", False),
+    "gelu_tanh": Activation(functools.partial(F.gelu, approximate="tanh"), "GELU_tanh",
+                            "x·½(1 + tanh(√(2/π)(x + 0.044715x³)))", False),
+    "silu": Activation(F.silu, "SiLU", "x·σ(x)", False),
 }
 GATE_ACTIVATION = {"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh", "reglu": "relu"}
+DENSE_FFNS, GATED_FFNS = tuple(ACTIVATIONS), tuple(GATE_ACTIVATION)
+
+
+def ffn_formula(ffn: str) -> str:
+    """What one FFN unit computes: the activation's formula (dense), or act(g)·u (gated)."""
+    return ACTIVATIONS[ffn].formula if ffn in ACTIVATIONS else f"{ACTIVATIONS[GATE_ACTIVATION[ffn]].label}(g)·u"
 
 
 class DenseFFN(nn.Module):
     def __init__(self, d_model: int, d_ff: int, act: str, bias: bool):
         super().__init__()
-        self.act = ACTIVATIONS[act]
+        self.act = ACTIVATIONS[act].fn
         self.up = nn.Linear(d_model, d_ff, bias=bias)
         self.down = nn.Linear(d_ff, d_model, bias=bias)
 
+    def init_weights(self, std: float, out_std: float, generator: torch.Generator) -> None:
+        init_linear(self.up, std, generator)
+        init_linear(self.down, out_std, generator)       # writes into the residual stream
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down(self.act(self.up(x)))
+        return self.down(self.act(self.up(x)))           # [B, T, d] -> [B, T, f] -> [B, T, d]
 
 
 class GatedFFN(nn.Module):
@@ -34,13 +66,18 @@ class GatedFFN(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, act: str, bias: bool):
         super().__init__()
-        self.act = ACTIVATIONS[act]
+        self.act = ACTIVATIONS[act].fn
         self.gate = nn.Linear(d_model, d_ff, bias=bias)
         self.up = nn.Linear(d_model, d_ff, bias=bias)
         self.down = nn.Linear(d_ff, d_model, bias=bias)
 
+    def init_weights(self, std: float, out_std: float, generator: torch.Generator) -> None:
+        init_linear(self.gate, std, generator)
+        init_linear(self.up, std, generator)
+        init_linear(self.down, out_std, generator)       # writes into the residual stream
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down(self.act(self.gate(x)) * self.up(x))
+        return self.down(self.act(self.gate(x)) * self.up(x))   # gate, up: [B, T, f]; out: [B, T, d]
 
 
 def make_ffn(cfg: ModelConfig) -> nn.Module:
@@ -53,3 +90,17 @@ def ffn_params(cfg: ModelConfig) -> int:
     d, f, mats = cfg.d_model, cfg.ffn_width, 3 if cfg.gated else 2
     biases = ((mats - 1) * f + d) if cfg.bias else 0
     return mats * d * f + biases
+
+
+def ffn_matmul_params(cfg: ModelConfig) -> int:
+    """Weights in the FFN's matrix products (2 FLOPs each per token): (3 gated or 2 dense) * d * f."""
+    return (3 if cfg.gated else 2) * cfg.d_model * cfg.ffn_width
+
+
+def ffn_saved_bytes(cfg: ModelConfig, tokens: int, e: int) -> int:
+    """Bytes autograd saves inside the FFN, its input excluded: dense GELU/SiLU keep the activation input and
+    output, ReLU only its output (which the down projection saves anyway); gated keeps the act input (not
+    ReLU), act output, up output and their product."""
+    relu = ACTIVATIONS[GATE_ACTIVATION.get(cfg.ffn, cfg.ffn)].saves_output
+    width = (3 if relu else 4) if cfg.gated else (1 if relu else 2)
+    return width * tokens * cfg.ffn_width * e

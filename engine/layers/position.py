@@ -10,6 +10,9 @@ import math
 
 import torch
 
+from engine.config import ModelConfig
+from engine.runtime import DTYPE_BYTES
+
 
 def sinusoidal_table(positions: torch.Tensor, dim: int) -> torch.Tensor:
     """[T] positions -> [T, dim]: sin on even, cos on odd channels, wavelengths 2pi .. 10000*2pi."""
@@ -38,3 +41,24 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
     a, b = rot[..., : r // 2], rot[..., r // 2:]
     rotated = rot * cos.to(x.dtype) + torch.cat([-b, a], dim=-1) * sin.to(x.dtype)
     return torch.cat([rotated, rest], dim=-1) if rest.shape[-1] else rotated
+
+
+def position_params(cfg: ModelConfig) -> int:
+    """Learned positions are a context_length x d_model table; the other kinds have no parameters."""
+    return cfg.context_length * cfg.d_model if cfg.position == "learned" else 0
+
+
+def seq_problem(cfg: ModelConfig, seq: int) -> str | None:
+    """A learned table has context_length rows: a longer sequence has no position to read."""
+    if cfg.position == "learned" and seq > cfg.context_length:
+        return f"seq: {seq} exceeds context_length={cfg.context_length} (learned positions have no row for it)"
+    return None
+
+
+def rope_saved_bytes(cfg: ModelConfig, T: int, e: int) -> tuple[int, int]:
+    """(shared, per layer) bytes of rotary tables autograd saves: in fp32 the cos and sin tables [T, rotary_dim]
+    are computed once and shared by all layers; other dtypes cast them per call (4 tables per layer)."""
+    if cfg.position != "rope":
+        return 0, 0
+    fp32 = DTYPE_BYTES["fp32"]
+    return (2 * T * cfg.rotary_dim * fp32, 0) if e == fp32 else (0, 4 * T * cfg.rotary_dim * e)

@@ -9,6 +9,7 @@ import torch
 from engine.config import ModelConfig
 from engine.layers.position import apply_rope, rope_tables
 from engine.model import build_model
+from engine.validation import int_problem, number_problem, require
 
 
 def _rotate(vec: tuple[float, float], angles: torch.Tensor) -> torch.Tensor:
@@ -43,8 +44,7 @@ def rope_scores(theta_deg: float = 30.0, pairs: tuple[tuple[int, int], ...] = ((
 def rope_score_grid(theta_deg: float = 30.0, n: int = 8, q: tuple[float, float] = (1.0, 0.0),
                     k: tuple[float, float] = (1.0, 0.0)) -> list[list[float]]:
     """[n query positions][n key positions] of scores: constant along each diagonal (fixed j - i)."""
-    if n < 1:
-        raise ValueError(f"positions: n={n} is not an integer >= 1")
+    require(int_problem("n", n))
     angles = torch.arange(n, dtype=torch.float32) * math.radians(theta_deg)
     return (_rotate(q, angles) @ _rotate(k, angles).T).tolist()
 
@@ -62,8 +62,7 @@ def zloss(logits: tuple[float, ...] = (0.0, 0.0), coeff: float = 1e-4) -> ZLoss:
     both give (0.5, 0.5) but log Z 0.6931 vs 10.6931. The z-loss coeff*(log Z)^2 tells them apart."""
     if len(logits) < 1:
         raise ValueError("logits: need at least one value")
-    if coeff < 0:
-        raise ValueError(f"coeff: {coeff} is not a number >= 0")
+    require(number_problem("coeff", coeff))
     z = torch.tensor(logits, dtype=torch.float64)
     log_z = float(torch.logsumexp(z, 0))
     return ZLoss(logits=z.tolist(), probs=torch.softmax(z, 0).tolist(), log_z=log_z, z_loss=coeff * log_z ** 2)
@@ -72,8 +71,7 @@ def zloss(logits: tuple[float, ...] = (0.0, 0.0), coeff: float = 1e-4) -> ZLoss:
 def softcap_curve(cap: float = 30.0, lo: float = -100.0, hi: float = 100.0, n: int = 201) -> dict[str, list[float]]:
     """c*tanh(z/c) and its slope 1 - tanh^2(z/c): bounded in (-c, c), nearly identity for |z| << c,
     vanishing gradient for |z| >> c."""
-    if not cap > 0:
-        raise ValueError(f"cap: {cap} is not a number > 0")
+    require(number_problem("cap", cap, strict=True))
     if not hi > lo or n < 2:
         raise ValueError(f"softcap range: need hi > lo and n >= 2, got lo={lo}, hi={hi}, n={n}")
     z = torch.linspace(lo, hi, n, dtype=torch.float64)
@@ -110,8 +108,7 @@ def mask_order(scores: tuple[float, ...] = (2.0, 1.0, 3.0), masked: tuple[bool, 
         raise ValueError(f"masked: {len(masked)} flags for {len(scores)} scores; give one per score")
     if all(masked):
         raise ValueError("masked: at least one key must stay visible")
-    if not cap > 0:
-        raise ValueError(f"cap: {cap} is not a number > 0")
+    require(number_problem("cap", cap, strict=True))
     s = torch.tensor(scores, dtype=torch.float64)
     m = torch.tensor(masked)
     first = (cap * torch.tanh(s / cap)).masked_fill(m, float("-inf"))

@@ -9,6 +9,7 @@ from torch import nn
 from engine.config import ModelConfig
 from engine.layers.block import Block
 from engine.layers.norm import LayerNorm, RMSNorm
+from engine.validation import number_problem, require
 
 
 class _FirstCoordinate(nn.Module):
@@ -68,8 +69,7 @@ def serial_vs_parallel(x: tuple[float, ...] = (1.0, 2.0, 3.0, 4.0), eps: float =
     the FFN reads this block's attention update and in the parallel block it does not."""
     if len(x) < 2:
         raise ValueError(f"x: needs at least 2 coordinates for a LayerNorm, got {len(x)}")
-    if not eps > 0:
-        raise ValueError(f"eps: {eps} is not a number > 0")
+    require(number_problem("eps", eps, strict=True))
     t = torch.tensor(x, dtype=torch.float64)
     normed = LayerNorm(len(x), eps, affine=False)(t)
     return SerialParallel(x=list(map(float, x)), eps=eps, normed_x=normed.tolist(),
@@ -93,8 +93,7 @@ def norm_comparison(x: tuple[float, ...] = (3.0, 4.0), eps: float = 0.0) -> Norm
     eps defaults to 0 to match the hand calculation; the model's norms use a small eps > 0."""
     if len(x) < 2:
         raise ValueError(f"x: needs at least 2 coordinates, got {len(x)}")
-    if eps < 0:
-        raise ValueError(f"eps: {eps} is not a number >= 0")
+    require(number_problem("eps", eps))
     t = torch.tensor(x, dtype=torch.float64)
     rms = RMSNorm(len(x), eps, affine=False)(t)
     ln = LayerNorm(len(x), eps, affine=False)(t)

@@ -6,9 +6,10 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.activation_curves import activation_curves as sampled_curves
+from engine.activation_grid import activation_curves as sampled_curves
 from engine.config import DENSE_FFNS, ModelConfig
 from engine.layers.ffn import ACTIVATIONS, ffn_params
+from engine.validation import int_problem, require
 
 
 def activation_values(z: float) -> dict[str, float]:
@@ -17,14 +18,14 @@ def activation_values(z: float) -> dict[str, float]:
     GELU(-1) is about -0.158655 (a small negative lobe where ReLU is 0); SiLU(2) is about 1.762, above 1,
     so a SiLU gate is not a probability in [0, 1]. Deterministic: the same z always gives the same values."""
     x = torch.tensor([float(z)], dtype=torch.float64)
-    values = {name: float(act(x)) for name, act in ACTIVATIONS.items()}
+    values = {name: float(act.fn(x)) for name, act in ACTIVATIONS.items()}
     values["sigmoid"] = float(torch.sigmoid(x))
     return values
 
 
-def activation_curves(lo: float = -4.0, hi: float = 4.0, n: int = 161) -> dict[str, list[float]]:
+def dense_activation_table(lo: float = -4.0, hi: float = 4.0, n: int = 161) -> dict[str, list[float]]:
     """Sampled curves for a chart: key 'z' holds the inputs, one key per dense activation its outputs (the
-    Activations page's engine.activation_curves, reshaped for the lecture chart)."""
+    Activations page's engine.activation_grid.activation_curves, reshaped for the lecture chart)."""
     curves = sampled_curves(DENSE_FFNS, lo, hi, n)
     return {"z": curves[DENSE_FFNS[0]].x, **{name: c.y for name, c in curves.items()}}
 
@@ -53,9 +54,7 @@ def gating_match(d_model: int = 768, dense_width: int | None = None, multiple_of
     """Parameter-matched gating: 3*D*F_g = 2*D*F gives F_g = 2F/3; real models round F_g to a hardware-friendly
     multiple, so the match is then only approximate. At D=768, F=3072: both 4,718,592; gated at 3072: 7,077,888."""
     F = 4 * d_model if dense_width is None else dense_width
-    for name, v in (("d_model", d_model), ("dense_width", F), ("multiple_of", multiple_of)):
-        if v < 1:
-            raise ValueError(f"{name}: {v} is not an integer >= 1")
+    require(int_problem("d_model", d_model), int_problem("dense_width", F), int_problem("multiple_of", multiple_of))
     dense = _ffn_matrix_params(d_model, F, "gelu")
     gated_width = multiple_of * math.ceil(2 * F / (3 * multiple_of))
     gated = _ffn_matrix_params(d_model, gated_width, "swiglu")

@@ -12,6 +12,7 @@ from engine.budget.params import count_params
 from engine.config import ModelConfig
 from engine.model import build_model
 from engine.presets import get_preset
+from engine.validation import choice_problem, int_problem, require
 
 
 class _TinyLM(nn.Module):
@@ -53,9 +54,7 @@ def _sharing(vocab: int, dim: int, share: bool, seed: int) -> SharingResult:
 def shared_vs_clone(vocab: int = 5, dim: int = 3, seed: int = 0) -> dict[str, SharingResult]:
     """{'shared': ..., 'clone': ...}: at V=5, D=3 the shared table has 15 unique parameters, the detached clone
     30; both start equal, only the clone drifts apart after one optimizer step."""
-    for name, v in (("vocab", vocab), ("dim", dim)):
-        if v < 1:
-            raise ValueError(f"{name}: {v} is not an integer >= 1")
+    require(int_problem("vocab", vocab), int_problem("dim", dim))
     return {"shared": _sharing(vocab, dim, True, seed), "clone": _sharing(vocab, dim, False, seed)}
 
 
@@ -131,11 +130,8 @@ def tying_savings(vocab: int = 32000, dim: int = 768, weight_dtype: str = "bf16"
     """Untied embedding + head hold 2VD parameters, tied VD: at V=32,000, D=768 tying saves 24,576,000
     parameters, 46.875 MiB of bf16 weights, 281.25 MiB at 12 bytes/param (2 weight + 2 grad + 8 Adam), and
     93.75 MiB more if an fp32 master copy is kept."""
-    if weight_dtype not in DTYPE_BYTES:
-        raise ValueError(f"weight_dtype: {weight_dtype!r} is not one of {', '.join(DTYPE_BYTES)}")
-    for name, v in (("vocab", vocab), ("dim", dim)):
-        if v < 1:
-            raise ValueError(f"{name}: {v} is not an integer >= 1")
+    require(choice_problem("weight_dtype", weight_dtype, DTYPE_BYTES), int_problem("vocab", vocab),
+            int_problem("dim", dim))
     base = ModelConfig(name="tying-demo", vocab_size=vocab, d_model=dim, n_heads=1, n_layers=1)
     n = count_params(base.replace(tie_embeddings=False)).total - count_params(base.replace(tie_embeddings=True)).total
     w = DTYPE_BYTES[weight_dtype]

@@ -19,6 +19,7 @@ from engine.guard import MemoryRefusal, check_fits
 from engine.model import build_model
 from engine.runtime import default_device
 from engine.units import fmt_bytes
+from engine.validation import int_problem, require
 
 # Building and initialising a model costs about a second per 100M parameters on a laptop CPU.
 CPU_PARAM_LIMIT = 200_000_000
@@ -61,7 +62,7 @@ def model_stats(cfg: ModelConfig, tokens: int = 64, seed: int = 0, device: str |
     check_live(cfg, device, tokens)
     T = min(tokens, cfg.context_length)
     if T < 1:
-        raise ValueError(f"tokens: {tokens!r} is not an integer >= 1")
+        require(int_problem("tokens", tokens))
     model = build_model(cfg, device=device, seed=seed).eval()
     model.set_attention("explicit", keep_probs=True)
     rms: list[float] = []

@@ -11,6 +11,7 @@ import threading
 from engine.config import ModelConfig
 from engine.train.data import Dataset
 from engine.train.loop import RunResult, StepRecord, TrainConfig, train
+from engine.validation import choice_problem, require
 
 
 def matched_gated_dff(d_ff: int) -> int:
@@ -36,8 +37,7 @@ AB_CHOICES = {
 
 def ab_configs(cfg: ModelConfig, choice: str) -> dict[str, ModelConfig]:
     """Two configs that differ only in the compared knob (and, for the FFN, the width that matches params)."""
-    if choice not in AB_CHOICES:
-        raise ValueError(f"comparison: {choice!r} is not one of {', '.join(AB_CHOICES)}")
+    require(choice_problem("comparison", choice, AB_CHOICES))
     return {label: c.replace(name=f"{cfg.name} {label}") for label, c in AB_CHOICES[choice](cfg).items()}
 
 

@@ -15,13 +15,15 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from engine.config import ConfigError, ModelConfig, _shown
+from engine.config import ConfigError, ModelConfig
 from engine.guard import check_fits
+from engine.layers.attention import kv_head_choices
 from engine.limits import MAX_INT
 from engine.model import DecoderLM, build_model
 from engine.runtime import resolve_device
 from engine.train.data import Dataset, get_batch, load_data
 from engine.train.ddp import SINGLE, DistInfo, wrap
+from engine.validation import int_problem
 
 DIVERGE_FACTOR = 3.0  # a train loss this many times the initial loss counts as diverged
 
@@ -49,9 +51,10 @@ class TrainConfig:
         p = []
         for name, lo in (("steps", 1), ("batch", 1), ("seq", 2), ("warmup", 0), ("eval_every", 1),
                          ("eval_batches", 1), ("samples", 0), ("seed", 0)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= MAX_INT:
-                p.append(f"{name}: {_shown(v)} is not an integer >= {lo} and <= {MAX_INT:,}")
+            if problem := int_problem(name, getattr(self, name), lo):
+                p.append(problem)
+            elif getattr(self, name) > MAX_INT:
+                p.append(f"{name}: the value is more than {MAX_INT:,} (2^53 - 1)")
         for name, lo, hi in (("lr", 0, math.inf), ("min_lr_ratio", 0, 1), ("weight_decay", 0, math.inf),
                              ("grad_clip", 0, math.inf), ("z_loss", 0, math.inf), ("dropout", 0, 0.999)):
             v = getattr(self, name)
@@ -108,8 +111,12 @@ class RunResult:
 
 def small_version(cfg: ModelConfig, d_model: int = 64, n_layers: int = 2, n_heads: int = 4) -> ModelConfig:
     """The config's architecture knobs (norms, FFN, positions, attention kind, layout) at a size a CPU trains
-    in seconds: MHA stays MHA, MQA stays MQA, any GQA becomes 2 key/value heads."""
-    kv = None if cfg.kv_heads == cfg.n_heads else (1 if cfg.kv_heads == 1 else 2)
+    in seconds: MHA stays MHA, MQA stays MQA, GQA becomes kv_head_choices' GQA at n_heads, with groups of 2
+    query heads allowed (4 heads -> GQA-2)."""
+    kind = cfg.attention_kind[:3]
+    choices = kv_head_choices(n_heads, min_group=2)
+    kv = next((k for name, k in choices.items() if name.startswith(kind)), n_heads)
+    kv = None if kv == n_heads else kv
     return cfg.replace(name=f"{cfg.name}-small", d_model=d_model, n_layers=n_layers, n_heads=n_heads,
                        n_kv_heads=kv, head_dim=None, d_ff=None, ffn_multiple_of=8)
 

@@ -1,4 +1,4 @@
-"""Pure figure builders for the Budgets and Compare pages: memory, KV cache, FLOPs and the roofline.
+"""Figures of the Budgets page: memory per precision policy, KV cache vs context, FLOPs split and the roofline.
 
 Byte axes use one binary unit chosen from the largest value (KiB, MiB, GiB, TiB); FLOP axes use SI prefixes.
 """
@@ -8,18 +8,23 @@ import math
 
 import plotly.graph_objects as go
 
-from app.charts import COLORS, MEMORY_COLORS, _layout
-from engine.budget.devices import DeviceProfile, Roofline
+from app.charts import COLORS, MEMORY_COLORS, layout
+from engine.budget.devices import DeviceProfile, Roofline, fmt_ratio
 from engine.budget.flops import FlopBudget
 from engine.budget.memory import MemoryBudget
-from engine.units import byte_unit, fmt_bytes, fmt_count_short, fmt_flops
+from engine.units import byte_unit, fmt_bytes, fmt_flops
 
 TRAIN_TERMS = (("weights", "weights_bytes"), ("grads", "grads_bytes"), ("optimizer", "optimizer_bytes"),
                ("master", "master_bytes"), ("activations", "activations_bytes"))
 
 
-def memory_figure(train: dict[str, MemoryBudget], infer: MemoryBudget, infer_label: str) -> go.Figure:
-    """Stacked training memory per precision policy, and an inference bar (weights + KV cache)."""
+OPTIMIZER_NAMES = {"adamw": "AdamW: 2 states", "sgd-momentum": "SGD with momentum: 1 state", "sgd": "plain SGD: no state"}
+
+
+def memory_figure(train: dict[str, MemoryBudget], infer: MemoryBudget, infer_label: str,
+                  optimizer: str = "adamw") -> go.Figure:
+    """Stacked training memory per precision policy with `optimizer`'s state, and an inference bar (weights + KV
+    cache)."""
     largest = max([b.train_total_bytes for b in train.values()] + [infer.infer_total_bytes])
     div, unit = byte_unit(largest)
     cats = list(train) + [infer_label]
@@ -37,12 +42,13 @@ def memory_figure(train: dict[str, MemoryBudget], infer: MemoryBudget, infer_lab
     fig.add_trace(go.Scatter(x=cats, y=[t / div for t in totals], mode="text", text=[fmt_bytes(t) for t in totals],
                              textposition="top center", showlegend=False, hoverinfo="skip"))
     fig.update_layout(barmode="stack")
-    fig.update_xaxes(title_text="training precision policy (AdamW state, one step) | inference")
+    fig.update_xaxes(title_text=f"training precision policy ({OPTIMIZER_NAMES.get(optimizer, optimizer)}, one step)"
+                                " | inference")
     fig.update_yaxes(title_text=f"memory ({unit})", rangemode="tozero")
-    return _layout(fig, "Memory per precision policy", height=460)
+    return layout(fig, "Memory per precision policy", height=460)
 
 
-def kv_figure(tokens: list[int], series: dict[str, list[int]], current: str) -> go.Figure:
+def kv_vs_context_figure(tokens: list[int], series: dict[str, list[int]], current: str) -> go.Figure:
     """KV cache bytes against context length, one line per attention variant; the current config is bold."""
     div, unit = byte_unit(max(max(v) for v in series.values()))
     fig = go.Figure()
@@ -53,7 +59,7 @@ def kv_figure(tokens: list[int], series: dict[str, list[int]], current: str) -> 
                                  hovertemplate=f"{label}: %{{customdata}}<extra>%{{x:,}} tokens</extra>"))
     fig.update_xaxes(title_text="context length (tokens)", tickformat=",")
     fig.update_yaxes(title_text=f"KV cache ({unit})", rangemode="tozero")
-    return _layout(fig, "KV cache vs context length", height=420, hovermode="x unified")
+    return layout(fig, "KV cache vs context length", height=420, hovermode="x unified")
 
 
 def flops_figure(fb: FlopBudget) -> go.Figure:
@@ -67,18 +73,23 @@ def flops_figure(fb: FlopBudget) -> go.Figure:
                              customdata=[fmt_flops(value)], hovertemplate=f"{name}: %{{customdata}}<extra></extra>"))
     fig.update_layout(barmode="stack")
     fig.update_yaxes(title_text="FLOPs per step (FLOP)", tickformat="~s")
-    return _layout(fig, f"FLOPs split: {fmt_flops(fb.train_flops)} per step", height=420)
+    return layout(fig, f"FLOPs split: {fmt_flops(fb.train_flops)} per step", height=420)
 
 
-def flops_rules_figure(fb: FlopBudget) -> go.Figure:
-    """Counted FLOPs per token beside the 6N and PaLM rules of thumb."""
-    names = ["counted (closed form)", "6N rule", "PaLM 6N + 12·L·H·Q·T"]
-    values = [fb.flops_per_token, fb.six_n_per_token, fb.palm_per_token]
-    fig = go.Figure(go.Bar(x=names, y=values, marker_color=[COLORS["attention"], "#9D9D9D", "#6E6E6E"],
-                           text=[fmt_flops(v) for v in values], textposition="outside",
+def flops_rules_figure(fb: FlopBudget, full: FlopBudget | None = None) -> go.Figure:
+    """Counted FLOPs per token beside the 6N and PaLM rules of thumb; with `full` (the full-square count of the
+    same step), that count too, so the causal/window saving is visible."""
+    counted = "counted: causal/window pairs" if fb.causal else "counted: full T×T square"
+    names, values = [counted], [fb.flops_per_token]
+    if full is not None:
+        names, values = names + ["counted: full T×T square (FlopCounterMode)"], values + [full.flops_per_token]
+    names, values = names + ["6N rule", "PaLM 6N + 12·L·H·Q·T"], values + [fb.six_n_per_token, fb.palm_per_token]
+    colors = [COLORS["attention"]] + ([COLORS["ffn"]] if full is not None else []) + ["#9D9D9D", "#6E6E6E"]
+    fig = go.Figure(go.Bar(x=names, y=values, marker_color=colors,
+                           text=[fmt_flops(v) for v in values], textposition="outside", cliponaxis=False,
                            hovertemplate="%{x}: %{text}<extra></extra>"))
     fig.update_yaxes(title_text="training FLOPs per token (FLOP)", tickformat="~s", rangemode="tozero")
-    return _layout(fig, "Per token: counted vs rules of thumb", height=420)
+    return layout(fig, "Per token: counted vs rules of thumb", height=420)
 
 
 def roofline_figure(profile: DeviceProfile, points: dict[str, Roofline], dtype: str) -> go.Figure:
@@ -87,52 +98,30 @@ def roofline_figure(profile: DeviceProfile, points: dict[str, Roofline], dtype: 
     xs = [10 ** (k / 8) for k in range(-16, 41)]      # 0.01 .. 1e5 FLOP/byte
     intens = [p.flops_per_byte for p in points.values()]
     xs = sorted(set(xs + [peak / bw] + intens))
+    lo, hi = math.log10(min(xs)), math.log10(max(xs))
+
+    def side(x: float) -> str:
+        """Labels grow away from the nearer edge, so none leaves the plot."""
+        return "left" if math.log10(x) > lo + 0.6 * (hi - lo) else "right"
+
     fig = go.Figure(go.Scatter(x=xs, y=[min(peak, x * bw) for x in xs], mode="lines", name=f"{profile.name} roof",
                                line=dict(color="#444444", width=3),
                                hovertemplate="%{x:.3g} FLOP/B → %{y:.3s}FLOP/s<extra>roof</extra>"))
     for phase, p in points.items():
         fig.add_trace(go.Scatter(x=[p.flops_per_byte], y=[p.attainable_flops], mode="markers+text", name=phase,
-                                 text=[f"{phase}: {p.bound}-bound"], textposition="bottom right",
+                                 text=[f"{phase}: {p.bound}-bound"], textposition=f"bottom {side(p.flops_per_byte)}",
                                  marker=dict(size=14, color=COLORS["attention"] if phase == "prefill"
                                              else COLORS["positions"]),
                                  hovertemplate=f"{p.verdict}<br>attainable {fmt_flops(p.attainable_flops, 'FLOP/s')}"
                                  f"<br>time ≥ {p.time_s * 1e3:.3g} ms<extra></extra>"))
     ridge = peak / bw     # a trace, not add_vline: shapes on log axes take log10 coordinates
     fig.add_trace(go.Scatter(x=[ridge, ridge], y=[min(xs) * bw, peak], mode="lines+text", name="ridge point",
-                             line=dict(color="#888888", dash="dot"), text=["", f"ridge {ridge:,.0f} FLOP/B"],
-                             textposition="top left", hovertemplate=f"ridge {ridge:,.1f} FLOP/B<extra></extra>"))
-    fig.update_xaxes(type="log", title_text="arithmetic intensity (FLOP per byte moved)", dtick=1, tickformat=",~g")
-    fig.update_yaxes(type="log", title_text="attainable throughput (FLOP/s)", tickformat="~s")
-    return _layout(fig, f"Roofline: {profile.name}, {dtype} peak {fmt_flops(peak, 'FLOP/s')}, "
+                             line=dict(color="#888888", dash="dot"), text=["", f"ridge {fmt_ratio(ridge)} FLOP/B"],
+                             textposition=f"top {side(ridge)}",
+                             hovertemplate=f"ridge {fmt_ratio(ridge)} FLOP/B<extra></extra>"))
+    fig.update_xaxes(type="log", title_text="arithmetic intensity (FLOP per byte moved)", dtick=1, tickformat=",~g",
+                     range=[lo, hi])
+    fig.update_yaxes(type="log", title_text="attainable throughput (FLOP/s)", tickformat="~s",
+                     range=[math.log10(min(xs) * bw), math.log10(peak) + 0.5])   # room above the ridge label
+    return layout(fig, f"Roofline: {profile.name}, {dtype} peak {fmt_flops(peak, 'FLOP/s')}, "
                         f"{fmt_bytes(bw)}/s", height=460)
-
-
-PIN_COLORS = ("#4C78A8", "#F58518", "#54A24B", "#E45756")
-
-
-def compare_bars(title: str, labels: list[str], metrics: dict[str, list[float]], kind: str,
-                 log: bool = False) -> go.Figure:
-    """Grouped bars: one group per metric, one bar per pinned config. kind: 'count', 'bytes' or 'flops';
-    `log` puts the value axis on a log scale so a 100M and a 70B model are both readable."""
-    if kind not in ("count", "bytes", "flops"):
-        raise ValueError(f"kind: {kind!r} is not one of count, bytes, flops")
-    largest = max((v for vs in metrics.values() for v in vs), default=1)
-    div, unit = byte_unit(largest) if kind == "bytes" else (1, "")
-    text = {"count": lambda v: f"{int(v):,}", "bytes": fmt_bytes, "flops": fmt_flops}[kind]
-    fig = go.Figure()
-    for i, label in enumerate(labels):
-        values = [vs[i] for vs in metrics.values()]
-        fig.add_trace(go.Bar(x=list(metrics), y=[v / div for v in values], name=label,
-                             marker_color=PIN_COLORS[i % len(PIN_COLORS)], customdata=[text(v) for v in values],
-                             text=[text(v) for v in values], textposition="outside", cliponaxis=False,
-                             hovertemplate=f"{label}: %{{customdata}}<extra>%{{x}}</extra>"))
-    axis = {"count": "parameters (count)", "bytes": f"memory ({unit})", "flops": "FLOPs per token (FLOP)"}[kind]
-    fig.update_layout(barmode="group")
-    fig.update_yaxes(title_text=axis + (", log scale" if log else ""), type="log" if log else "linear",
-                     tickformat={"count": ",d", "bytes": ",~g", "flops": "~s"}[kind], dtick=1 if log else None)
-    if kind == "count" and log:   # decades read as people say them: 1M, 100M, 10B (plotly's SI would say 10G)
-        positive = [v for vs in metrics.values() for v in vs if v > 0] or [1]
-        decades = [10 ** k for k in range(int(math.floor(math.log10(min(positive)))),
-                                          int(math.ceil(math.log10(max(positive)))) + 1)]
-        fig.update_yaxes(tickvals=decades, ticktext=[fmt_count_short(v) for v in decades])
-    return _layout(fig, title, height=420)

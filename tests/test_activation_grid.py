@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from engine.activation_curves import activation_curve, activation_curves, gated_surface
+from engine.activation_grid import activation_curve, activation_curves, gated_surface
 from engine.config import DENSE_FFNS, GATED_FFNS
 
 

@@ -1,14 +1,13 @@
-"""Pure figure builders for the Lecture page: engine.lecture results -> Plotly figures (tested without Streamlit).
+"""Figures of the Lecture page: engine.lecture results -> Plotly figures, one per worked example.
 
 Colours follow app.charts.COLORS where a component is shown; every axis names its unit.
 """
 from __future__ import annotations
 
-import pandas  # noqa: F401  loaded in full before plotly peeks at sys.modules (a cold server can race on it)
 import plotly.graph_objects as go
 
 from app.charts import ACTIVATION_COLORS, COLORS, COMPONENT_GROUP
-from app.charts import _layout as _base_layout
+from app.charts import layout as _base_layout
 from engine.config import DENSE_FFNS
 from engine.lecture.attention import MaskOrder
 from engine.lecture.blocks import NormComparison, SerialParallel
@@ -25,7 +24,7 @@ def _layout(fig: go.Figure, title: str, x: str, y: str, **kw) -> go.Figure:
     return _base_layout(fig, title, xaxis_title=x, yaxis_title=y, legend=dict(orientation="h", y=-0.2), **kw)
 
 
-def activation_figure(curves: dict[str, list[float]], marks: tuple[float, ...] = ()) -> go.Figure:
+def marked_activations_figure(curves: dict[str, list[float]], marks: tuple[float, ...] = ()) -> go.Figure:
     """The engine's activations over z, with vertical guides at the inputs being discussed."""
     fig = go.Figure()
     for name in DENSE_FFNS:
@@ -113,7 +112,7 @@ def mask_order_figure(r: MaskOrder) -> go.Figure:
     return _layout(fig, "A masked key must get probability 0", "key", "attention probability", barmode="group")
 
 
-def kv_figure(variants: list[KVVariant]) -> go.Figure:
+def kv_by_kind_figure(variants: list[KVVariant]) -> go.Figure:
     div, unit = byte_unit(max(v.bytes for v in variants))
     fig = go.Figure(go.Bar(x=[v.kind for v in variants], y=[v.bytes / div for v in variants],
                            marker_color=COLORS["attention"], text=[fmt_bytes(v.bytes) for v in variants],

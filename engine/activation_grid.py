@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.config import DENSE_FFNS, GATED_FFNS
-from engine.layers.ffn import ACTIVATIONS, GATE_ACTIVATION
+from engine.layers.ffn import ACTIVATIONS, DENSE_FFNS, GATE_ACTIVATION, GATED_FFNS, ffn_formula
+from engine.validation import choice_problem, int_problem, require
 
 
 @dataclass(frozen=True)
@@ -25,18 +25,11 @@ class Curve:
     formula: str
 
 
-FORMULAS = {
-    "relu": "max(0, x)",
-    "gelu": "x·Φ(x)  (exact, Φ = normal CDF)",
-    "gelu_tanh": "x·½(1 + tanh(√(2/π)(x + 0.044715x³)))",
-    "silu": "x·σ(x)",
-    "swiglu": "SiLU(g)·u", "geglu": "GELU(g)·u", "geglu_tanh": "GELU_tanh(g)·u", "reglu": "ReLU(g)·u",
-}
+FORMULAS = {name: ffn_formula(name) for name in DENSE_FFNS + GATED_FFNS}
 
 
 def _grid(lo: float, hi: float, n: int) -> torch.Tensor:
-    if not (isinstance(n, int) and n >= 2):
-        raise ValueError(f"n: {n!r} is not an integer >= 2")
+    require(int_problem("n", n, lo=2))
     if not hi > lo:
         raise ValueError(f"range: hi={hi} must be greater than lo={lo}")
     return torch.linspace(lo, hi, n, dtype=torch.float64, requires_grad=True)
@@ -44,13 +37,12 @@ def _grid(lo: float, hi: float, n: int) -> torch.Tensor:
 
 def activation_curve(name: str, lo: float = -4.0, hi: float = 4.0, n: int = 201) -> Curve:
     """One activation (dense name) or gated product along g = u = x (gated name), with its derivative."""
-    if name not in FORMULAS:
-        raise ValueError(f"activation: {name!r} is not one of {', '.join(FORMULAS)}")
+    require(choice_problem("activation", name, FORMULAS))
     x = _grid(lo, hi, n)
     if name in GATED_FFNS:
-        y = ACTIVATIONS[GATE_ACTIVATION[name]](x) * x
+        y = ACTIVATIONS[GATE_ACTIVATION[name]].fn(x) * x
     else:
-        y = ACTIVATIONS[name](x)
+        y = ACTIVATIONS[name].fn(x)
     (dy,) = torch.autograd.grad(y.sum(), x)   # elementwise functions: the gradient of the sum is dy/dx
     return Curve(name, x.detach().tolist(), y.detach().tolist(), dy.tolist(), FORMULAS[name])
 
@@ -70,8 +62,7 @@ class Surface:
 
 def gated_surface(name: str, lo: float = -3.0, hi: float = 3.0, n: int = 61) -> Surface:
     """act(g) * u on an n x n grid: the gate decides how much of the linear `up` value passes."""
-    if name not in GATED_FFNS:
-        raise ValueError(f"gated ffn: {name!r} is not one of {', '.join(GATED_FFNS)}")
+    require(choice_problem("gated ffn", name, GATED_FFNS))
     axis = _grid(lo, hi, n).detach()
-    z = ACTIVATIONS[GATE_ACTIVATION[name]](axis)[None, :] * axis[:, None]
+    z = ACTIVATIONS[GATE_ACTIVATION[name]].fn(axis)[None, :] * axis[:, None]
     return Surface(name, axis.tolist(), axis.tolist(), z.tolist())

@@ -1,0 +1,66 @@
+"""Pure figure builders: engine results -> Plotly figures, one module per page family. No Streamlit here, so tests
+call them directly.
+
+  design.py       where the parameters live (treemap)
+  activations.py  activation curves and gated surface; live statistics (residual RMS, entropy, attention map)
+  budgets.py      memory per precision policy, KV cache vs context, FLOPs split, roofline
+  compare.py      grouped bars of pinned configs
+  latency.py      measured latency, throughput and decode-step curves
+  training.py     loss, optimizer diagnostics, training speed
+  lecture.py      one figure per worked example of the Lecture page
+
+This module holds what they share: one colour per component everywhere (COLORS), the memory and series palettes,
+and `layout`. Every axis names its unit.
+"""
+from __future__ import annotations
+
+import pandas  # noqa: F401  loaded in full before plotly peeks at sys.modules (a cold server can race on it)
+import plotly.graph_objects as go
+
+# One colour per model component, used by every page.
+COLORS: dict[str, str] = {
+    "embeddings": "#4C78A8",
+    "positions": "#72B7B2",
+    "attention": "#F58518",
+    "ffn": "#54A24B",
+    "norms": "#B279A2",
+    "output_head": "#E45756",
+}
+# One colour per memory category (training state and inference caches).
+MEMORY_COLORS: dict[str, str] = {
+    "weights": "#4C78A8",
+    "grads": "#E45756",
+    "optimizer": "#F58518",
+    "master": "#B279A2",
+    "activations": "#54A24B",
+    "kv_cache": "#72B7B2",
+    "logits": "#9D755D",
+}
+# Which colour group each engine parameter component belongs to.
+COMPONENT_GROUP: dict[str, str] = {
+    "token_embedding": "embeddings", "positions": "positions",
+    "attention_q": "attention", "attention_k": "attention", "attention_v": "attention", "attention_o": "attention",
+    "qk_norm": "attention", "ffn": "ffn", "norms": "norms", "output_head": "output_head",
+}
+LABELS: dict[str, str] = {
+    "token_embedding": "token embedding", "positions": "learned positions", "attention_q": "q projection",
+    "attention_k": "k projection", "attention_v": "v projection", "attention_o": "o projection",
+    "qk_norm": "QK-norm", "ffn": "feed-forward", "norms": "norms", "output_head": "output head",
+    "embeddings": "embeddings", "attention": "attention", "output_head_group": "output head",
+}
+FONT = dict(size=14)
+ACTIVATION_COLORS = {"relu": "#4C78A8", "gelu": "#F58518", "gelu_tanh": "#E45756", "silu": "#54A24B",
+                     "reglu": "#9D755D", "geglu": "#B279A2", "geglu_tanh": "#FF9DA6", "swiglu": "#17BECF"}
+# One colour per compared series, from the shared palette, ordered so that neighbours contrast on a projector
+# (the palette's first two, blue and teal, are hard to tell apart as thin lines).
+SERIES_COLORS = [COLORS[k] for k in ("embeddings", "attention", "ffn", "output_head", "norms", "positions")]
+
+
+def series_color(i: int) -> str:
+    return SERIES_COLORS[i % len(SERIES_COLORS)]
+
+
+def layout(fig: go.Figure, title: str, **kw) -> go.Figure:
+    """The shared title, font and margins."""
+    fig.update_layout(title=title, font=FONT, margin=dict(l=10, r=10, t=50, b=10), **kw)
+    return fig

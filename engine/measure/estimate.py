@@ -1,0 +1,102 @@
+"""How long a latency sweep or a decode comparison will take, before it starts: closed-form FLOPs over the
+device's peak (catalogue or probe), plus a fixed cost per layer call, plus building the model.
+
+  one call     t = FLOPs / (EFFICIENCY * peak) + LAYER_S * n_layers * (1 forward, 3 forward + backward)
+  one round    R = the sum of t over the points timed together
+  timing       warm-up R, then max(MIN_ROUNDS * R, budget + R) when the spread never settles (the budget is
+               checked after each round), or as little as MIN_ROUNDS * R when every point settles at once
+  setup        SETUP_S (+ FIRST_BUILD_S once per process) + BUILD_S_PER_PARAM * parameters per model
+EFFICIENCY, LAYER_S and SETUP_S were read off this project's 2-core CPU under the load of other jobs: whole
+models reached 14-30% of the matmul probe (their matmuls are small; attention, norms and activations add
+work the probe has none of), each layer costs ~0.1 ms of dispatch even when it does no arithmetic, and the
+first real build in a process imports sympy (torch's to_empty -> empty_like -> symbolic_shapes): 1-2 s.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import torch
+
+from engine.budget.flops import decode_flops, headline_flops
+from engine.budget.params import count_params
+from engine.config import ModelConfig
+from engine.measure.latency import device_peak
+from engine.measure.rounds import MIN_ROUNDS, cpu_threads
+
+EFFICIENCY = 0.2
+LAYER_S = 1e-4
+SETUP_S = 0.5
+FIRST_BUILD_S = 1.5       # until torch.fx.experimental.symbolic_shapes has been imported in this process
+BUILD_S_PER_PARAM = {"cpu": 2e-8, "cuda": 1e-10}   # gpt2 (124M) built in 2.2 s on one busy core
+
+
+@dataclass(frozen=True)
+class DurationEstimate:
+    low_s: float          # every point settles after MIN_ROUNDS rounds
+    high_s: float         # the spread never settles: the time budget runs out
+    round_s: float        # one round of every point
+    how: str
+
+    @property
+    def text(self) -> str:
+        if self.high_s < 1.25 * self.low_s:
+            return f"about {_secs(self.high_s)}"
+        return f"{_secs(self.low_s)} to {_secs(self.high_s)}"
+
+
+def _secs(s: float) -> str:
+    return f"{s:,.1f} s" if s < 10 else f"{s:,.0f} s"
+
+
+def _peak(device: torch.device, dtype: str) -> float:
+    """EFFICIENCY x the peak of the threads a timing would use now (rounds.cpu_threads)."""
+    peak, _ = device_peak(device, dtype, cpu_threads() if device.type == "cpu" else None)
+    return EFFICIENCY * peak if peak else 1e9          # no peak known: a conservative 1 GFLOP/s
+
+
+def _setup_s() -> float:
+    first = "torch.fx.experimental.symbolic_shapes" not in sys.modules
+    return SETUP_S + (FIRST_BUILD_S if first else 0.0)
+
+
+def call_seconds(cfg: ModelConfig, batch: int, seq: int, mode: str, dtype: str, device: torch.device) -> float:
+    """Estimated seconds of one timed call (forward, or forward + backward) at batch x seq."""
+    f = headline_flops(cfg, batch, seq)
+    flops = f.forward_flops + (f.backward_flops if mode == "train" else 0)
+    return flops / _peak(device, dtype) + LAYER_S * cfg.n_layers * (3 if mode == "train" else 1)
+
+
+def _duration(build_s: float, round_s: float, budget_s: float) -> tuple[float, float]:
+    """(low, high): a warm-up round, then MIN_ROUNDS rounds, or rounds until the budget is spent."""
+    return (build_s + (1 + MIN_ROUNDS) * round_s, build_s + round_s + max(MIN_ROUNDS * round_s, budget_s + round_s))
+
+
+def sweep_estimate(cfg: ModelConfig, batches: list[int], seqs: list[int], mode: str, dtype: str,
+                   device: torch.device, budget_s: float) -> DurationEstimate:
+    """The batch x sequence sweep of engine.measure.latency.latency_sweep."""
+    r = sum(call_seconds(cfg, b, s, mode, dtype, device) for b in batches for s in seqs)
+    build = _setup_s() + BUILD_S_PER_PARAM.get(device.type, 2e-8) * count_params(cfg).total
+    low, high = _duration(build, r, budget_s)
+    return DurationEstimate(low, high, r, f"{len(batches) * len(seqs)} points, one round ≈ {_secs(r)} "
+                            f"(closed-form FLOPs at {EFFICIENCY:.0%} of the measured peak), time budget "
+                            f"{_secs(budget_s)}, at least {MIN_ROUNDS} rounds, set-up and model build ≈ "
+                            f"{_secs(build)}")
+
+
+def decode_estimate(variants: dict[str, ModelConfig], contexts: list[int], batch: int, dtype: str,
+                    device: torch.device, budget_s: float) -> DurationEstimate:
+    """The decode comparison of engine.measure.decode.measure_decode: filling the caches, then interleaved
+    rounds over the variants at each context."""
+    def step(cfg: ModelConfig, ctx: int) -> float:
+        return decode_flops(cfg, batch, ctx) / _peak(device, dtype) + LAYER_S * cfg.n_layers
+
+    rounds = [sum(step(c, ctx) for c in variants.values()) for ctx in contexts]
+    fill = sum(call_seconds(c, batch, max(contexts), "forward", dtype, device) for c in variants.values())
+    per_param = BUILD_S_PER_PARAM.get(device.type, 2e-8)
+    build = _setup_s() + sum(per_param * count_params(c).total for c in variants.values())
+    spans = [_duration(0.0, r, budget_s / len(contexts)) for r in rounds]
+    low, high = build + fill + sum(lo for lo, _ in spans), build + fill + sum(hi for _, hi in spans)
+    return DurationEstimate(low, high, sum(rounds), f"{len(variants)} variants x {len(contexts)} contexts, caches "
+                            f"filled in ≈ {_secs(fill)}, time budget {_secs(budget_s)}, model builds ≈ "
+                            f"{_secs(build)} with set-up")

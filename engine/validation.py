@@ -1,0 +1,127 @@
+"""Validation pieces shared by the config and every engine entry point, with one message shape:
+"name: value is not <allowed>" (the config's), so a bad argument reads the same wherever it is caught.
+
+FieldSpec (one config field's declaration) and its checks live here; engine.config declares the fields and
+re-exports these names.
+"""
+from __future__ import annotations
+
+import math
+import reprlib
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+
+class ConfigError(ValueError):
+    """One or more invalid config values; `problems` holds one message per problem, each naming its field."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxdict = 1, 4, 4   # [[...], [...], ...]; strings and ints cut at 30, 40
+
+
+def shown(value: Any) -> str:
+    """A bounded repr for messages: a 100,000-character URL value or a YAML alias bomb (nested lists whose full
+    repr is billions of items) must not be echoed whole, or hang the process building the message."""
+    return _SHORT.repr(value)
+
+
+_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+
+
+def parse_bool(text: str) -> bool | None:
+    """'true'/'1'/'yes'/'on' -> True, 'false'/'0'/'no'/'off' -> False (any case, spaces ignored), else None."""
+    word = text.strip().lower()
+    return True if word in _TRUE else False if word in _FALSE else None
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One field's declaration, as the editor, CLI and validation read it."""
+    name: str
+    type: type            # int, float, bool or str
+    optional: bool        # None allowed
+    default: Any
+    group: str
+    help: str
+    choices: tuple | None
+    lo: float | None
+    hi: float | None
+    lo_open: bool
+    hi_open: bool
+    null: str | None
+
+    def allowed(self) -> str:
+        if self.choices:
+            text = "one of " + ", ".join(self.choices)
+        elif self.type is bool:
+            text = "true or false"
+        elif self.lo is not None or self.hi is not None:
+            kind = "an integer" if self.type is int else "a number"
+            lo = "" if self.lo is None else (f"> {self.lo:g}" if self.lo_open else f">= {self.lo:g}")
+            hi = "" if self.hi is None else (f"< {self.hi:g}" if self.hi_open else f"<= {self.hi:g}")
+            text = f"{kind} " + " and ".join(s for s in (lo, hi) if s)
+        else:
+            text = "a string" if self.type is str else f"a {self.type.__name__}"
+        return text + (f", or null ({self.null})" if self.optional else "")
+
+
+def allowed_value(spec: FieldSpec, value: Any) -> bool:
+    """Is a non-null value of the declared type, among the choices and inside the range?"""
+    if isinstance(value, bool) and spec.type is not bool:
+        return False
+    numeric = spec.type is float and isinstance(value, int)
+    if not (isinstance(value, spec.type) or numeric):
+        return False
+    if spec.choices and value not in spec.choices:
+        return False
+    if isinstance(value, float) and not math.isfinite(value):
+        return False
+    if spec.type in (int, float):
+        if spec.lo is not None and (value < spec.lo or (spec.lo_open and value == spec.lo)):
+            return False
+        if spec.hi is not None and (value > spec.hi or (spec.hi_open and value == spec.hi)):
+            return False
+    return True
+
+
+def field_problem(spec: FieldSpec, value: Any) -> str | None:
+    if value is None:
+        return None if spec.optional else f"{spec.name}: null is not allowed; expected {spec.allowed()}"
+    return None if allowed_value(spec, value) else f"{spec.name}: {shown(value)} is not {spec.allowed()}"
+
+
+# ---- arguments that are not config fields (batch, seq, dtype, a chart's range...) -----------------------------
+def choice_problem(name: str, value: Any, allowed: Iterable) -> str | None:
+    """'dtype: 'int8' is not one of fp32, bf16, fp16', or None when value is one of `allowed`."""
+    allowed = tuple(allowed)
+    return None if value in allowed else f"{name}: {shown(value)} is not one of {', '.join(map(str, allowed))}"
+
+
+def int_problem(name: str, value: Any, lo: int = 1) -> str | None:
+    """'batch: 0 is not an integer >= 1', or None for an int (not a bool) >= lo."""
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= lo
+    return None if ok else f"{name}: {shown(value)} is not an integer >= {lo}"
+
+
+def number_problem(name: str, value: Any, lo: float = 0, strict: bool = False) -> str | None:
+    """'cap: 0 is not a number > 0', or None for a real number >= lo (> lo when strict); NaN never passes."""
+    ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
+          and (value > lo if strict else value >= lo))
+    return None if ok else f"{name}: {shown(value)} is not a number {'>' if strict else '>='} {lo:g}"
+
+
+def size_problems(batch: Any, seq: Any) -> list[str]:
+    """The batch and sequence-length checks every budget, measurement and command makes."""
+    return [p for p in (int_problem("batch", batch), int_problem("seq", seq)) if p]
+
+
+def require(*problems: str | None) -> None:
+    """Raise one ValueError naming every problem given (None entries are checks that passed)."""
+    found = [p for p in problems if p]
+    if found:
+        raise ValueError("; ".join(found))

@@ -1,0 +1,135 @@
+"""Helpers shared by several test files (test files never import each other): a hypothesis strategy for any
+valid tiny config, the block layouts and KV kinds, the variant grid derived from the config's declarations,
+and the Lecture page's worked numbers."""
+from __future__ import annotations
+
+import itertools
+import random
+
+from hypothesis import assume
+from hypothesis import strategies as st
+
+from engine.config import FIELDS, ConfigError, ModelConfig
+
+LAYOUTS = {"serial": dict(block="serial"),
+           "parallel-shared": dict(block="parallel", parallel_shared_norm=True),
+           "parallel-separate": dict(block="parallel", parallel_shared_norm=False)}
+KV = {"MHA": None, "GQA": 2, "MQA": 1}
+
+
+@st.composite
+def configs(draw, max_d: int = 24) -> ModelConfig:
+    """Any valid config at tiny sizes: sizes and every knob drawn; invalid combinations are filtered out."""
+    n_heads = draw(st.integers(1, 6))
+    divisors = [k for k in range(1, n_heads + 1) if n_heads % k == 0]
+    opt = lambda s: st.none() | s  # noqa: E731
+    values = dict(
+        name=draw(st.text(max_size=12)),
+        vocab_size=draw(st.integers(1, 40)), context_length=draw(st.integers(1, 12)),
+        d_model=draw(st.integers(1, max_d)), n_layers=draw(st.integers(1, 3)), n_heads=n_heads,
+        n_kv_heads=draw(opt(st.sampled_from(divisors))), head_dim=draw(opt(st.integers(1, 8))),
+        attn_window=draw(opt(st.integers(1, 6))), global_every=draw(opt(st.integers(1, 3))),
+        qk_norm=draw(st.booleans()), attn_softcap=draw(opt(st.floats(0.5, 50))), qkv_bias=draw(st.booleans()),
+        position=draw(st.sampled_from(FIELDS["position"].choices)), rope_base=draw(st.floats(2, 1e6)),
+        rope_fraction=draw(st.sampled_from([0.25, 0.5, 1.0]) | st.floats(0, 1, exclude_min=True)),
+        ffn=draw(st.sampled_from(FIELDS["ffn"].choices)), d_ff=draw(opt(st.integers(1, 40))),
+        ffn_multiple_of=draw(st.integers(1, 16)), norm=draw(st.sampled_from(FIELDS["norm"].choices)),
+        norm_eps=draw(st.floats(1e-8, 1e-2)), norm_affine=draw(st.booleans()), embed_norm=draw(st.booleans()),
+        norm_placement=draw(st.sampled_from(FIELDS["norm_placement"].choices)), final_norm=draw(st.booleans()),
+        block=draw(st.sampled_from(FIELDS["block"].choices)), parallel_shared_norm=draw(st.booleans()),
+        bias=draw(st.booleans()), dropout=draw(st.sampled_from([0.0, 0.1]) | st.floats(0, 0.9)),
+        tie_embeddings=draw(st.booleans()), embed_scale=draw(st.booleans()),
+        logit_softcap=draw(opt(st.floats(0.5, 50))))
+    values["norm_bias"] = values["norm"] == "layernorm" and draw(st.booleans())
+    assert set(values) == set(FIELDS), "a new field needs a strategy here"
+    try:
+        return ModelConfig(**values)
+    except ConfigError:
+        assume(False)
+
+
+# ---- the variant grid: a small set of tiny configs covering every pair of variant choices ----------------------
+# Every declared choice and every boolean comes from engine/config.py's FIELDS (default first), so a new choice
+# or switch is in the grid without touching this file; knobs with a numeric range get the values below.
+# A greedy all-pairs construction then picks configs until each value of each knob has met each value of every
+# other knob at least once; the closed forms are held against measurements on this grid.
+GRID_SIZES = dict(vocab_size=13, context_length=16, d_model=16, n_layers=2, n_heads=4)
+RANGE_VALUES: dict[str, list] = {"rope_fraction": [1.0, 0.5], "n_kv_heads": [None, 2, 1], "head_dim": [None, 8],
+                                 "attn_window": [None, 3], "global_every": [None, 2], "attn_softcap": [None, 5.0],
+                                 "logit_softcap": [None, 3.0], "dropout": [0.0, 0.1]}
+IMPLIED = {"norm_bias"}   # set by make() from norm (rmsnorm has no bias)
+
+
+def _axes() -> dict[str, list]:
+    axes = {}
+    for name, spec in FIELDS.items():
+        if spec.choices:
+            axes[name] = [spec.default] + [c for c in spec.choices if c != spec.default]
+        elif spec.type is bool and name not in IMPLIED:
+            axes[name] = [spec.default, not spec.default]
+        elif name in RANGE_VALUES:
+            axes[name] = RANGE_VALUES[name]
+    return axes
+
+
+AXES = _axes()
+
+
+def make(choice: dict) -> ModelConfig:
+    """A tiny config with these choices (rmsnorm implies norm_bias=False)."""
+    return ModelConfig(**GRID_SIZES, **choice, norm_bias=choice.get("norm", "layernorm") == "layernorm")
+
+
+def pairwise_variants(seed: int = 0, candidates: int = 30) -> list[dict]:
+    """Greedy all-pairs: each round keeps, of `candidates` random configs, the one covering most new pairs."""
+    rng = random.Random(seed)
+    names = list(AXES)
+    todo = {((a, va), (b, vb)) for a, b in itertools.combinations(names, 2) for va in AXES[a] for vb in AXES[b]}
+    chosen = []
+    while todo:
+        best, gain, open_pairs = None, 0, sorted(todo, key=repr)
+        for _ in range(candidates):
+            (a, va), (b, vb) = rng.choice(open_pairs)   # force one uncovered pair: progress every round
+            pick = {k: rng.choice(v) for k, v in AXES.items()} | {a: va, b: vb}
+            got = sum(((x, pick[x]), (y, pick[y])) in todo for x, y in itertools.combinations(names, 2))
+            if got > gain:
+                best, gain = pick, got
+        todo -= {((x, best[x]), (y, best[y])) for x, y in itertools.combinations(names, 2)}
+        chosen.append(best)
+    return chosen
+
+
+def variant_configs(seed: int = 0) -> list[ModelConfig]:
+    """One config per single-knob change from the default, then the pairwise grid."""
+    singles = [{k: v} for k, vals in AXES.items() for v in vals[1:]]
+    out = []
+    for choice in [{}] + singles + pairwise_variants(seed):
+        try:
+            out.append(make(choice))
+        except ConfigError as e:       # an invalid pair would be reported, not hidden
+            raise AssertionError(f"variant grid produced an invalid config {choice}: {e}") from None
+    return out
+
+
+# section -> metric label -> the value the page must show (the worked numbers of the teaching material)
+LECTURE_NUMBERS = {
+    "activations": {"GELU(-1)": "-0.158655", "ReLU(-1)": "0.000000", "SiLU(2)": "1.7616"},
+    "gating": {"dense, d_ff 3,072": "4,718,592", "gated, d_ff 2,048": "4,718,592", "gated, d_ff 3,072": "7,077,888"},
+    "parallel": {"serial: FFN reads this block's attention": "yes", "parallel: FFN reads this block's attention": "no"},
+    "tying": {"shared Parameter: unique params": "15", "detached clone: unique params": "30",
+              "handout nanoGPT config, tied": "1,872", "same config, untied": "1,932",
+              "parameters saved (V·D)": "24,576,000", "bf16 weights": "46.875 MiB",
+              "training at 12 B/param": "281.250 MiB", "+ fp32 master copy": "93.750 MiB"},
+    "gradient": {"absent rows: max |grad − p_j·h|": "0.0e+00"},
+    "norms": {"RMSNorm(x)": "(0.8485, 1.1314)", "LayerNorm(x)": "(-1.0000, 1.0000)"},
+    "rope": {"score at positions (0, 1)": "0.8660", "score at positions (2, 3)": "0.8660"},
+    "zloss": {"probabilities": "(0.5000, 0.5000)", "probabilities, shifted": "(0.5000, 0.5000)",
+              "log Z": "0.6931", "log Z, shifted": "10.6931"},
+    "softcap": {"masked key, cap then mask": "0.0000", "engine: weight on a future key": "0.0000"},
+    "kvcache": {"MHA (32 KV heads)": "4.00 GiB", "GQA-8 (8 KV heads)": "1.00 GiB", "MQA (1 KV head)": "128.00 MiB"},
+    "heads": {"attention width A = H·d_h": "12", "D mod H": "1", "q_proj weight": "12 × 10", "o_proj weight": "10 × 12",
+              "logits": "1 × 5 × 16"},
+    "depth": {"block params L=12, D=768": "84,934,656", "block params L=48, D=384": "84,934,656",
+              "KV cache ratio": "2×", "sequential depth ratio": "4×"},
+    "microgpt": {"by hand": "4,224", "engine closed form": "4,224", "engine, built model": "4,224"},
+}

@@ -1,0 +1,107 @@
+"""Interleaved rounds, the adaptive stop, noisy flags in the table and on the charts, and the duration estimate
+held against a real sweep."""
+from __future__ import annotations
+
+import itertools
+import time
+
+import pytest
+import torch
+
+import engine.measure.rounds as rounds
+from app import latency_view
+from app.charts import latency as latency_charts
+from engine.config import ModelConfig
+from engine.measure import latency as lat
+from engine.measure import probe
+from engine.measure.decode import DecodePoint
+from engine.measure.estimate import sweep_estimate
+from engine.measure.rounds import Timing, interleaved
+
+CPU = torch.device("cpu")
+TINY = ModelConfig(name="tiny", vocab_size=64, context_length=64, d_model=32, n_layers=2, n_heads=4)
+
+
+def scripted(monkeypatch, durations):
+    """Every timed call reports the next of `durations` (seconds) instead of the wall clock."""
+    it = iter(durations)
+
+    def timer(dev):
+        def run(fn):
+            fn()
+            return next(it)
+        return run
+    monkeypatch.setattr(rounds, "_timer", timer)
+
+
+def test_rounds_interleave_and_rotate_the_first_call():
+    log = []
+    fns = [lambda k=k: log.append(k) for k in "abc"]
+    out = interleaved(fns, CPU, budget_s=0.0, min_rounds=3)
+    assert log == list("abc") + list("abc" "bca" "cab")          # warm-up, then each round starts one later
+    assert [t.runs for t in out] == [3, 3, 3]
+
+
+def test_stops_once_every_spread_is_small(monkeypatch):
+    scripted(monkeypatch, itertools.repeat(0.010))
+    seen = []
+    out = interleaved([lambda: None] * 2, CPU, budget_s=3600, on_round=seen.append)
+    assert [t.runs for t in out] == [rounds.MIN_ROUNDS] * 2 and out[0].median_s == 0.010 and out[0].iqr_s == 0
+    assert [p.rounds for p in seen] == list(range(1, rounds.MIN_ROUNDS + 1)) and seen[-1].left_s == 0
+
+
+def test_a_wide_spread_keeps_measuring_until_the_budget(monkeypatch):
+    scripted(monkeypatch, itertools.cycle([0.010, 0.030]))        # never tight
+    out = interleaved([lambda: None], CPU, budget_s=3600)
+    assert out[0].runs == rounds.MAX_ROUNDS and out[0].noisy       # only the round cap ends it
+    scripted(monkeypatch, itertools.cycle([0.010, 0.030]))
+    assert interleaved([lambda: None], CPU, budget_s=0.0)[0].runs == rounds.MIN_ROUNDS   # budget spent
+
+
+def test_noisy_threshold():
+    assert Timing(1.0, 0.30, 5).noisy and not Timing(1.0, 0.25, 5).noisy
+    assert Timing(1.0, 0.30, 5).spread == 0.30
+
+
+def result(seq: int, ms: float, iqr: float) -> lat.LatencyResult:
+    return lat.LatencyResult("t", "forward", "cpu", "fp32", 1, seq, ms, iqr, 5, seq / ms * 1e3, 1e6,
+                             1e6 / ms * 1e3 / 1e12, None, "CPU (measured)", None, 1e3)
+
+
+def test_noisy_points_are_flagged_in_the_table_and_on_the_charts():
+    rs = [result(16, 1.0, 0.1), result(64, 2.0, 1.0)]             # IQR 10% and 50% of the median
+    assert [r.noisy for r in rs] == [False, True]
+    rows = latency_view.sweep_rows(TINY, rs)
+    assert [r["IQR / median"] for r in rows] == ["10%", "noisy (50%)"]
+    assert [r["MFU"] for r in rows] == ["peak estimate is wrong"] * 2      # 1 kFLOP/s peak: impossible MFU
+    caption = latency_view.sweep_caption(TINY, rs, on_gpu=False)
+    assert "peak estimate is wrong" in caption and "✕" in caption and "25%" in caption
+    for fig in (latency_charts.latency_figure(rs), latency_charts.throughput_figure(rs)):
+        assert list(fig.data[0].marker.symbol) == ["circle", "x"]
+        assert fig.data[-1].name == latency_charts.NOISY_LEGEND
+    quiet = latency_charts.latency_figure(rs[:1])
+    assert [t.name for t in quiet.data] == ["batch 1"]                # no legend entry when nothing is noisy
+    pts = {"MHA": [DecodePoint(16, 1.0, 0.6, 1e3, 1)], "MQA": [DecodePoint(16, 1.0, 0.1, 1e3, 1)]}
+    fig = latency_charts.decode_figure(pts)
+    assert list(fig.data[0].marker.symbol) == ["x"] and list(fig.data[1].marker.symbol) == ["circle"]
+    assert "MHA 1.000 ms/token (IQR 0.600 ms, noisy)" in latency_view.decode_caption(pts)
+
+
+def test_progress_text_counts_down():
+    p = rounds.Progress(3, 4.0, 12.4, [])
+    assert latency_view.progress_text(p, "Sweep") == "Sweep: round 3, 4.0 s timed, at most 12 s left"
+    assert latency_view.progress_share(p) == pytest.approx(4.0 / 16.4)
+
+
+@pytest.mark.parametrize("budget", [0.0, 1.5])
+def test_sweep_duration_estimate_within_2x_of_the_real_duration(monkeypatch, budget):
+    """Against the real probe: budget 0 times exactly MIN_ROUNDS rounds (the FLOPs / peak model decides);
+    budget 1.5 s runs until the budget is spent (the spread target is switched off)."""
+    monkeypatch.setattr(probe, "_CACHE", {})
+    cfg = TINY.replace(d_model=128, n_layers=2, vocab_size=512, context_length=256)
+    batches, seqs = [1, 4], [64, 256]
+    est = sweep_estimate(cfg, batches, seqs, "forward", "fp32", CPU, budget)
+    t = time.perf_counter()
+    lat.latency_sweep(cfg, batches, seqs, "fp32", "cpu", "forward", budget, target_spread=0.0)
+    real = time.perf_counter() - t
+    assert est.high_s / 2 <= real <= 2 * est.high_s, (est, real)

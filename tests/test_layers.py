@@ -1,0 +1,130 @@
+"""Each layer family's closed forms against its own module: parameters, norms per block, KV-cache bytes."""
+import itertools
+import math
+
+import pytest
+import torch
+
+from engine.activation_curves import FORMULAS
+from engine.config import FIELDS, ModelConfig
+from engine.layers.attention import (Attention, LayerKV, attention_params, attention_variants, kv_bytes,
+                                     kv_head_choices)
+from engine.layers.block import Block, block_layout, block_params
+from engine.layers.ffn import ACTIVATIONS, GATE_ACTIVATION, ffn_params, make_ffn
+from engine.layers.norm import NORMS, make_norm, norm_params
+from engine.model import build_model
+from engine.presets import get_preset
+from tests.helpers import AXES, variant_configs
+
+BASE = ModelConfig(vocab_size=64, context_length=32, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2)
+
+
+def _numel(module: torch.nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())
+
+
+@pytest.mark.parametrize("placement,layout,shared", list(itertools.product(
+    FIELDS["norm_placement"].choices, FIELDS["block"].choices, (False, True))))
+def test_layout_norm_count_is_the_blocks_norm_modules(placement, layout, shared):
+    cfg = BASE.replace(norm_placement=placement, block=layout, parallel_shared_norm=shared)
+    with torch.device("meta"):
+        block = Block(cfg, None)
+    norms = [m for name, m in block.named_children() if "norm" in name and m is not None]
+    assert len(norms) == block_layout(cfg).norm_count
+    assert block_params(cfg) == {**attention_params(cfg), "ffn": ffn_params(cfg),
+                                 "norms": len(norms) * norm_params(cfg, cfg.d_model)}
+    assert sum(block_params(cfg).values()) == _numel(block)
+
+
+@pytest.mark.parametrize("ffn", FIELDS["ffn"].choices)
+@pytest.mark.parametrize("bias", [False, True])
+def test_ffn_params_are_the_modules(ffn, bias):
+    cfg = BASE.replace(ffn=ffn, bias=bias)
+    with torch.device("meta"):
+        assert ffn_params(cfg) == _numel(make_ffn(cfg))
+
+
+@pytest.mark.parametrize("norm,affine,bias", [("layernorm", True, True), ("layernorm", True, False),
+                                              ("layernorm", False, False), ("rmsnorm", True, False),
+                                              ("rmsnorm", False, False)])
+def test_norm_params_are_the_modules(norm, affine, bias):
+    cfg = BASE.replace(norm=norm, norm_affine=affine, norm_bias=bias)
+    assert norm_params(cfg, 24) == _numel(make_norm(cfg, 24))
+
+
+@pytest.mark.parametrize("kw", [{}, {"qk_norm": True}, {"qkv_bias": True}, {"bias": True, "head_dim": 12},
+                                {"n_kv_heads": 1}])
+def test_attention_params_are_the_modules(kw):
+    cfg = BASE.replace(**kw)
+    with torch.device("meta"):
+        assert sum(attention_params(cfg).values()) == _numel(Attention(cfg, None))
+
+
+@pytest.mark.parametrize("window", [None, 3])
+def test_kv_bytes_are_the_cached_tensors(window):
+    cfg = BASE.replace(attn_window=window)
+    attn, cache = Attention(cfg, window), LayerKV()
+    torch.manual_seed(0)
+    x = torch.randn(2, 5, cfg.d_model)
+    attn(x, torch.arange(5), None, cache)
+    assert cache.nbytes() == kv_bytes(cfg, 2, 5, window, 4)
+
+
+def test_attention_variants():
+    tiny = ModelConfig(name="tiny", vocab_size=64, context_length=64, d_model=32, n_layers=2, n_heads=4)
+    names = lambda cfg: {k: c.attention_kind for k, c in attention_variants(cfg).items()}  # noqa: E731
+    assert names(get_preset("gpt2").config) == {"MHA": "MHA", "GQA-3": "GQA-3", "MQA": "MQA"}
+    assert names(get_preset("llama-3-8b").config) == {"MHA": "MHA", "GQA-8": "GQA-8", "MQA": "MQA"}
+    assert names(tiny.replace(n_heads=2)) == {"MHA": "MHA", "MQA": "MQA"}
+    assert names(tiny.replace(n_heads=1)) == {"MHA": "MHA"}
+    assert names(tiny) == {"MHA": "MHA", "MQA": "MQA"}         # 4 heads: no GQA with groups of >= 4
+
+
+@pytest.mark.parametrize("n_heads", [1, 2, 4, 6, 12, 32, 64])
+def test_kv_head_choices_follow_the_rule(n_heads):
+    """MHA, MQA, and the GQA with the most key/value heads whose groups hold >= 4 query heads (brute force)."""
+    gqa = [k for k in range(2, n_heads) if n_heads % k == 0 and n_heads // k >= 4]
+    expected = {"MHA": n_heads, **({f"GQA-{max(gqa)}": max(gqa)} if gqa else {}),
+                **({"MQA": 1} if n_heads > 1 else {})}
+    assert kv_head_choices(n_heads) == expected
+    assert kv_head_choices(n_heads, own=2 if n_heads > 2 else None)["MHA"] == n_heads
+    assert kv_head_choices(4, min_group=2) == {"MHA": 4, "GQA-2": 2, "MQA": 1}
+
+
+@torch.no_grad()
+def _init_by_name_suffix(model, seed: int, std: float = 0.02) -> None:
+    """The model-wide init the modules replaced: walk named_modules, match residual projections by suffix."""
+    g = torch.Generator().manual_seed(seed)
+    out_std = std / math.sqrt(2 * model.cfg.n_layers)
+    for name, m in model.named_modules():
+        if isinstance(m, (torch.nn.Linear, torch.nn.Embedding)):
+            if not (m is model.head and model.cfg.tie_embeddings):
+                torch.nn.init.normal_(m.weight, 0.0, out_std if name.endswith(("o_proj", "ffn.down")) else std,
+                                      generator=g)
+            if getattr(m, "bias", None) is not None:
+                torch.nn.init.zeros_(m.bias)
+        elif hasattr(m, "eps"):
+            if m.weight is not None:
+                torch.nn.init.ones_(m.weight)
+            if getattr(m, "bias", None) is not None:
+                torch.nn.init.zeros_(m.bias)
+
+
+def test_each_module_initialises_itself_to_the_old_values():
+    """Per-module init_weights draws the same values, in the same order, as the old name-matching loop."""
+    for cfg in variant_configs():
+        ours = build_model(cfg, seed=3)
+        ref = build_model(cfg, init=False)
+        _init_by_name_suffix(ref, seed=3)
+        for (name, a), (_, b) in zip(ours.state_dict().items(), ref.state_dict().items(), strict=True):
+            assert torch.equal(a, b), (cfg, name)
+
+
+def test_family_tables_are_the_config_choices():
+    """A new FFN activation or norm is one entry in its family module: the config's choices, the lecture's
+    formulas and the test grid all follow from it."""
+    assert FIELDS["ffn"].choices == tuple(ACTIVATIONS) + tuple(GATE_ACTIVATION)
+    assert FIELDS["norm"].choices == tuple(NORMS)
+    assert set(FORMULAS) == set(FIELDS["ffn"].choices)
+    assert set(AXES["ffn"]) == set(ACTIVATIONS) | set(GATE_ACTIVATION) and set(AXES["norm"]) == set(NORMS)
+    assert FORMULAS["swiglu"] == "SiLU(g)·u" and FORMULAS["relu"] == "max(0, x)"
