@@ -11,13 +11,13 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-_MD_SPECIAL = re.compile(r"[\\*\[\]<>!$~#/@]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|(?<=www)\.", re.I)
+_MD_SPECIAL = re.compile(r"[\\*\[\]<>!$~#@]|(?<=:)/|(?<=:/)/|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|(?<=www)\.", re.I)
 
 
 def md(text: Any) -> str:
     """`text` as literal Markdown, line breaks as spaces. Backslash-escaped: brackets (links, images,
-    :color[...] directives), < > (HTML, autolinks), `/`, `@` and `www.` (bare URLs and e-mail addresses that GFM
-    links), `$` (math), `#` and emphasis marks. Field names such as d_model keep their text (an underscore inside
+    :color[...] directives), < > (HTML, autolinks), `://`, `@` and `www.` (bare URLs and e-mail addresses that
+    GFM links; a file path keeps its slashes), `$` (math), `#` and emphasis marks. Field names such as d_model keep their text (an underscore inside
     a word is not emphasis); a `code span` stays one (nothing inside it is interpreted)."""
     return _MD_SPECIAL.sub(lambda m: "\\" + m.group(), " ".join(str(text).split()))
 
