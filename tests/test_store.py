@@ -89,3 +89,56 @@ def test_a_run_whose_process_was_killed_reads_interrupted_with_its_steps(store):
     run = store.get_run(rid)
     assert run["status"] == "interrupted" and "3 stored steps" in run["message"]
     assert [s["step"] for s in run["steps"]] == [1, 2, 3]
+
+
+def test_two_trainings_and_a_reader_share_the_store(tmp_path):
+    """Two runs training at once in two threads (each with its own handle, as two sessions have) while a third
+    handle keeps reading: every step of both lands, in order, and the reader never fails."""
+    import threading
+    path = tmp_path / "shared.sqlite"
+    RunStore(path)
+    tc = TrainConfig(steps=6, batch=4, seq=8, eval_every=3, samples=0)
+    results, seen, errors = {}, [], []
+    done = threading.Event()
+
+    def trainer(name: str) -> None:
+        results[name] = train(TINY.replace(name=name), tc, load_names(), device="cpu", store=RunStore(path))
+
+    def reader() -> None:
+        store = RunStore(path)
+        while not done.is_set():
+            try:
+                seen.append(sum(r["steps"] for r in store.list_runs()))
+            except Exception as e:   # noqa: BLE001 -- any failure of a concurrent read is the finding
+                errors.append(e)
+
+    threads = [threading.Thread(target=trainer, args=(n,)) for n in ("a", "b")]
+    watcher = threading.Thread(target=reader)
+    watcher.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    done.set()
+    watcher.join()
+    assert not errors and seen == sorted(seen)          # reads never failed, never went backwards
+    store = RunStore(path)
+    for name, r in results.items():
+        run = store.get_run(r.run_id)
+        assert run["status"] == "finished" and [s["step"] for s in run["steps"]] == list(range(1, 7))
+        assert run["initial_loss"] == pytest.approx(r.initial_loss) and run["name"] == name
+
+
+def test_a_recycled_pid_does_not_keep_a_run_running(store):
+    """Liveness is pid + that process's start time: a live process with the same pid but another start time
+    (the pid was reused after the trainer died) means the run was interrupted."""
+    import os
+
+    from engine.train.store import process_start
+    rid = store.create_run(TINY, TrainConfig(), "names", 123, "cpu", initial_loss=3.25)
+    assert store.list_runs()[0]["status"] == "running" and store.list_runs()[0]["initial_loss"] == 3.25
+    assert process_start(os.getpid()) is not None
+    with sqlite3.connect(store.path) as db:
+        db.execute("UPDATE runs SET pid_start=pid_start+1 WHERE id=?", (rid,))
+    assert store.get_run(rid)["status"] == "interrupted"
+    assert store.delete_run(rid)   # an interrupted run can be deleted
