@@ -11,15 +11,19 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-_MD_SPECIAL = re.compile(r"[\\*\[\]<>!$~#@]|(?<=:)/|(?<=:/)/|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|(?<=www)\.", re.I)
+_MD_SPECIAL = re.compile(r"[\\*\[\]<>!$~#]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+# GFM links bare URLs and e-mail addresses after parsing, so an escape does not stop it: a zero-width space
+# (invisible) breaks the pattern instead.
+_AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?=@)", re.I)
 
 
 def md(text: Any) -> str:
     """`text` as literal Markdown, line breaks as spaces. Backslash-escaped: brackets (links, images,
-    :color[...] directives), < > (HTML, autolinks), `://`, `@` and `www.` (bare URLs and e-mail addresses that
-    GFM links; a file path keeps its slashes), `$` (math), `#` and emphasis marks. Field names such as d_model keep their text (an underscore inside
-    a word is not emphasis); a `code span` stays one (nothing inside it is interpreted)."""
-    return _MD_SPECIAL.sub(lambda m: "\\" + m.group(), " ".join(str(text).split()))
+    :color[...] directives), < > (HTML, autolinks), `$` (math), `#` and emphasis marks; a zero-width space
+    inside `://`, `www.` and before `@` keeps GFM from linking bare URLs and e-mail addresses. Field names such
+    as d_model keep their text (an underscore inside a word is not emphasis); a `code span` stays one."""
+    plain = _AUTOLINK.sub("\u200b", " ".join(str(text).split()))
+    return _MD_SPECIAL.sub(lambda m: "\\" + m.group(), plain)
 
 
 _NOT_OURS = re.compile(r"<(?!/?(?:br|b|i|sup|sub|extra)>)", re.I)   # the only tags our own labels use
