@@ -112,3 +112,19 @@ def test_a_running_run_cannot_be_deleted_from_the_page(new_app, tmp_path, monkey
     delete = next(b for b in at.button if b.key == "t_delete")
     assert delete.label == f"Delete run {rid}" and delete.disabled
     assert [r["id"] for r in RunStore().list_runs()] == [rid]
+
+
+@pytest.mark.parametrize("settings,upload,named", [
+    ({"seq": 100_000}, None, "seq:"), ({"lr": float("inf")}, None, "lr:"), ({"seed": -1}, None, "seed:"),
+    ({"weight_decay": float("nan")}, None, "weight_decay:"), ({"batch": 10**9}, None, "batch="),
+    ({}, ("big.txt", b"a" * (64 * 1024 * 1024 + 1)), "the limit is"), ({}, ("bin.txt", bytes(range(256))), "UTF-8"),
+    ({}, ("short.txt", b"the quick brown fox " * 8), "seq:"), ({}, ("tiny.txt", b"abc"), "data:"),
+])
+def test_training_settings_and_uploads_are_refused_by_name(settings, upload, named):
+    """The Training page's plan (app.training_view.plan_run) refuses before anything is built."""
+    from app.training_view import plan_run
+    base = {"steps": 5, "batch": 32, "seq": 16, "lr": 3e-3, "seed": 0}
+    source = "upload" if upload else "names"
+    plan = plan_run(ModelConfig().replace(n_layers=1, d_model=32, n_heads=2), {**base, **settings}, source,
+                    "small", "single run", upload, "cpu")
+    assert isinstance(plan, str) and named in plan, plan
