@@ -11,7 +11,7 @@ import torch
 from engine.guard import needed_bytes
 from engine.measure.latency import _step_fn, prepare
 from engine.measure.peak import allocator_peak
-from engine.measure.variants import variant_configs
+from tests.helpers import variant_configs
 from engine.train.data import load_text
 from engine.train.loop import TrainConfig, model_for, train
 
