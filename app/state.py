@@ -12,13 +12,15 @@ from typing import Any
 
 import streamlit as st
 
+from app.sweep_view import URL_KEYS as SWEEP_URL_KEYS
 from engine.config import FIELDS, ConfigError, ModelConfig
 from engine.limits import MAX_INT, MAX_LAYERS  # noqa: F401 -- the editor's bounds are the engine's
 from engine.presets import PRESETS
 
 DEFAULT_PRESET = "gpt2"
 CFG, PRESET, PROBLEMS = "cfg", "preset", "cfg_problems"
-VIEW_PARAMS = ("section", "present")   # URL keys that are not config fields (Lecture: which section, projector mode)
+# URL keys that are not config fields: the Lecture's section and projector mode, the Trade-offs page's sweep
+VIEW_PARAMS = ("section", "present", *SWEEP_URL_KEYS)
 EDITOR_MAX_INT = MAX_INT     # JavaScript's Number.MAX_SAFE_INTEGER: the largest integer a browser number box holds
 
 

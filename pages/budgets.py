@@ -6,10 +6,10 @@ from app.charts import budgets as charts
 from app.state import current_config
 from app.text import md
 from app.widgets import page_header
-from engine.budget.activations import ATTENTION_IMPLS
 from engine.budget.devices import DEVICE_PROFILES
 from engine.budget.flops import gap_note
 from engine.budget.memory import DTYPE_BYTES, OPTIMIZERS, RECOMPUTE, pure_policy
+from engine.layers.attention import ATTENTION_IMPLS
 from engine.runtime import default_device
 from engine.units import fmt_bytes
 
@@ -29,6 +29,12 @@ attention = c[4].selectbox("Attention kernel", ATTENTION_IMPLS, key="b_attn",
 infer_dtype = c[5].selectbox("Inference dtype", list(DTYPE_BYTES), index=1, key="b_dtype")
 
 st.header("Memory")
+if cfg.n_experts is not None:
+    pc = compute.params(cfg)
+    st.info(f"Mixture of experts: memory below is from **all {pc.total:,} parameters** (every expert must be "
+            f"stored), FLOPs further down from the **{pc.active:,} active** ones (router, shared experts and "
+            f"{cfg.experts_per_token} of {cfg.n_experts} routed experts per token), because each token is "
+            "computed by k experts but any token may pick any of them.", icon=":material/info:")
 train = compute.policy_memories(cfg, batch, seq, optimizer, recompute, attention)
 infer = compute.memory(cfg, batch, seq, infer_dtype, pure_policy(infer_dtype), optimizer, recompute, attention)
 export.chart(charts.memory_figure(train, infer, f"inference ({infer_dtype})", optimizer), "b_memory",

@@ -40,10 +40,10 @@ def _import_hf(args: argparse.Namespace) -> int:
     print(cfg.to_yaml(), end="")
     if not args.check:
         return 0
-    return _check(cfg, config, args)
+    return _parity_check(cfg, config, args)
 
 
-def _check(cfg: ModelConfig, config: dict, args: argparse.Namespace) -> int:
+def _parity_check(cfg: ModelConfig, config: dict, args: argparse.Namespace) -> int:
     try:
         import transformers
     except ImportError:
