@@ -25,7 +25,8 @@ def flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-FIELD_CASES = ([(["params", flag(n), v], f"{n}:") for n in INT_FIELDS for v in BAD_INTS]
+FIELD_CASES = ([(["params", flag(n), v], f"{n}:") for n in INT_FIELDS for v in BAD_INTS
+                if not (v == "0" and FIELDS[n].lo is not None and FIELDS[n].lo <= 0)]
                + [(["params", flag(n), v], f"{n}:") for n in FLOAT_FIELDS for v in BAD_FLOATS]
                + [(["params", flag(n), "bogus"], f"{n}:") for n in CHOICE_FIELDS]
                + [(["params", flag(n), "maybe"], f"{n}:") for n in BOOL_FIELDS])
