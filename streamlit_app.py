@@ -8,7 +8,7 @@ from pathlib import Path
 import streamlit as st
 
 from app import editor, state
-from app.widgets import plain
+from app.text import md
 
 ROOT = Path(__file__).parent
 PAGES = [  # (file, title, icon)
@@ -35,8 +35,8 @@ with st.sidebar:
     editor.sidebar()
 state.sync_url()
 for problem in st.session_state.get(state.PROBLEMS, []):
-    st.warning(f"{plain(problem)} — ignored; showing the rest of the link's config.")
+    st.warning(f"{md(problem)} — ignored; showing the rest of the link's config.")
 if st.session_state.get(editor.EDIT_PROBLEMS):
     st.warning("Some values in the sidebar are invalid (see the messages there); the pages show the last valid "
-               f"config, **{plain(state.current_config().name)}**.", icon=":material/error:")
+               f"config, **{md(state.current_config().name)}**.", icon=":material/error:")
 page.run()

@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 import streamlit as st
 
 from app.present import set_view_param
-from app.widgets import plain
+from app.text import md
 from engine.config import parse_bool
 
 
@@ -43,7 +43,7 @@ def restore(key: str, setting: Setting, default: Any) -> None:
     try:
         st.session_state[key] = setting.parse(raw)
     except ValueError as e:
-        st.warning(plain(f"URL: {setting.param}: {e} — ignored"))
+        st.warning(md(f"URL: {setting.param}: {e} — ignored"))
         set_view_param(setting.param, None)
 
 

@@ -1,26 +1,12 @@
 """Small Streamlit building blocks shared by every page."""
 from __future__ import annotations
 
-import re
-
 import streamlit as st
 
 from app import compute, export
+from app.text import md
 from engine.config import ModelConfig
 from engine.units import fmt_bytes, fmt_count, fmt_flops
-
-
-_CODE = re.compile(r"(`[^`\n]+`)")                # `name` spans: shown as code, their text as typed
-_MARKDOWN = re.compile(r"[\\`*~$#|<>\[\]]"      # always active in Streamlit's Markdown (GFM, math, HTML)
-                       r"|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])"   # emphasis; n_kv_heads stays as it is
-                       r"|:(?=\S)")                          # :emoji: shortcodes and :red[...] directives
-
-
-def plain(text: str) -> str:
-    """`text` escaped so Streamlit's Markdown shows it as typed: validation messages quote values and formulas
-    such as head_dim*rope_fraction, whose `*` would otherwise start italics and vanish."""
-    parts = _CODE.split(text)   # odd items are code spans, where Markdown escapes would show as backslashes
-    return "".join(p if i % 2 else _MARKDOWN.sub(lambda m: "\\" + m.group(0), p) for i, p in enumerate(parts))
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -41,8 +27,9 @@ def diagram(dot: str, container=st) -> None:
 
 
 def page_header(title: str, cfg: ModelConfig, reference: ModelConfig | None = None) -> None:
-    """How every page opens: its title, then the metric row of the current config (deltas against `reference`)."""
-    st.title(title)
+    """How every page opens: its title (a config name in it stays plain text), then the metric row of the current
+    config (deltas against `reference`)."""
+    st.title(md(title))
     metric_row(cfg, reference)
 
 

@@ -16,6 +16,7 @@ import sys
 from engine import commands
 from engine.commands import UsageError
 from engine.config import ConfigError
+from engine.limits import InputError
 
 
 def did_you_mean(word: str, known: list[str]) -> str:
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         for line in e.problems:
             print(f"error: {line}", file=sys.stderr)
         return 2
-    except UsageError as e:
+    except (UsageError, InputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

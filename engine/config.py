@@ -20,6 +20,7 @@ import yaml
 
 from engine.layers import ffn as _ffn
 from engine.layers import norm as _norm
+from engine.limits import MAX_INT, MAX_LAYERS, InputError, RefusedYAML, yaml_load
 from engine.validation import ConfigError, FieldSpec, field_problem, parse_bool, shown
 
 __all__ = ["ConfigError", "DENSE_FFNS", "FIELDS", "FieldSpec", "GATED_FFNS", "GROUPS", "ModelConfig", "coerce",
@@ -307,10 +308,14 @@ class ModelConfig:
     @classmethod
     def from_yaml(cls, text: str) -> "ModelConfig":
         try:
-            data = yaml.safe_load(text)
+            data = yaml_load(text)
+        except InputError as e:
+            raise ConfigError([str(e)]) from None
         except yaml.YAMLError as e:
             where = getattr(e, "problem_mark", None)
             at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+            if isinstance(e, RefusedYAML):
+                raise ConfigError([f"yaml: {e.problem}{at}"]) from None
             if isinstance(e, yaml.constructor.ConstructorError):  # e.g. !!python/object: never constructed
                 raise ConfigError([f"yaml: {e.problem}{at}; only plain values are allowed "
                                    f"(numbers, strings, true/false, null)"]) from None
@@ -400,6 +405,27 @@ def _coerce_scalar(spec: FieldSpec, raw: Any, bad: ValueError) -> Any:
     return raw
 
 
+def _big(n: int) -> str:
+    return f"{n:,}" if n < 10**30 else f"a {len(str(n)):,}-digit number"
+
+
+def _bounds(c: ModelConfig, bad: set[str]) -> list[str]:
+    """engine/limits.py's bounds, the same for app and CLI: integers a browser or JSON holds exactly, and a depth
+    whose layer-by-layer budgets stay interactive. Fields that fail here are added to `bad`."""
+    problems = []
+    for spec in FIELDS.values():
+        value = getattr(c, spec.name)
+        if spec.name not in bad and spec.type is int and isinstance(value, int) and value > MAX_INT:
+            problems.append(f"{spec.name}: {_big(value)} is more than {MAX_INT:,} "
+                            f"(2^53 - 1, the largest integer a browser or JSON holds exactly)")
+            bad.add(spec.name)
+    if "n_layers" not in bad and c.n_layers > MAX_LAYERS:
+        problems.append(f"n_layers: {c.n_layers:,} is more than this app computes interactively (at most "
+                        f"{MAX_LAYERS:,}: the budgets are summed layer by layer)")
+        bad.add("n_layers")
+    return problems
+
+
 def _coerce_list(spec: FieldSpec, raw: Any, bad: ValueError) -> tuple | None:
     """A list field from a YAML list or a 'a, b, c' string (brackets allowed, as a URL or CLI value)."""
     if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("null", "none", "~", "")):
@@ -426,6 +452,7 @@ def _problems(c: ModelConfig) -> list[str]:
     def ok(*names: str) -> bool:
         return not bad.intersection(names)
 
+    problems += _bounds(c, bad)
     if ok("n_heads", "n_kv_heads") and c.n_kv_heads is not None and c.n_heads % c.n_kv_heads:
         problems.append(f"n_kv_heads: {c.n_kv_heads} does not divide n_heads={c.n_heads}")
     if ok("head_dim", "d_model", "n_heads") and c.head_dim is None and c.d_model < c.n_heads:

@@ -4,7 +4,8 @@ import streamlit as st
 from app import compute, export, url_view
 from app.charts import activations as charts
 from app.state import current_config
-from app.widgets import page_header, plain
+from app.text import md
+from app.widgets import page_header
 from engine.config import DENSE_FFNS, GATED_FFNS
 from engine.measure.stats import CPU_PARAM_LIMIT, StatsRefusal, check_live
 from engine.runtime import default_device
@@ -46,12 +47,12 @@ tokens = url_view.bound("stats_tokens", url_view.integer("tokens", 4, top), min(
                         "Sample length (tokens)", 4, top) if cfg.context_length > 4 else cfg.context_length
 key = (cfg, tokens, device)
 try:
-    check_live(cfg, device)
+    check_live(cfg, device, tokens)
 except StatsRefusal as e:
-    st.error(plain(str(e)), icon=":material/block:")
+    st.error(md(e), icon=":material/block:")
 else:
     if st.button("Build and measure", type="primary") or st.session_state.get("stats_key") == key:
-        with st.status(f"Building {cfg.name} on {device} and running {tokens} tokens…") as status:
+        with st.status(f"Building {md(cfg.name)} on {device} and running {tokens} tokens…") as status:
             stats = compute.live_stats(cfg, tokens, device)
             status.update(label=f"Measured on {stats.device}: {stats.tokens} tokens", state="complete")
         st.session_state["stats_key"] = key

@@ -4,7 +4,8 @@ import streamlit as st
 from app import budget_measure, compute, export, tables, url_view
 from app.charts import budgets as charts
 from app.state import current_config
-from app.widgets import page_header, plain
+from app.text import md
+from app.widgets import page_header
 from engine.budget.devices import DEVICE_PROFILES
 from engine.budget.flops import gap_note
 from engine.budget.memory import DTYPE_BYTES, OPTIMIZERS, RECOMPUTE, pure_policy
@@ -101,5 +102,5 @@ if st.button("Measure", type="primary", key="b_measure"):
         status.update(label=f"Measured {len(result.measured)} quantities" + (", the rest refused" if refused else ""),
                       state="complete" if result.measured else "error", expanded=False)
     for why in refused:         # outside the status box: a refusal is never shown as a completed measurement
-        st.warning(plain(why), icon=":material/block:")
+        st.warning(md(why), icon=":material/block:")
     st.dataframe(tables.measurements_table(result.rows()), hide_index=True, width="stretch")

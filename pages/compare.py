@@ -7,7 +7,8 @@ from app.charts import compare as charts
 from app.editor import read_yaml
 from app.present import set_view_param
 from app.state import current_config
-from app.widgets import page_header, plain
+from app.text import md
+from app.widgets import page_header
 from engine.presets import PRESETS
 
 PINS, NOTE = "pins", "pin_note"
@@ -37,7 +38,7 @@ if PINS not in st.session_state:   # the link's pins, else something to compare
 pins = st.session_state[PINS]
 
 page_header("Compare", cfg, reference=pins[0][1])
-st.caption(f"Current config **{cfg.name}**; deltas against the first pin, **{pins[0][0]}**.")
+st.caption(f"Current config **{md(cfg.name)}**; deltas against the first pin, **{md(pins[0][0])}**.")
 
 a, b, c = st.columns(3)
 a.button("Pin the current config", on_click=pin, args=(f"{cfg.name} (current)", cfg), width="stretch")
@@ -46,7 +47,7 @@ b.button("Pin this preset", on_click=lambda: pin(preset, PRESETS[preset].config)
 c.file_uploader("Pin a YAML config", type=["yaml", "yml"], key="cmp_upload", on_change=pin_upload,
                 label_visibility="collapsed")
 if st.session_state.get(NOTE):
-    st.warning(plain(st.session_state[NOTE]))
+    st.warning(md(st.session_state[NOTE]))
 unpin = st.multiselect("Pinned (remove one to unpin)", [lab for lab, _ in pins], default=[lab for lab, _ in pins],
                        key=f"cmp_pins_{len(pins)}_{'|'.join(lab for lab, _ in pins)}")
 if len(unpin) < len(pins) and unpin:

@@ -7,7 +7,8 @@ import streamlit as st
 from app import export, latency_plan, latency_view, url_view
 from app.charts import latency as charts
 from app.state import current_config
-from app.widgets import page_header, plain
+from app.text import md
+from app.widgets import page_header
 from engine.guard import MemoryRefusal, check_fits
 from engine.layers.attention import attention_variants
 from engine.measure import latency as lat
@@ -56,7 +57,7 @@ else:
     try:
         check_fits(cfg, dev, max(batches), max(seqs), dtype, mode == "train")
     except MemoryRefusal as e:
-        st.error(plain(str(e)), icon=":material/block:")
+        st.error(md(e), icon=":material/block:")
     else:
         est = sweep_estimate(cfg, sorted(batches), sorted(seqs), mode, dtype, dev, budget)
         st.caption(f"Estimated duration: **{est.text}** ({est.how}).")
@@ -112,7 +113,7 @@ if contexts and st.button("Measure decode: " + " vs ".join(variants), key="lat_d
     try:
         measure_decode(variants, contexts, 1, dtype, str(dev), latency_plan.DECODE_BUDGET_S, on_point=on_point)
     except MemoryRefusal as e:
-        st.warning(plain(str(e)), icon=":material/block:")
+        st.warning(md(e), icon=":material/block:")
     bar.empty()
     stop.empty()
 key, curves = st.session_state.get("lat_decode_curves", (None, {}))

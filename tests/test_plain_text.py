@@ -4,7 +4,7 @@ import re
 import pytest
 from markdown_it import MarkdownIt
 
-from app.widgets import plain
+from app.text import md
 
 MD = MarkdownIt("commonmark").enable(["strikethrough", "table"])
 
@@ -27,9 +27,9 @@ def shown(markdown: str) -> str:
 ])
 def test_plain_renders_as_typed(message):
     want = message.replace("`", "")   # a `code` span shows its text as typed, in code style
-    assert shown(plain(message)) == want
+    assert shown(md(message)) == want
 
 
 def test_plain_leaves_identifiers_and_colons_readable():
-    assert plain("n_kv_heads: 5 does not divide n_heads=32") == "n_kv_heads: 5 does not divide n_heads=32"
-    assert plain(":smile:") == "\\:smile:"   # the shortcode cannot start: no emoji
+    assert md("n_kv_heads: 5 does not divide n_heads=32") == "n_kv_heads: 5 does not divide n_heads=32"
+    assert md(":smile:") == "\\:smile:"   # the shortcode cannot start: no emoji

@@ -110,7 +110,10 @@ def _flops(args: argparse.Namespace) -> int:
     measured = {}
     if args.measure:
         from engine.measure.suite import measure_config
-        measured = measure_config(cfg, B, T, impl=args.attention, steps=("flops",))
+        try:
+            measured = measure_config(cfg, B, T, impl=args.attention, steps=("flops",))
+        except MemoryRefusal as e:
+            raise UsageError(str(e)) from None
     if args.json:
         print_json({**{k: getattr(f, k) for k in FLOP_KEYS}, "train_flops": f.train_flops, "causal": f.causal,
                     "formulas": f.formulas,

@@ -44,7 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("runs", help="list, export or delete stored training runs")
     p.add_argument("--json", action="store_true")
     p.add_argument("--csv", type=int, metavar="ID", help="print run ID's steps as CSV")
-    p.add_argument("--delete", type=int, metavar="ID", help="delete run ID")
+    p.add_argument("--delete", type=int, metavar="ID", help="delete run ID (refused while it is running)")
+    p.add_argument("--move-aside", action="store_true",
+                   help="rename an unusable run store to runs.sqlite.unusable-TIMESTAMP (never deleted)")
     p.set_defaults(run=_runs)
 
 
@@ -85,6 +87,7 @@ def train_model_config(args: argparse.Namespace) -> ModelConfig:
 
 
 def _train(args: argparse.Namespace) -> int:
+    from engine.guard import MemoryRefusal
     from engine.train import ddp
     from engine.train.data import load_data
     from engine.runtime import resolve_device
@@ -102,9 +105,11 @@ def _train(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())   # Ctrl-C ends the run as "stopped"
     try:
         with ddp.session(device.type) as info:
-            store = RunStore() if info.main else None
+            store = _store() if info.main else None
             on_step = None if args.json or not info.main else _print_step(tc)
             r = train(cfg, tc, data, device=str(device), on_step=on_step, stop=stop, store=store, info=info)
+    except MemoryRefusal as e:
+        raise UsageError(str(e)) from None
     finally:
         signal.signal(signal.SIGINT, previous)
     if not info.main:
@@ -124,6 +129,14 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _store():
+    from engine.train.store import RunStore, StoreError
+    try:
+        return RunStore()
+    except StoreError as e:
+        raise UsageError(str(e)) from None
+
+
 def _print_step(tc):
     def show(rec) -> None:
         if rec.val_loss is not None or rec.step == 1:
@@ -134,18 +147,25 @@ def _print_step(tc):
 
 
 def _runs(args: argparse.Namespace) -> None:
-    from engine.train.store import RunStore
-    store = RunStore()
+    from engine.train.store import RunningError, RunStore, StoreError, default_path, move_aside
+    if args.move_aside:
+        try:
+            return print(f"moved {default_path()} to {move_aside()}; the next run starts a new store")
+        except OSError as e:
+            raise UsageError(str(e)) from None
     try:
+        store = RunStore()
         if args.csv is not None:
             return print(store.export_csv(args.csv), end="")
         if args.delete is not None:
             if not store.delete_run(args.delete):
                 raise KeyError(f"run {args.delete} does not exist")
             return print(f"deleted run {args.delete}")
+        runs = store.list_runs()
     except KeyError as e:
         raise UsageError(f"{e.args[0]} (see `python -m engine runs`)") from None
-    runs = store.list_runs()
+    except (RunningError, StoreError) as e:
+        raise UsageError(str(e)) from None
     if args.json:
         return print_json(runs)
     if not runs:

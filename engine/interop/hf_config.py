@@ -14,6 +14,7 @@ from typing import Any, Callable
 from engine.config import ConfigError, ModelConfig
 from engine.interop.hf_defaults import DEFAULTS, DENSE_ACTS, GATED_ACTS, IGNORED, INERT
 from engine.interop.hf_rope import rope_fields
+from engine.interop.hf_types import type_problems
 
 FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "gpt2", "gpt_neox", "falcon",
             "bloom", "stablelm", "starcoder2", "phi3", "gpt_bigcode")
@@ -327,6 +328,8 @@ def import_hf_config(d: dict[str, Any]) -> tuple[ModelConfig, list[str]]:
     this model either (accepted, listed for `import-hf --verbose`), or ConfigError."""
     if not isinstance(d, dict):
         raise ConfigError([f"config.json: expected a JSON object, got {type(d).__name__}"])
+    if problems := type_problems(d):
+        raise ConfigError(problems)
     family = d.get("model_type")
     if family not in _READERS:
         raise ConfigError([f"model_type: {family!r} is not one of the families we import exactly: "

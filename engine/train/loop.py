@@ -16,7 +16,9 @@ import torch
 import torch.nn.functional as F
 
 from engine.config import ConfigError, ModelConfig
+from engine.guard import check_fits
 from engine.layers.attention import kv_head_choices
+from engine.limits import MAX_INT
 from engine.model import DecoderLM, build_model
 from engine.runtime import resolve_device
 from engine.train.data import Dataset, get_batch, load_data
@@ -51,14 +53,28 @@ class TrainConfig:
                          ("eval_batches", 1), ("samples", 0), ("seed", 0)):
             if problem := int_problem(name, getattr(self, name), lo):
                 p.append(problem)
+            elif getattr(self, name) > MAX_INT:
+                p.append(f"{name}: the value is more than {MAX_INT:,} (2^53 - 1)")
         for name, lo, hi in (("lr", 0, math.inf), ("min_lr_ratio", 0, 1), ("weight_decay", 0, math.inf),
                              ("grad_clip", 0, math.inf), ("z_loss", 0, math.inf), ("dropout", 0, 0.999)):
             v = getattr(self, name)
-            if not isinstance(v, (int, float)) or not (lo <= v <= hi) or (name == "lr" and v == 0):
-                rng = "a number > 0" if name == "lr" else f"a number in [{lo}, {hi}]"
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (lo <= v <= hi) \
+                    or not math.isfinite(v) or (name == "lr" and v == 0):
+                rng = "a finite number > 0" if name == "lr" else (
+                    f"a finite number >= {lo}" if hi == math.inf else f"a number in [{lo}, {hi}]")
                 p.append(f"{name}: {v!r} is not {rng}")
         if p:
             raise ConfigError(p)
+
+    def check_data(self, data: Dataset) -> None:
+        """ConfigError naming seq when either split of `data` is too short for windows of seq + 1 tokens."""
+        shortest = min(len(data.train), len(data.val))
+        if shortest <= self.seq + 1:
+            most = shortest - 2
+            fix = f"use seq <= {most:,}" if most >= 2 else "use a longer text"
+            raise ConfigError([f"seq: {self.seq:,} needs more than {self.seq + 1:,} tokens in each split, but "
+                               f"the {data.name} data's {'train' if len(data.train) == shortest else 'val'} split has "
+                               f"{shortest:,}; {fix}"])
 
     def replace(self, **kw) -> "TrainConfig":
         return TrainConfig(**{**asdict(self), **kw})
@@ -107,7 +123,27 @@ def small_version(cfg: ModelConfig, d_model: int = 64, n_layers: int = 2, n_head
     return cfg.replace(name=f"{cfg.name}-small", d_model=d_model, n_layers=n_layers, n_heads=n_heads,
                        n_kv_heads=kv, head_dim=None, d_ff=None, ffn_multiple_of=8, expert_d_ff=None,
                        shared_d_ff=None, moe_first_dense=min(cfg.moe_first_dense, n_layers - 1),
-                       moe_every=min(cfg.moe_every, n_layers))
+                       moe_every=min(cfg.moe_every, n_layers),
+                       **_per_layer_lists(cfg, n_layers), **_per_frequency_lists(cfg, d_model // n_heads))
+
+
+def _per_layer_lists(cfg: ModelConfig, n_layers: int) -> dict:
+    """The first n_layers layers' pattern: their attention types and which of them skip RoPE."""
+    nope = tuple(i for i in cfg.nope_layers or () if i <= n_layers) or None
+    return dict(layer_types=cfg.layer_types and cfg.layer_types[:n_layers], nope_layers=nope)
+
+
+def _per_frequency_lists(cfg: ModelConfig, head_dim: int) -> dict:
+    """LongRoPE's factor lists (one per rotated frequency) resampled, evenly over the original frequencies from
+    fastest to slowest, to the smaller head's rotary_dim / 2 frequencies."""
+    m = int(round(head_dim * cfg.rope_fraction)) // 2
+
+    def resample(factors: tuple[float, ...] | None) -> tuple[float, ...] | None:
+        if not factors or m < 1:
+            return factors
+        last = len(factors) - 1
+        return tuple(factors[round(i * last / max(1, m - 1))] for i in range(m))
+    return dict(rope_short_factor=resample(cfg.rope_short_factor), rope_long_factor=resample(cfg.rope_long_factor))
 
 
 def model_for(cfg: ModelConfig, data: Dataset, tc: TrainConfig) -> ModelConfig:
@@ -179,10 +215,12 @@ def train(cfg: ModelConfig, tc: TrainConfig, data: Dataset | None = None, *, dev
     data = data or load_data(tc.data, seed=tc.seed)
     if tc.batch % info.world:
         raise ConfigError([f"batch: {tc.batch} must be divisible by the number of processes ({info.world})"])
+    tc.check_data(data)
     dev = resolve_device(device)
     if dev.type == "cuda" and info.world > 1:
         dev = torch.device("cuda", info.local_rank)
     mcfg = model_for(cfg, data, tc)
+    check_fits(mcfg, dev, tc.batch // info.world, tc.seq, "fp32", training=True)
     torch.manual_seed(tc.seed)
     model = build_model(mcfg, device=dev, seed=tc.seed)
     model.train()
@@ -195,7 +233,8 @@ def train(cfg: ModelConfig, tc: TrainConfig, data: Dataset | None = None, *, dev
     result = RunResult("finished", "", [], mcfg, n_params)
     result.initial_loss = _evaluate(model, val_batches, info)
     if store is not None and info.main:
-        result.run_id = store.create_run(mcfg, tc, data.name, n_params, dev.type, info.world)
+        result.run_id = store.create_run(mcfg, tc, data.name, n_params, dev.type, info.world,
+                                         initial_loss=result.initial_loss)
     tokens, seconds = 0, 0.0
     for step in range(1, tc.steps + 1):
         if stop is not None and stop.is_set():
