@@ -1,4 +1,4 @@
-"""app.widgets.plain: a message escaped for Streamlit's Markdown renders as exactly its own text."""
+"""app.text.md: a message escaped for Streamlit's Markdown renders as exactly its own text."""
 import re
 
 import pytest
@@ -27,7 +27,8 @@ def shown(markdown: str) -> str:
 ])
 def test_plain_renders_as_typed(message):
     want = message.replace("`", "")   # a `code` span shows its text as typed, in code style
-    assert shown(md(message)) == want
+    # the only change md makes to the visible text: an invisible zero-width space that keeps URLs from linking
+    assert shown(md(message)).replace("\u200b", "") == want
 
 
 def test_plain_leaves_identifiers_and_colons_readable():
