@@ -16,7 +16,7 @@ from engine.units import fmt_count
 MAX_YAML_BYTES = 64 * 1024
 PICK, UPLOAD, UPLOAD_PROBLEMS, EDIT_PROBLEMS = "preset_pick", "yaml_upload", "upload_problems", "edit_problems"
 GROUP_TITLES = {"sizes": "Sizes", "attention": "Attention", "position": "Position", "ffn": "Feed-forward",
-                "normalization": "Normalization", "block": "Block", "output": "Output"}
+                "moe": "Mixture of experts", "normalization": "Normalization", "block": "Block", "output": "Output"}
 
 
 def _load_preset() -> None:
@@ -73,6 +73,12 @@ def _apply_couplings(raw: dict[str, Any]) -> dict[str, str]:
         why["global_every"] = "Only used with a sliding window (attn_window)."
     if raw["position"] != "rope":
         why["rope_base"] = why["rope_fraction"] = "Only used with position = rope."
+    if not raw["qk_norm"]:
+        why["qk_norm_scope"] = "Only used with qk_norm."
+    if raw["n_experts"] is None:
+        for spec in FIELDS.values():
+            if spec.group == "moe" and spec.name != "n_experts":
+                why[spec.name] = "Only used with n_experts set (a mixture of experts)."
     return why
 
 

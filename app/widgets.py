@@ -37,17 +37,22 @@ def _metrics(cfg: ModelConfig) -> dict[str, tuple]:
         "Non-embedding": (pc.non_embedding, fmt_count(pc.non_embedding), fmt_count,
                           "Total minus token embedding, learned positions and an untied output head."),
     }
+    if pc.active != pc.total:   # a mixture of experts: a token uses k of the E routed experts
+        out["Active / token"] = (pc.active, fmt_count(pc.active), fmt_count,
+                                 "Parameters one token uses: embedding, head, attention, norms, router, shared "
+                                 "experts and k of the E routed experts. Memory holds the total; compute uses these.")
     T = cfg.context_length
     weights = compute.memory(cfg, 1, T, "bf16", policy="bf16").weights_bytes
     kv = compute.kv_cache(cfg, 1, T, "bf16")
     fpt = compute.flops(cfg, 1, T, causal=True).flops_per_token
     out["Weights (bf16)"] = (weights, fmt_bytes(weights), fmt_bytes,
-                             "Closed form: parameters x 2 bytes (engine.budget.memory).")
+                             "Closed form: total parameters x 2 bytes (engine.budget.memory): every expert is stored.")
     out["KV cache, full context"] = (kv, fmt_bytes(kv), fmt_bytes,
                                      f"Closed form at context_length = {T:,} tokens, batch 1, bf16: 2 x layers x "
                                      "tokens x kv_heads x head_dim x 2 bytes; window layers hold min(tokens, window).")
     out["FLOPs / token"] = (fpt, fmt_flops(fpt), fmt_flops,
-                            f"Closed form (engine.budget.flops): training forward + backward per token at "
+                            f"Closed form (engine.budget.flops), from active parameters: training forward + "
+                            f"backward per token at "
                             f"sequence {T:,}, counting only the query-key pairs a causal, windowed kernel "
                             "computes (Budgets shows the full-square count FlopCounterMode makes).")
     return out

@@ -24,8 +24,9 @@ from engine.validation import ConfigError, FieldSpec, field_problem, parse_bool,
 __all__ = ["ConfigError", "DENSE_FFNS", "FIELDS", "FieldSpec", "GATED_FFNS", "GROUPS", "ModelConfig", "coerce",
            "field_names", "parse_bool"]
 
-GROUPS = ("sizes", "attention", "position", "ffn", "normalization", "block", "output")
+GROUPS = ("sizes", "attention", "position", "ffn", "moe", "normalization", "block", "output")
 DENSE_FFNS, GATED_FFNS = _ffn.DENSE_FFNS, _ffn.GATED_FFNS   # the FFN family's tables name the choices
+ROUTERS = ("softmax_topk", "topk_softmax", "sigmoid")
 
 
 def _decl(default: Any, group: str, help: str, *, choices: tuple | None = None, lo: float | None = None,
@@ -58,6 +59,9 @@ class ModelConfig:
     attn_softcap: float | None = _decl(None, "attention", "Squash attention scores smoothly into (-c, c) with "
                                        "c*tanh(s/c), before the causal mask.", lo=0, lo_open=True, null="no cap")
     qkv_bias: bool = _decl(False, "attention", "Biases on the query, key and value projections only (Qwen2).")
+    qk_norm_scope: str = _decl("head", "attention", "With qk_norm: one gain per head dimension shared by all "
+                               "heads (Qwen3), or one norm over all heads at once (OLMoE).",
+                               choices=("head", "all_heads"))
 
     position: str = _decl("learned", "position", "How the model knows token order: a learned table, fixed "
                           "sinusoids added to the input, rotary embedding of queries and keys, or nothing.",
@@ -74,6 +78,42 @@ class ModelConfig:
                              null="4*d_model dense, 8/3*d_model gated (rounded up to ffn_multiple_of)")
     ffn_multiple_of: int = _decl(256, "ffn", "The automatic gated width is rounded up to a multiple of this.",
                                  lo=1)
+
+    # ---- mixture of experts (engine/layers/moe.py); n_experts null keeps every FFN dense ----
+    n_experts: int | None = _decl(None, "moe", "Routed experts E in each MoE layer: FFNs of which a router picks "
+                                  "experts_per_token for every token.", lo=1, null="dense FFN in every layer")
+    experts_per_token: int = _decl(2, "moe", "k: routed experts each token uses (k <= n_experts).", lo=1)
+    expert_d_ff: int | None = _decl(None, "moe", "Hidden width of one routed expert (same FFN type as `ffn`).",
+                                    lo=1, null="the dense FFN width")
+    n_shared_experts: int = _decl(0, "moe", "Always-on experts every token passes through besides the routed "
+                                  "ones (Qwen2-MoE, DeepSeek); built as one FFN of n_shared_experts times "
+                                  "shared_d_ff.", lo=0)
+    shared_d_ff: int | None = _decl(None, "moe", "Hidden width of one shared expert.", lo=1,
+                                    null="expert_d_ff")
+    shared_expert_gate: bool = _decl(False, "moe", "Scale the shared experts' output by sigmoid(x w), "
+                                     "one learned vector w (Qwen2-MoE).")
+    moe_first_dense: int = _decl(0, "moe", "The first this-many layers keep a dense FFN (DeepSeek "
+                                 "first_k_dense_replace).", lo=0)
+    moe_every: int = _decl(1, "moe", "Only layers k, 2k, ... (counting from 1) are MoE; the others stay dense "
+                           "(Qwen decoder_sparse_step).", lo=1)
+    router: str = _decl("softmax_topk", "moe", "softmax_topk: softmax over all experts, keep the k largest "
+                         "(Mixtral, Qwen, OLMoE); topk_softmax: keep the k largest logits, softmax over them; "
+                         "sigmoid: independent sigmoid scores (DeepSeek-V3).", choices=ROUTERS)
+    router_renorm: bool = _decl(True, "moe", "Rescale the k kept weights to sum to 1 (Mixtral, Qwen3-MoE; off "
+                                "in Qwen1.5-MoE and OLMoE). topk_softmax sums to 1 anyway.")
+    router_selection_bias: bool = _decl(False, "moe", "A per-expert bias added to the scores only to choose "
+                                        "experts, not to weight them (DeepSeek-V3 load balancing without aux loss).")
+    router_groups: int = _decl(1, "moe", "Group-limited selection: experts split into this many groups "
+                               "(must divide n_experts); 1 means no groups.", lo=1)
+    router_group_topk: int = _decl(1, "moe", "With groups: tokens choose experts only inside this many best "
+                                   "groups (group score = sum of its two best scores, DeepSeek-V3).", lo=1)
+    routed_scale: float = _decl(1.0, "moe", "Multiply the routed experts' weights by this factor "
+                                "(DeepSeek-V3 routed_scaling_factor 2.5).", lo=0, lo_open=True)
+    expert_bias: bool = _decl(False, "moe", "Biases on the router and on every expert projection (gpt-oss).")
+    aux_loss_coef: float = _decl(0.01, "moe", "Training: weight of the load-balancing loss "
+                                 "E * sum_i f_i P_i (Switch / Mixtral), added to the language-model loss.", lo=0)
+    z_loss_coef: float = _decl(0.0, "moe", "Training: weight of the router z-loss mean(logsumexp(logits)^2) "
+                               "(ST-MoE), which keeps router logits small.", lo=0)
 
     norm: str = _decl("layernorm", "normalization", "LayerNorm subtracts the mean and divides by the standard "
                       "deviation; RMSNorm only divides by the root mean square.", choices=tuple(_norm.NORMS))
@@ -139,6 +179,22 @@ class ModelConfig:
             return 4 * self.d_model
         m = self.ffn_multiple_of
         return m * math.ceil(8 * self.d_model / 3 / m)
+
+    @property
+    def expert_width(self) -> int:
+        return self.ffn_width if self.expert_d_ff is None else self.expert_d_ff
+
+    @property
+    def shared_width(self) -> int:
+        """Hidden width of the one FFN that holds all shared experts (0 without shared experts)."""
+        return self.n_shared_experts * (self.expert_width if self.shared_d_ff is None else self.shared_d_ff)
+
+    @property
+    def moe_layers(self) -> list[bool]:
+        """Per layer (0-based list): a mixture of experts (True) or a dense FFN."""
+        if self.n_experts is None:
+            return [False] * self.n_layers
+        return [i >= self.moe_first_dense and (i + 1) % self.moe_every == 0 for i in range(self.n_layers)]
 
     @property
     def layer_windows(self) -> list[int | None]:
@@ -291,9 +347,35 @@ def _problems(c: ModelConfig) -> list[str]:
         if abs(rot - round(rot)) > 1e-9 or round(rot) % 2 or round(rot) == 0:
             problems.append(f"head_dim: rope needs an even rotary width (head_dim*rope_fraction), "
                             f"got {c.head_width}*{c.rope_fraction:g} = {rot:g}")
+    problems += _moe_problems(c, ok)
     if ok("norm", "norm_bias") and not _norm.NORMS[c.norm].has_bias and c.norm_bias:
         problems.append(f"norm_bias: {c.norm} has no bias; set norm_bias: false")
     if ok("position", "context_length") and c.position == "learned" and c.context_length > 1 << 24:
         problems.append(f"context_length: {c.context_length} is too long for a learned position table "
                         f"(at most 16,777,216)")
     return problems
+
+
+def _moe_problems(c: ModelConfig, ok) -> list[str]:
+    """Rules tying the mixture-of-experts fields together (only when n_experts is set)."""
+    if c.n_experts is None or not ok("n_experts"):
+        return []
+    E, out = c.n_experts, []
+    if ok("experts_per_token") and c.experts_per_token > E:
+        out.append(f"experts_per_token: {c.experts_per_token} is more than n_experts={E}")
+    if ok("router_groups") and E % c.router_groups:
+        out.append(f"router_groups: {c.router_groups} does not divide n_experts={E}")
+    elif ok("router_groups", "router_group_topk", "experts_per_token"):
+        if c.router_group_topk > c.router_groups:
+            out.append(f"router_group_topk: {c.router_group_topk} is more than router_groups={c.router_groups}")
+        elif c.router_groups > 1 and c.experts_per_token > c.router_group_topk * (E // c.router_groups):
+            out.append(f"experts_per_token: {c.experts_per_token} is more than the {c.router_group_topk} chosen "
+                       f"groups hold ({c.router_group_topk} * {E // c.router_groups} experts)")
+        elif c.router_groups > 1 and E // c.router_groups < 2:
+            out.append(f"router_groups: {c.router_groups} groups of {E // c.router_groups} expert; a group "
+                       f"score sums its two best experts, so a group needs at least 2")
+    if ok("shared_expert_gate", "n_shared_experts") and c.shared_expert_gate and not c.n_shared_experts:
+        out.append("shared_expert_gate: there is no shared expert to gate; set n_shared_experts >= 1")
+    if ok("moe_first_dense", "moe_every", "n_layers") and not any(c.moe_layers):
+        out.append(f"moe_first_dense: with moe_every={c.moe_every} no layer of n_layers={c.n_layers} is MoE")
+    return out

@@ -15,6 +15,7 @@ from engine.config import ModelConfig
 from engine.layers.attention import Attention, LayerKV
 from engine.layers.block import Block
 from engine.layers.init import init_linear, init_norm
+from engine.layers.moe import MoE
 from engine.layers.norm import make_norm
 from engine.layers.position import rope_tables, sinusoidal_table
 
@@ -43,7 +44,7 @@ class DecoderLM(nn.Module):
         self.tok_emb = _embedding(cfg.vocab_size, cfg.d_model)
         self.pos_emb = _embedding(cfg.context_length, cfg.d_model) if cfg.position == "learned" else None
         self.emb_norm = make_norm(cfg) if cfg.embed_norm else None
-        self.blocks = nn.ModuleList(Block(cfg, w) for w in cfg.layer_windows)
+        self.blocks = nn.ModuleList(Block(cfg, w, m) for w, m in zip(cfg.layer_windows, cfg.moe_layers))
         self.final_norm = make_norm(cfg) if cfg.final_norm else None
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.tie()
@@ -68,6 +69,20 @@ class DecoderLM(nn.Module):
         init_norm(self.final_norm)
         if not self.cfg.tie_embeddings:                  # tied: the head is the embedding, already drawn
             init_linear(self.head, std, g)
+
+    def moe_layers(self) -> list[MoE]:
+        return [b.ffn for b in self.blocks if isinstance(b.ffn, MoE)]
+
+    def moe_losses(self) -> dict[str, torch.Tensor]:
+        """Load-balancing and z-loss of the last training forward, averaged over the MoE layers (as
+        transformers averages them), and the regulariser sum_layers-mean of coef * loss to add to the loss;
+        empty for a dense model."""
+        layers = [m for m in self.moe_layers() if m.aux_loss is not None]
+        if not layers:
+            return {}
+        n = len(layers)
+        return {"aux_loss": sum(m.aux_loss for m in layers) / n, "z_loss": sum(m.z_loss for m in layers) / n,
+                "regularizer": sum(m.regularizer() for m in layers) / n}
 
     def attention_layers(self) -> list[Attention]:
         return [b.attn for b in self.blocks]

@@ -28,6 +28,12 @@ attention = c[4].selectbox("Attention kernel", ATTENTION_IMPLS, key="b_attn",
 infer_dtype = c[5].selectbox("Inference dtype", list(DTYPE_BYTES), index=1, key="b_dtype")
 
 st.header("Memory")
+if cfg.n_experts is not None:
+    pc = compute.params(cfg)
+    st.info(f"Mixture of experts: memory below is from **all {pc.total:,} parameters** (every expert must be "
+            f"stored), FLOPs further down from the **{pc.active:,} active** ones (router, shared experts and "
+            f"{cfg.experts_per_token} of {cfg.n_experts} routed experts per token), because each token is "
+            "computed by k experts but any token may pick any of them.", icon=":material/info:")
 train = compute.policy_memories(cfg, batch, seq, optimizer, recompute, attention)
 infer = compute.memory(cfg, batch, seq, infer_dtype, pure_policy(infer_dtype), optimizer, recompute, attention)
 export.chart(charts.memory_figure(train, infer, f"inference ({infer_dtype})", optimizer), "b_memory",

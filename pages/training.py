@@ -2,6 +2,7 @@
 import streamlit as st
 
 from app import export, training_view
+from app.charts import moe as moe_charts
 from app.charts import training as charts
 from app.state import current_config
 from app.widgets import page_header
@@ -67,6 +68,17 @@ if b2.button("Stop", key="t_stop", disabled=not running):
     job.stop.set()
 
 
+def _moe_section(curves: dict, key: str, download: bool = True) -> None:
+    """Router losses and, per run, the tokens each expert got in each MoE layer (a mixture of experts only)."""
+    export.chart(moe_charts.router_losses_figure(curves), f"{key}_router", "router-losses", download=download)
+    for i, (label, steps) in enumerate(curves.items()):
+        if moe_charts.has_moe({label: steps}):
+            export.chart(moe_charts.expert_load_figure(steps, label), f"{key}_load_{i}", f"expert-load-{i}",
+                         download=download)
+    st.caption("Expert load: tokens routed to each expert in each MoE layer at the latest step (each token counts "
+               "k times). Red above the balanced share, blue below; the load-balancing loss pushes towards white.")
+
+
 @st.fragment(run_every=1.0 if running else None)
 def live() -> None:
     """Polls the background job: progress, curves; once it is done, results and samples."""
@@ -83,6 +95,8 @@ def live() -> None:
         export.chart(charts.loss_figure(curves), "t_loss", "training-loss", download=done)
         with st.expander("lr, gradient norm, max logit, log Z"):
             export.chart(charts.diagnostics_figure(curves), "t_diag", "training-diagnostics", download=done)
+        if moe_charts.has_moe(curves):
+            _moe_section(curves, "t", download=done)
     if job.running:
         return
     if job.error:
@@ -124,6 +138,8 @@ else:
         stored = {labels[i]: store.get_run(i) for i in chosen}
         export.chart(charts.loss_figure({k: v["steps"] for k, v in stored.items()}), "t_stored_loss",
                      "stored-runs-loss")
+        if moe_charts.has_moe({k: v["steps"] for k, v in stored.items()}):
+            _moe_section({k: v["steps"] for k, v in stored.items()}, "t_stored")
         first_id = chosen[0]
         first = stored[labels[first_id]]
         if first["samples"]:

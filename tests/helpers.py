@@ -18,6 +18,23 @@ KV = {"MHA": None, "GQA": 2, "MQA": 1}
 
 
 @st.composite
+def moe_fields(draw) -> dict:
+    """The mixture-of-experts knobs: dense (n_experts null) about half the time."""
+    n_experts = draw(st.none() | st.integers(1, 8))
+    groups = draw(st.sampled_from([g for g in (1, 2, 4) if n_experts and n_experts % g == 0] or [1]))
+    return dict(
+        n_experts=n_experts, experts_per_token=draw(st.integers(1, 4)),
+        expert_d_ff=draw(st.none() | st.integers(1, 12)), n_shared_experts=draw(st.integers(0, 2)),
+        shared_d_ff=draw(st.none() | st.integers(1, 12)), shared_expert_gate=draw(st.booleans()),
+        moe_first_dense=draw(st.integers(0, 1)), moe_every=draw(st.integers(1, 2)),
+        router=draw(st.sampled_from(FIELDS["router"].choices)), router_renorm=draw(st.booleans()),
+        router_selection_bias=draw(st.booleans()), router_groups=groups,
+        router_group_topk=draw(st.integers(1, groups)), routed_scale=draw(st.floats(0.5, 3)),
+        expert_bias=draw(st.booleans()), aux_loss_coef=draw(st.floats(0, 0.1)),
+        z_loss_coef=draw(st.floats(0, 0.01)))
+
+
+@st.composite
 def configs(draw, max_d: int = 24) -> ModelConfig:
     """Any valid config at tiny sizes: sizes and every knob drawn; invalid combinations are filtered out."""
     n_heads = draw(st.integers(1, 6))
@@ -41,6 +58,7 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
         tie_embeddings=draw(st.booleans()), embed_scale=draw(st.booleans()),
         logit_softcap=draw(opt(st.floats(0.5, 50))))
     values["norm_bias"] = values["norm"] == "layernorm" and draw(st.booleans())
+    values.update(qk_norm_scope=draw(st.sampled_from(FIELDS["qk_norm_scope"].choices)), **draw(moe_fields()))
     assert set(values) == set(FIELDS), "a new field needs a strategy here"
     try:
         return ModelConfig(**values)
@@ -127,9 +145,19 @@ LECTURE_NUMBERS = {
               "log Z": "0.6931", "log Z, shifted": "10.6931"},
     "softcap": {"masked key, cap then mask": "0.0000", "engine: weight on a future key": "0.0000"},
     "kvcache": {"MHA (32 KV heads)": "4.00 GiB", "GQA-8 (8 KV heads)": "1.00 GiB", "MQA (1 KV head)": "128.00 MiB"},
+    "sweeps": {"KV cache, n_kv_heads=1": "3.00 MiB", "KV cache, n_kv_heads=12": "36.00 MiB",   # gpt2: 12 layers, 1,024
+               "total parameters, n_kv_heads=12": "124,439,808"},
     "heads": {"attention width A = H·d_h": "12", "D mod H": "1", "q_proj weight": "12 × 10", "o_proj weight": "10 × 12",
               "logits": "1 × 5 × 16"},
     "depth": {"block params L=12, D=768": "84,934,656", "block params L=48, D=384": "84,934,656",
               "KV cache ratio": "2×", "sequential depth ratio": "4×"},
     "microgpt": {"by hand": "4,224", "engine closed form": "4,224", "engine, built model": "4,224"},
 }
+
+
+def settle(page, timeout_ms: int = 60000) -> None:
+    """Wait until the script run has finished (no 'Running...' status widget) and the app has drawn."""
+    page.wait_for_selector('[data-testid="stSidebarNav"]', timeout=timeout_ms)
+    page.wait_for_selector('[data-testid="stMetric"]', timeout=timeout_ms)
+    page.wait_for_function('!document.querySelector(\'[data-testid="stStatusWidget"]\')', timeout=timeout_ms)
+    page.wait_for_timeout(1500)

@@ -29,7 +29,9 @@ def component_of(name: str) -> str:
         module = path[path.index("attn") + 1]
         return "qk_norm" if module in ("q_norm", "k_norm") else f"attention_{module[0]}"
     if "ffn" in path:
-        return "ffn"
+        sub = path[path.index("ffn") + 1]
+        return {"router": "router", "experts": "routed_experts", "shared": "shared_experts",
+                "shared_gate": "shared_experts"}.get(sub, "ffn")
     assert path[-2] in NORM_MODULES, f"parameter {name} belongs to no known component"
     return "norms"
 
@@ -58,6 +60,11 @@ def check(cfg: ModelConfig, model: torch.nn.Module | None = None) -> None:
         p.numel() for m in (model.tok_emb, model.pos_emb, None if cfg.tie_embeddings else model.head)
         if m is not None for p in m.parameters())
     assert count.tying_saves == cfg.vocab_size * cfg.d_model and count.tied == cfg.tie_embeddings
+    # active: every parameter but the routed experts a token skips, E - k of each MoE layer's experts
+    skipped = sum(sum(p.numel() for p in m.experts.parameters()) // m.n_experts * (m.n_experts - m.k)
+                  for m in model.moe_layers())
+    assert count.active == count.total - skipped
+    assert count.active_non_embedding == count.non_embedding - skipped
 
 
 def choice_configs():

@@ -8,6 +8,7 @@ call them directly.
   latency.py      measured latency, throughput and decode-step curves
   training.py     loss, optimizer diagnostics, training speed
   lecture.py      one figure per worked example of the Lecture page
+  sweep.py        trade-off sweeps: small multiples (a panel per metric) and the Pareto chart
 
 This module holds what they share: one colour per component everywhere (COLORS), the memory and series palettes,
 and `layout`. Every axis names its unit.
@@ -41,11 +42,13 @@ COMPONENT_GROUP: dict[str, str] = {
     "token_embedding": "embeddings", "positions": "positions",
     "attention_q": "attention", "attention_k": "attention", "attention_v": "attention", "attention_o": "attention",
     "qk_norm": "attention", "ffn": "ffn", "norms": "norms", "output_head": "output_head",
+    "router": "ffn", "shared_experts": "ffn", "routed_experts": "ffn",   # an MoE layer's FFN, split three ways
 }
 LABELS: dict[str, str] = {
     "token_embedding": "token embedding", "positions": "learned positions", "attention_q": "q projection",
     "attention_k": "k projection", "attention_v": "v projection", "attention_o": "o projection",
     "qk_norm": "QK-norm", "ffn": "feed-forward", "norms": "norms", "output_head": "output head",
+    "router": "router", "shared_experts": "shared experts", "routed_experts": "routed experts",
     "embeddings": "embeddings", "attention": "attention", "output_head_group": "output head",
 }
 FONT = dict(size=14)

@@ -11,6 +11,8 @@ H = n_heads, V = vocab. What each op saves for backward:
                     saves its own fp32 copy of the input instead of the input
   GELU/SiLU         input;  ReLU  output (the same tensor the next linear saves)
   gated FFN         act input (not ReLU), act output, up output, their product
+  MoE layer         router, dispatch, experts on N*k rows, shared experts, router losses (moe_saved_bytes in
+                    engine/layers/moe.py; the same for any spread of the tokens over the experts)
   SDPA (CPU flash)  q, k, v as passed (K-wide for GQA), output, logsumexp B*H*T fp32, window mask T*T*e
   SDPA + dropout    falls back to the math path, in fp32 on CPU: q, k^T, v broadcast to A, probs, dropout
                     noise, dropped probs (3 x B*H*T*T*4), and a copy of the output for o_proj
@@ -72,9 +74,9 @@ def activation_estimate(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp
         + (tok if cfg.dropout > 0 else 0))
     add("rope_tables", rope_saved_bytes(cfg, T, e)[0])
     layers = []
-    for w in cfg.layer_windows:
+    for w, moe in zip(cfg.layer_windows, cfg.moe_layers):
         bucket: dict[str, int] = {}
-        block_saved_bytes(cfg, B, T, e, w, impl, adder(bucket))
+        block_saved_bytes(cfg, B, T, e, w, impl, adder(bucket), moe)
         layers.append(bucket)
     head: dict[str, int] = {}
     add = adder(head)

@@ -4,14 +4,17 @@ A multiply-add is 2 FLOPs; only matrix products count (norms, softmax, activatio
 FlopCounterMode, nanoGPT's estimate_mfu and the PaLM appendix). Per token, with d = d_model,
 A = n_heads*head_dim, K = kv_heads*head_dim, f = d_ff, V = vocab, L = layers:
   matmuls     2 * L * (d*A + 2*d*K + A*d + (2 or 3)*d*f) + 2*d*V          (= 2 * matrix params)
+              an MoE layer replaces (2 or 3)*d*f by what one token uses (engine/layers/moe.py): router E*d,
+              shared experts, k of the E routed experts; so FLOPs follow active parameters, memory total ones
   attention   2 * 2 * A * T_visible per layer (QK^T and PV); T_visible = T for every query by default
               (the full square, as FlopCounterMode and the 12*L*H*Q*T rule count it); causal=True counts
               only visible keys: (i+1) for query i, min(i+1, window) on window layers. The headline
               (page metric row, Budgets, Compare, CLI `flops`) is causal=True: what a causal, windowed kernel needs
 Backward = 2 x forward (gradient w.r.t. inputs and w.r.t. weights for every product). Fused attention kernels
 also recompute QK^T in backward (+0.5 x attention forward); that is not added here.
-Each layer family holds its part (engine/layers/attention.py, ffn.py, block.py); this module sums over layers.
-Rules of thumb beside it: 6N per token (N = non-embedding params) and 6N + 12*L*H*Q*T (PaLM, Q = head_dim).
+Each layer family holds its part (engine/layers/attention.py, ffn.py, moe.py, block.py); this module sums over
+layers. Rules of thumb beside it: 6N per token (N = active non-embedding params) and 6N + 12*L*H*Q*T (PaLM,
+Q = head_dim).
 """
 from __future__ import annotations
 
@@ -47,8 +50,9 @@ class FlopBudget:
 
 
 def matmul_params(cfg: ModelConfig) -> int:
-    """Weights that take part in a matrix product per token (not biases, norms, embeddings or positions)."""
-    return cfg.n_layers * block_matmul_params(cfg) + cfg.d_model * cfg.vocab_size
+    """Weights that take part in a matrix product per token (not biases, norms, embeddings or positions);
+    in an MoE layer only the router, the shared experts and the k routed experts a token is sent to."""
+    return sum(block_matmul_params(cfg, moe) for moe in cfg.moe_layers) + cfg.d_model * cfg.vocab_size
 
 
 def _query_key_pairs(cfg: ModelConfig, seq: int, causal: bool) -> int:
@@ -63,7 +67,7 @@ def flops_budget(cfg: ModelConfig, batch: int, seq: int, causal: bool = False) -
     mm = 2 * weights * tokens
     attn = score_flops(cfg, batch, _query_key_pairs(cfg, seq, causal))
     fwd = mm + attn
-    n = count_params(cfg).non_embedding
+    n = count_params(cfg).active_non_embedding   # == non_embedding for a dense model
     L, H, Q = cfg.n_layers, cfg.n_heads, cfg.head_width
     scope = "only visible (causal/window) query-key pairs" if causal else "the full T x T square (no causal halving)"
     formulas = {
@@ -73,7 +77,7 @@ def flops_budget(cfg: ModelConfig, batch: int, seq: int, causal: bool = False) -
         "forward_flops": "matmul_flops + attention_flops",
         "backward_flops": "2 * forward_flops (grads w.r.t. inputs and weights)",
         "flops_per_token": "(forward + backward) / (B*T)",
-        "six_n_per_token": f"6 * N, N = {n:,} non-embedding params",
+        "six_n_per_token": f"6 * N, N = {n:,} active non-embedding params",
         "palm_per_token": f"6N + 12 * L={L} * H={H} * Q={Q} * T={seq}",
     }
     return FlopBudget(forward_flops=fwd, backward_flops=2 * fwd, flops_per_token=3 * fwd / tokens,

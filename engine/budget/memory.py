@@ -95,7 +95,9 @@ def memory_budget(cfg: ModelConfig, batch: int, seq: int, dtype: str = "bf16", p
     train = weights + grads + opt + master + act.total
     infer = P * e + kv
     formulas = {
-        "weights_bytes": f"P={P:,} params * {wb} B ({policy} weights)",
+        "weights_bytes": f"P={P:,} params * {wb} B ({policy} weights)"
+                         + (" (P is the total: every expert is stored, though a token uses only k)"
+                            if cfg.n_experts is not None else ""),
         "grads_bytes": f"P * {gb} B (gradients in the weights' precision)",
         "optimizer_bytes": f"P * {states} states ({_STATE_NAMES[optimizer]}) * {sb} B",
         "master_bytes": (f"P * {mb} B (fp32 master copy of the low-precision weights)" if mb

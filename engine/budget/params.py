@@ -5,9 +5,12 @@ A thin sum: each layer family (engine/layers/*) holds its own closed form; this 
 Per layer, with d = d_model, A = n_heads*head_dim, K = kv_heads*head_dim, f = d_ff:
   attention   q: d*A (+A)   k, v: d*K (+K each)   o: A*d (+d)        (q/k/v biases: bias or qkv_bias; o: bias)
   QK-norm     2 norms of width head_dim
-  FFN         dense 2*d*f (+f+d)   gated 3*d*f (+2f+d)
+  FFN         dense 2*d*f (+f+d)   gated 3*d*f (+2f+d); an MoE layer instead has router, shared_experts and
+              routed_experts (engine/layers/moe.py)
   norms       1-4 per block (placement, layout), plus embedding and final norms
 Model: token embedding V*d, learned positions T*d, output head V*d unless tied (one shared Parameter).
+Active: what one token uses: everything except the routed experts it is not sent to (k of E per MoE layer);
+equal to total for a dense model.
 """
 from __future__ import annotations
 
@@ -15,38 +18,43 @@ from dataclasses import dataclass
 
 from engine.config import ModelConfig
 from engine.layers.block import block_params
+from engine.layers.moe import moe_skipped_params
 from engine.layers.norm import norm_params
 from engine.layers.position import position_params
 
 COMPONENTS = ("token_embedding", "positions", "attention_q", "attention_k", "attention_v", "attention_o",
-              "qk_norm", "ffn", "norms", "output_head")
+              "qk_norm", "ffn", "router", "shared_experts", "routed_experts", "norms", "output_head")
 
 
 @dataclass(frozen=True)
 class ParamCount:
     components: dict[str, int]   # every name in COMPONENTS, summed over all layers
-    per_layer: int               # parameters in one transformer block
+    per_layer: int               # parameters in the first transformer block
     total: int                   # unique parameters (a tied matrix counts once)
     non_embedding: int           # total minus token embedding, positions and an untied output head
     tying_saves: int             # V*d: what sharing the embedding with the head saves (or would save)
     tied: bool
+    active: int                  # parameters one token uses: total minus the routed experts it skips
+    active_non_embedding: int
 
     def as_dict(self) -> dict:
-        return {"total": self.total, "non_embedding": self.non_embedding, "per_layer": self.per_layer,
+        return {"total": self.total, "non_embedding": self.non_embedding, "active": self.active,
+                "active_non_embedding": self.active_non_embedding, "per_layer": self.per_layer,
                 "tying_saves": self.tying_saves, "tied": self.tied, "components": dict(self.components)}
 
 
 def count_params(cfg: ModelConfig) -> ParamCount:
     L, d, V = cfg.n_layers, cfg.d_model, cfg.vocab_size
-    layer = block_params(cfg)
-    comps = {name: 0 for name in COMPONENTS}
-    for name, n in layer.items():
-        comps[name] = L * n
+    n_moe = sum(cfg.moe_layers)
+    dense, moe = block_params(cfg), block_params(cfg, moe=True) if n_moe else {}
+    comps = {name: (L - n_moe) * dense.get(name, 0) + n_moe * moe.get(name, 0) for name in COMPONENTS}
+    skipped = n_moe * moe_skipped_params(cfg) if n_moe else 0
     comps["token_embedding"] = V * d
     comps["positions"] = position_params(cfg)
     comps["norms"] += (int(cfg.embed_norm) + int(cfg.final_norm)) * norm_params(cfg, d)
     comps["output_head"] = 0 if cfg.tie_embeddings else V * d
     total = sum(comps.values())
-    return ParamCount(components=comps, per_layer=sum(layer.values()), total=total,
-                      non_embedding=total - comps["token_embedding"] - comps["positions"] - comps["output_head"],
-                      tying_saves=V * d, tied=cfg.tie_embeddings)
+    non_embedding = total - comps["token_embedding"] - comps["positions"] - comps["output_head"]
+    return ParamCount(components=comps, per_layer=sum((moe if cfg.moe_layers[0] else dense).values()), total=total,
+                      non_embedding=non_embedding, tying_saves=V * d, tied=cfg.tie_embeddings,
+                      active=total - skipped, active_non_embedding=non_embedding - skipped)

@@ -37,6 +37,9 @@ def _params(args: argparse.Namespace) -> None:
     if args.json:
         return print_json(count.as_dict())
     print(f"{cfg.name}: {count.total:,} parameters ({count.non_embedding:,} non-embedding)")
+    if count.active != count.total:
+        print(f"active per token: {count.active:,} ({count.active_non_embedding:,} non-embedding); "
+              f"memory holds all {count.total:,}, compute uses {count.active:,}")
     for name, n in count.components.items():
         print(f"  {name:<16} {n:>16,}  {100 * n / count.total:6.2f}%")
     verb = "saves" if count.tied else "would save"

@@ -1,4 +1,4 @@
-"""Hugging Face config.json -> ModelConfig, for the nine families we can express exactly.
+"""Hugging Face config.json -> ModelConfig, for the families we can express exactly (MoE ones in hf_moe.py).
 
 Read the way transformers reads it: a missing key (or null) means the config class default, so hf_defaults.py
 copies those defaults. Every key is either understood, known not to change the forward pass (ids,
@@ -73,7 +73,8 @@ def _rope(r: _Reader, head_dim: int, *, theta_keys=("rope_theta",), fraction_key
                             "frequencies")
     for extra in sorted(set(params) - _ROPE_KEYS):
         r.bad(f"{source}.{extra}", params[extra], "only rope_theta and partial_rotary_factor are modelled")
-    theta = params.get("rope_theta", next((r.d[k] for k in theta_keys if r.d.get(k) is not None), 10000.0))
+    theta = params.get("rope_theta", next((r.d[k] for k in theta_keys if r.d.get(k) is not None),
+                                          r.defaults.get("rope_theta", 10000.0)))
     fraction = params.get("partial_rotary_factor",
                           next((r.d[k] for k in fraction_keys if r.d.get(k) is not None), fraction_default))
     if fraction != 1.0 and not partial_ok:
@@ -242,6 +243,11 @@ def _falcon(r: _Reader) -> dict[str, Any]:
 _READERS: dict[str, Callable[[_Reader], dict[str, Any]]] = {
     "llama": _llama, "mistral": _mistral, "qwen2": _qwen, "qwen3": _qwen, "gemma": _gemma, "gemma2": _gemma,
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "falcon": _falcon}
+
+from engine.interop.hf_moe import READERS as _MOE_READERS  # noqa: E402  (built on the helpers above)
+
+_READERS.update(_MOE_READERS)
+FAMILIES += tuple(_MOE_READERS)
 
 # Every ModelConfig field a reader does not set takes this value (not ModelConfig's GPT-2 default).
 NEUTRAL: dict[str, Any] = dict(

@@ -58,6 +58,29 @@ DEFAULTS: dict[str, dict[str, Any]] = {   # the transformers config-class defaul
                    ffn_hidden_size=None, activation="gelu", tie_word_embeddings=True,
                    apply_residual_connection_post_layernorm=False),
 }
+_MOE = dict(num_key_value_heads=None, attention_dropout=0.0, hidden_act="silu", tie_word_embeddings=False,
+            output_router_logits=False)
+DEFAULTS.update({   # mixtures of experts (engine/interop/hf_moe.py)
+    "mixtral": dict(_MOE, vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+                    num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=131072,
+                    rms_norm_eps=1e-5, rope_theta=1e6, sliding_window=None, num_local_experts=8,
+                    num_experts_per_tok=2, router_aux_loss_coef=0.001, router_jitter_noise=0.0),
+    "qwen2_moe": dict(_MOE, vocab_size=151936, hidden_size=2048, intermediate_size=5632, num_hidden_layers=24,
+                      num_attention_heads=16, num_key_value_heads=16, max_position_embeddings=32768,
+                      rms_norm_eps=1e-6, use_sliding_window=False, sliding_window=4096, max_window_layers=28,
+                      decoder_sparse_step=1, moe_intermediate_size=1408, shared_expert_intermediate_size=5632,
+                      num_experts_per_tok=4, num_experts=60, norm_topk_prob=False, router_aux_loss_coef=0.001,
+                      mlp_only_layers=[], qkv_bias=True, layer_types=None),
+    "qwen3_moe": dict(_MOE, vocab_size=151936, hidden_size=2048, intermediate_size=6144, num_hidden_layers=24,
+                      num_attention_heads=32, num_key_value_heads=4, max_position_embeddings=32768,
+                      rms_norm_eps=1e-6, attention_bias=False, use_sliding_window=False, sliding_window=4096,
+                      decoder_sparse_step=1, moe_intermediate_size=768, num_experts_per_tok=8, num_experts=128,
+                      norm_topk_prob=False, router_aux_loss_coef=0.001, mlp_only_layers=[]),
+    "olmoe": dict(_MOE, vocab_size=50304, hidden_size=2048, intermediate_size=2048, num_hidden_layers=16,
+                  num_attention_heads=16, max_position_embeddings=4096, rms_norm_eps=1e-5, attention_bias=False,
+                  clip_qkv=None, num_experts_per_tok=8, num_experts=64, norm_topk_prob=False,
+                  router_aux_loss_coef=0.01),
+})
 GATED_ACTS = {"silu": "swiglu", "swish": "swiglu", "gelu": "geglu", "gelu_pytorch_tanh": "geglu_tanh",
               "gelu_new": "geglu_tanh", "relu": "reglu"}
 DENSE_ACTS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu",

@@ -36,9 +36,13 @@ class _Writer:
             self.problems.append(f"{field}: {getattr(self.cfg, field)!r} is not expressible in {self.family} ({why})")
 
     def common(self, norm: str, placement: str = "pre", *, embed_scale: bool = False, qk_norm: bool = False,
-               softcaps: bool = False) -> None:
+               softcaps: bool = False, moe: bool = False, qk_scope: str = "head") -> None:
         """What every supported family shares (a final norm, no embedding norm, learned gains) and the
         features only some have, off unless the family passes them."""
+        if not moe:
+            self.need("n_experts", None, "a dense family")
+        if self.cfg.qk_norm:
+            self.need("qk_norm_scope", qk_scope)
         self.need("norm", norm)
         self.need("norm_placement", placement)
         self.need("final_norm", True)
@@ -187,6 +191,11 @@ def _falcon(w: _Writer) -> dict[str, Any]:
 _WRITERS: dict[str, Callable[[_Writer], dict[str, Any]]] = {
     "llama": _llama, "mistral": _mistral, "qwen2": _qwen, "qwen3": _qwen, "gemma": _gemma, "gemma2": _gemma,
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "falcon": _falcon}
+
+
+from engine.interop.hf_moe_export import WRITERS as _MOE_WRITERS  # noqa: E402  (built on _Writer above)
+
+_WRITERS.update(_MOE_WRITERS)
 
 
 def hf_problems(cfg: ModelConfig, model_type: str) -> tuple[dict[str, Any], list[str]]:

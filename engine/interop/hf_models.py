@@ -61,7 +61,8 @@ def to_transformers(model: DecoderLM, attn_implementation: str | None = None) ->
 def scramble_(model: nn.Module, seed: int = 0, spread: float = 0.5) -> None:
     """Re-draw every parameter so each one matters in a parity check (default inits leave norms at 1 and
     biases at 0, which would hide a mis-mapped norm or bias): embeddings N(0, 1), matrices N(0, 1/fan_in),
-    biases N(0, spread), norm gains their init (1, or 0 for Gemma's 1 + w) plus N(0, spread)."""
+    stacked expert weights N(0, 1/fan_in), biases N(0, spread), norm gains their init (1, or 0 for Gemma's
+    1 + w) plus N(0, spread)."""
     g = torch.Generator().manual_seed(seed)
 
     def draw(p: torch.Tensor, std: float) -> torch.Tensor:
@@ -75,6 +76,8 @@ def scramble_(model: nn.Module, seed: int = 0, spread: float = 0.5) -> None:
             seen.add(id(p))
             if isinstance(module, nn.Embedding):
                 p.copy_(draw(p, 1.0))
+            elif p.ndim == 3:   # stacked expert weights [experts, out, in]
+                p.copy_(draw(p, p.shape[2] ** -0.5))
             elif p.ndim == 2:   # nn.Linear stores [out, in]; GPT-2's Conv1D stores [in, out]
                 fan_in = p.shape[1] if isinstance(module, nn.Linear) else p.shape[0]
                 p.copy_(draw(p, fan_in ** -0.5))

@@ -7,6 +7,7 @@ tensors (Gemma's norm offset up to float rounding of (1 + w) - 1):
   t         GPT-2's Conv1D stores weights as [in, out]: transposed
   offset    Gemma's RMSNorm multiplies by (1 + w): our gain is 1 + w
   concat_t  GPT-2's fused c_attn: [q | k | v] along the output dim, Conv1D-transposed
+  halves    MoE experts' fused gate_up_proj [E, 2f, d]: gate rows, then up rows (engine/interop/hf_moe.py)
   grouped   NeoX / Falcon fused query_key_value: output rows as [kv_heads, group + 2, head_dim], each group's
             query heads followed by its key and value head (NeoX: [heads, 3, head_dim]; Falcon MQA: [q..., k, v])
 """
@@ -27,6 +28,7 @@ class Pair:
     hf: str                 # HF module path (without .weight / .bias)
     ours: tuple[str, ...]   # our module path(s): three for a fused q/k/v
     codec: str
+    raw: bool = False       # a bare tensor name (stacked expert weights), not a module with .weight / .bias
 
 
 def _llama_like(cfg: ModelConfig, family: str) -> list[Pair]:
@@ -90,7 +92,10 @@ def _falcon(cfg: ModelConfig) -> list[Pair]:
 
 
 def pairs_for(cfg: ModelConfig, family: str) -> list[Pair]:
-    if family == "gpt2":
+    from engine.interop.hf_moe import READERS, moe_pairs   # imported here: hf_moe builds on Pair
+    if family in READERS:
+        pairs = moe_pairs(cfg, family)
+    elif family == "gpt2":
         pairs = _gpt2(cfg)
     elif family == "gpt_neox":
         pairs = _gpt_neox(cfg)
@@ -113,6 +118,8 @@ def _split(codec: str, t: Tensor, cfg: ModelConfig) -> list[Tensor]:
         return [t.t().contiguous() if t.ndim == 2 else t]
     if codec == "offset":
         return [t + 1]
+    if codec == "halves":
+        return [x.contiguous() for x in t.chunk(2, dim=1)]
     if codec == "concat_t":
         return [x.contiguous() for x in torch.split(t.t() if t.ndim == 2 else t, _qkv_sizes(cfg))]
     kv, hd = cfg.kv_heads, cfg.head_width
@@ -129,6 +136,8 @@ def _join(codec: str, ts: list[Tensor], cfg: ModelConfig) -> Tensor:
         return ts[0].t().contiguous() if ts[0].ndim == 2 else ts[0]
     if codec == "offset":
         return ts[0] - 1
+    if codec == "halves":
+        return torch.cat(ts, dim=1)
     if codec == "concat_t":
         x = torch.cat(ts)
         return x.t().contiguous() if x.ndim == 2 else x
@@ -136,6 +145,10 @@ def _join(codec: str, ts: list[Tensor], cfg: ModelConfig) -> Tensor:
     rest = ts[0].shape[1:]
     q, k, v = ts[0].reshape(kv, -1, hd, *rest), ts[1].reshape(kv, 1, hd, *rest), ts[2].reshape(kv, 1, hd, *rest)
     return torch.cat([q, k, v], dim=1).reshape(-1, *rest)
+
+
+def _suffixes(p: Pair) -> tuple[str, ...]:
+    return ("",) if p.raw else (".weight", ".bias")
 
 
 def _our_keys(cfg: ModelConfig) -> list[str]:
@@ -146,11 +159,11 @@ def hf_to_ours(cfg: ModelConfig, family: str, hf_sd: dict[str, Tensor]) -> dict[
     """An HF causal-LM state dict -> ours; every HF tensor must be used (a tied head may be listed twice)."""
     ours_expected, out, used = set(_our_keys(cfg)), {}, set()
     for p in pairs_for(cfg, family):
-        for suffix in ("weight", "bias"):
-            keys = [f"{o}.{suffix}" for o in p.ours]
+        for suffix in _suffixes(p):
+            keys = [o + suffix for o in p.ours]
             if keys[0] not in ours_expected:
                 continue
-            hf_key = f"{p.hf}.{suffix}"
+            hf_key = p.hf + suffix
             if hf_key not in hf_sd:
                 raise KeyError(f"{hf_key}: missing from the {family} state dict")
             out.update(zip(keys, _split(p.codec, hf_sd[hf_key], cfg)))
@@ -167,10 +180,10 @@ def ours_to_hf(cfg: ModelConfig, family: str, our_sd: dict[str, Tensor]) -> dict
     """Our state dict -> the HF family's (a tied head is listed under both names, as transformers does)."""
     out = {}
     for p in pairs_for(cfg, family):
-        for suffix in ("weight", "bias"):
-            keys = [f"{o}.{suffix}" for o in p.ours]
+        for suffix in _suffixes(p):
+            keys = [o + suffix for o in p.ours]
             if keys[0] in our_sd:
-                out[f"{p.hf}.{suffix}"] = _join(p.codec, [our_sd[k] for k in keys], cfg)
+                out[p.hf + suffix] = _join(p.codec, [our_sd[k] for k in keys], cfg)
     if cfg.tie_embeddings:
         out["lm_head.weight"] = our_sd["tok_emb.weight"]
     return out

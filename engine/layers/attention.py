@@ -49,8 +49,10 @@ class Attention(nn.Module):
         self.k_proj = nn.Linear(cfg.d_model, cfg.kv_width, bias=qkv_bias)
         self.v_proj = nn.Linear(cfg.d_model, cfg.kv_width, bias=qkv_bias)
         self.o_proj = nn.Linear(cfg.attn_width, cfg.d_model, bias=cfg.bias)
-        self.q_norm = make_norm(cfg, self.hd) if cfg.qk_norm else None
-        self.k_norm = make_norm(cfg, self.hd) if cfg.qk_norm else None
+        # all_heads (OLMoE): one norm over the whole projection, before it is split into heads
+        self.qk_all = cfg.qk_norm and cfg.qk_norm_scope == "all_heads"
+        self.q_norm = make_norm(cfg, cfg.attn_width if self.qk_all else self.hd) if cfg.qk_norm else None
+        self.k_norm = make_norm(cfg, cfg.kv_width if self.qk_all else self.hd) if cfg.qk_norm else None
         self.impl = "sdpa"          # "sdpa" or "explicit"; soft-capping always takes the explicit path
         self.keep_probs = False     # explicit path stores softmax probabilities in .probs (for plots)
         self.probs: torch.Tensor | None = None
@@ -66,10 +68,13 @@ class Attention(nn.Module):
                 cache: LayerKV | None = None) -> torch.Tensor:
         # shapes: B batch, T new tokens, S keys (T, or cached + T), H query heads, Hkv kv heads, hd head_dim
         B, T, _ = x.shape                                                      # x: [B, T, d_model]
-        q = self.q_proj(x).view(B, T, self.n_heads, self.hd).transpose(1, 2)   # [B, H, T, hd]
-        k = self.k_proj(x).view(B, T, self.kv_heads, self.hd).transpose(1, 2)  # [B, Hkv, T, hd]
+        q, k = self.q_proj(x), self.k_proj(x)                                  # [B, T, A], [B, T, K]
+        if self.qk_all:
+            q, k = self.q_norm(q), self.k_norm(k)        # over all heads at once (OLMoE)
+        q = q.view(B, T, self.n_heads, self.hd).transpose(1, 2)                # [B, H, T, hd]
+        k = k.view(B, T, self.kv_heads, self.hd).transpose(1, 2)               # [B, Hkv, T, hd]
         v = self.v_proj(x).view(B, T, self.kv_heads, self.hd).transpose(1, 2)  # [B, Hkv, T, hd]
-        if self.q_norm is not None:
+        if self.q_norm is not None and not self.qk_all:
             q, k = self.q_norm(q), self.k_norm(k)        # per head, over hd
         if rope is not None:
             q, k = apply_rope(q, *rope), apply_rope(k, *rope)
@@ -133,14 +138,22 @@ ATTENTION_IMPLS = ("sdpa", "explicit")
 
 def attention_params(cfg: ModelConfig) -> dict[str, int]:
     """q: d*A (+A), k and v: d*K (+K each), o: A*d (+d); q/k/v biases with bias or qkv_bias, o's with bias;
-    QK-norm adds two norms of width head_dim."""
+    QK-norm adds two norms of width head_dim (all_heads: one of width A for q, one of width K for k)."""
     d, A, K = cfg.d_model, cfg.attn_width, cfg.kv_width
     qkv_bias = cfg.bias or cfg.qkv_bias
     return {"attention_q": d * A + (A if qkv_bias else 0),
             "attention_k": d * K + (K if qkv_bias else 0),
             "attention_v": d * K + (K if qkv_bias else 0),
             "attention_o": A * d + (d if cfg.bias else 0),
-            "qk_norm": 2 * norm_params(cfg, cfg.head_width) if cfg.qk_norm else 0}
+            "qk_norm": _qk_norm_params(cfg)}
+
+
+def _qk_norm_params(cfg: ModelConfig) -> int:
+    if not cfg.qk_norm:
+        return 0
+    if cfg.qk_norm_scope == "all_heads":
+        return norm_params(cfg, cfg.attn_width) + norm_params(cfg, cfg.kv_width)
+    return 2 * norm_params(cfg, cfg.head_width)
 
 
 def attention_matmul_params(cfg: ModelConfig) -> int:
@@ -183,7 +196,10 @@ def attention_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int 
     fp32 softmax output and either dropout noise + dropped probs or the probs cast to e. `add(term, bytes)`."""
     N, A, K, H, hd = B * T, cfg.attn_width, cfg.kv_width, cfg.n_heads, cfg.head_width
     drop = cfg.dropout > 0
-    if cfg.qk_norm:
+    all_heads = cfg.qk_norm and cfg.qk_norm_scope == "all_heads"
+    if all_heads:                                  # one norm over the whole q (A wide) and k (K wide)
+        add("qk_norm", norm_saved_bytes(cfg, N, A, e) + norm_saved_bytes(cfg, N, K, e))
+    elif cfg.qk_norm:
         add("qk_norm", norm_saved_bytes(cfg, N * H, hd, e) + norm_saved_bytes(cfg, N * cfg.kv_heads, hd, e))
     add("rope_tables", rope_saved_bytes(cfg, T, e)[1])
     scores = B * H * T * T * e
@@ -191,8 +207,9 @@ def attention_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int 
     if not explicit and not drop:
         add("attn_qkv", N * (A + 2 * K) * e)
         # the kernel's output takes q's layout: a view of q_proj ([B,T,H,hd] memory) makes o_proj's input a
-        # view of it; q rebuilt by QK-norm or partial RoPE is [B,H,T,hd]-contiguous, so o_proj gets a copy
-        q_rebuilt = cfg.qk_norm or 0 < cfg.rotary_dim < hd
+        # view of it; q rebuilt by per-head QK-norm or partial RoPE is [B,H,T,hd]-contiguous, so o_proj gets a
+        # copy (all-heads QK-norm runs before the split into heads and keeps the [B,T,H,hd] layout)
+        q_rebuilt = (cfg.qk_norm and not all_heads) or 0 < cfg.rotary_dim < hd
         add("attn_out", N * A * e * (2 if q_rebuilt else 1))
         add("attn_lse", B * H * T * STAT)
         if window is not None:

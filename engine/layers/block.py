@@ -17,6 +17,7 @@ from engine.config import ModelConfig
 from engine.layers.attention import (Attention, LayerKV, attention_matmul_params, attention_params,
                                      attention_saved_bytes)
 from engine.layers.ffn import GATE_ACTIVATION, ffn_matmul_params, ffn_params, ffn_saved_bytes, make_ffn
+from engine.layers.moe import MoE, moe_matmul_params, moe_params, moe_saved_bytes
 from engine.layers.init import init_norm
 from engine.layers.norm import make_norm, norm_params, norm_saved_bytes
 
@@ -39,6 +40,10 @@ class BlockLayout:
     ffn: str                    # the config's choice, e.g. "gelu" or "swiglu"
     gated: bool
     activation: str             # the activation function inside the FFN (the gate's, when gated)
+    experts: int | None = None  # MoE layers: routed experts E (None: every FFN dense)
+    experts_per_token: int = 0  # k of E
+    shared_experts: int = 0
+    moe_layers: tuple[bool, ...] = ()   # per layer: MoE or dense
 
     @property
     def norm_count(self) -> int:
@@ -56,7 +61,9 @@ def block_layout(cfg: ModelConfig) -> BlockLayout:
         attention=cfg.attention_kind, qk_norm=cfg.qk_norm,
         rope_fraction=cfg.rope_fraction if cfg.position == "rope" else None, window=cfg.attn_window,
         global_every=cfg.global_every if cfg.attn_window is not None else None, attn_softcap=cfg.attn_softcap,
-        ffn=cfg.ffn, gated=cfg.gated, activation=GATE_ACTIVATION[cfg.ffn] if cfg.gated else cfg.ffn)
+        ffn=cfg.ffn, gated=cfg.gated, activation=GATE_ACTIVATION[cfg.ffn] if cfg.gated else cfg.ffn,
+        experts=cfg.n_experts, experts_per_token=cfg.experts_per_token if cfg.n_experts else 0,
+        shared_experts=cfg.n_shared_experts if cfg.n_experts else 0, moe_layers=tuple(cfg.moe_layers))
 
 
 def block_norm_count(cfg: ModelConfig) -> int:
@@ -72,12 +79,12 @@ class Block(nn.Module):
     parallel post:   x = N1(x + A(x) + F(x))
     parallel sandwich: x = x + P1(A(N1(x))) + P2(F(N2(x)))"""
 
-    def __init__(self, cfg: ModelConfig, window: int | None):
+    def __init__(self, cfg: ModelConfig, window: int | None, moe: bool = False):
         super().__init__()
         lay = block_layout(cfg)
         self.parallel, self.placement, self.p = lay.parallel, lay.placement, cfg.dropout
         self.attn = Attention(cfg, window)
-        self.ffn = make_ffn(cfg)
+        self.ffn = MoE(cfg) if moe else make_ffn(cfg)
         self.norm1 = make_norm(cfg)
         self.norm2 = make_norm(cfg) if 2 in (lay.input_norms, lay.residual_norms) else None
         self.post_attn_norm = make_norm(cfg) if lay.branch_norms else None
@@ -117,19 +124,21 @@ class Block(nn.Module):
 
 # Closed forms of one block, summed from the attention, FFN and norm families.
 
-def block_params(cfg: ModelConfig) -> dict[str, int]:
-    """Parameters of one block by component (the names of engine.budget.params.COMPONENTS)."""
-    return {**attention_params(cfg), "ffn": ffn_params(cfg),
-            "norms": block_norm_count(cfg) * norm_params(cfg, cfg.d_model)}
+def block_params(cfg: ModelConfig, moe: bool = False) -> dict[str, int]:
+    """Parameters of one block by component (the names of engine.budget.params.COMPONENTS); an MoE block
+    has router, shared_experts and routed_experts instead of ffn."""
+    ffn = moe_params(cfg) if moe else {"ffn": ffn_params(cfg)}
+    return {**attention_params(cfg), **ffn, "norms": block_norm_count(cfg) * norm_params(cfg, cfg.d_model)}
 
 
-def block_matmul_params(cfg: ModelConfig) -> int:
-    """Weights of one block that take part in a matrix product per token (2 FLOPs each)."""
-    return attention_matmul_params(cfg) + ffn_matmul_params(cfg)
+def block_matmul_params(cfg: ModelConfig, moe: bool = False) -> int:
+    """Weights of one block that take part in a matrix product per token (2 FLOPs each); an MoE block
+    counts the router, the shared experts and the k routed experts one token uses."""
+    return attention_matmul_params(cfg) + (moe_matmul_params(cfg) if moe else ffn_matmul_params(cfg))
 
 
 def block_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, impl: str,
-                      add: Callable[[str, int], None]) -> None:
+                      add: Callable[[str, int], None], moe: bool = False) -> None:
     """Bytes autograd saves in one block, by term (`add(term, bytes)`): attention, FFN, dropout noise, and
     the norms with the tensors they read, as the layout places them (linears save their input, which is a
     norm's output or, post-norm, the residual itself)."""
@@ -138,7 +147,11 @@ def block_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int | No
     tok = N * d * e
     normed = norm_saved_bytes(cfg, N, d, e)
     attention_saved_bytes(cfg, B, T, e, window, impl, add)
-    add("ffn", ffn_saved_bytes(cfg, N, e))
+    if moe:
+        for term, n in moe_saved_bytes(cfg, N, e).items():
+            add(term, n)
+    else:
+        add("ffn", ffn_saved_bytes(cfg, N, e))
     add("dropout", 2 * tok if cfg.dropout > 0 else 0)
     if lay.branch_norms:                          # post-branch norms read the branch outputs
         add("norms", 2 * normed)

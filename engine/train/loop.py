@@ -78,6 +78,9 @@ class StepRecord:
     max_logit: float
     log_z: float
     val_loss: float | None = None
+    aux_loss: float | None = None              # MoE: load-balancing loss (mean over MoE layers)
+    router_z_loss: float | None = None         # MoE: router z-loss (mean over MoE layers)
+    expert_load: list[list[int]] | None = None  # MoE: tokens per expert, one row per MoE layer
 
 
 STEP_FIELDS = tuple(f.name for f in fields(StepRecord))
@@ -106,7 +109,9 @@ def small_version(cfg: ModelConfig, d_model: int = 64, n_layers: int = 2, n_head
     kv = next((k for name, k in choices.items() if name.startswith(kind)), n_heads)
     kv = None if kv == n_heads else kv
     return cfg.replace(name=f"{cfg.name}-small", d_model=d_model, n_layers=n_layers, n_heads=n_heads,
-                       n_kv_heads=kv, head_dim=None, d_ff=None, ffn_multiple_of=8)
+                       n_kv_heads=kv, head_dim=None, d_ff=None, ffn_multiple_of=8, expert_d_ff=None,
+                       shared_d_ff=None, moe_first_dense=min(cfg.moe_first_dense, n_layers - 1),
+                       moe_every=min(cfg.moe_every, n_layers))
 
 
 def model_for(cfg: ModelConfig, data: Dataset, tc: TrainConfig) -> ModelConfig:
@@ -211,6 +216,9 @@ def train(cfg: ModelConfig, tc: TrainConfig, data: Dataset | None = None, *, dev
         ce = F.cross_entropy(logits.flatten(0, 1), y.flatten())
         log_z = torch.logsumexp(logits, dim=-1)
         loss = ce + tc.z_loss * log_z.pow(2).mean() if tc.z_loss else ce
+        moe = model.moe_losses()   # MoE: aux_loss_coef * balance + z_loss_coef * router z-loss
+        if moe:
+            loss = loss + moe["regularizer"]
         opt.zero_grad(set_to_none=True)
         loss.backward()
         grad_norm = (torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip or math.inf)
@@ -233,6 +241,9 @@ def train(cfg: ModelConfig, tc: TrainConfig, data: Dataset | None = None, *, dev
         dt = time.perf_counter() - t0
         tokens, seconds = tokens + tc.batch * tc.seq, seconds + dt
         rec = StepRecord(step, train_loss, lr, gn, tc.batch * tc.seq / dt, max_logit, float(stats[1]))
+        if moe:
+            rec.aux_loss, rec.router_z_loss = float(moe["aux_loss"].detach()), float(moe["z_loss"].detach())
+            rec.expert_load = [m.load.tolist() for m in model.moe_layers()]
         if step % tc.eval_every == 0 or step == tc.steps:
             rec.val_loss = _evaluate(model, val_batches, info)
         result.records.append(rec)

@@ -29,9 +29,12 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE TABLE IF NOT EXISTS steps (
     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, step INTEGER NOT NULL,
     train_loss REAL, val_loss REAL, lr REAL, grad_norm REAL, tokens_per_s REAL, max_logit REAL, log_z REAL,
-    PRIMARY KEY (run_id, step));
+    aux_loss REAL, router_z_loss REAL, expert_load TEXT, PRIMARY KEY (run_id, step));
 """
-STEP_COLUMNS = ("step", "train_loss", "val_loss", "lr", "grad_norm", "tokens_per_s", "max_logit", "log_z")
+STEP_COLUMNS = ("step", "train_loss", "val_loss", "lr", "grad_norm", "tokens_per_s", "max_logit", "log_z",
+                "aux_loss", "router_z_loss")
+# MoE runs: tokens per expert per MoE layer at each step, JSON [[...], ...] (null for dense models)
+_MOE_STEP_COLUMNS = (("aux_loss", "REAL"), ("router_z_loss", "REAL"), ("expert_load", "TEXT"))
 RUN_COLUMNS = ("id", "created", "name", "data", "status", "message", "params", "device", "world",
                "initial_loss", "final_loss", "tokens_per_s")
 
@@ -66,6 +69,10 @@ class RunStore:
             db.executescript(_SCHEMA)
             if "pid" not in {r["name"] for r in db.execute("PRAGMA table_info(runs)")}:
                 db.execute("ALTER TABLE runs ADD COLUMN pid INTEGER")  # a store from before pids were kept
+            have = {r["name"] for r in db.execute("PRAGMA table_info(steps)")}
+            for column, kind in _MOE_STEP_COLUMNS:   # a store from before MoE runs were kept
+                if column not in have:
+                    db.execute(f"ALTER TABLE steps ADD COLUMN {column} {kind}")
 
     def _mark_interrupted(self, db: sqlite3.Connection) -> None:
         """A 'running' run whose process is gone was killed: say so, keeping every step it stored."""
@@ -96,9 +103,11 @@ class RunStore:
     def add_step(self, run_id: int, rec: Any) -> None:
         row = asdict(rec)
         with self._db() as db:
-            db.execute(f"INSERT OR REPLACE INTO steps (run_id, {', '.join(STEP_COLUMNS)}) "
-                       f"VALUES (?, {', '.join('?' * len(STEP_COLUMNS))})",
-                       (run_id, *(_num(row[c]) for c in STEP_COLUMNS)))
+            load = row.get("expert_load")
+            db.execute(f"INSERT OR REPLACE INTO steps (run_id, {', '.join(STEP_COLUMNS)}, expert_load) "
+                       f"VALUES (?, {', '.join('?' * len(STEP_COLUMNS))}, ?)",
+                       (run_id, *(_num(row.get(c)) for c in STEP_COLUMNS),
+                        None if load is None else json.dumps(load)))
 
     def finish_run(self, result: Any) -> None:
         with self._db() as db:
@@ -123,13 +132,14 @@ class RunStore:
             row = db.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
             if row is None:
                 raise KeyError(f"run {run_id} does not exist")
-            steps = db.execute(f"SELECT {', '.join(STEP_COLUMNS)} FROM steps WHERE run_id=? ORDER BY step",
-                               (run_id,)).fetchall()
+            steps = db.execute(f"SELECT {', '.join(STEP_COLUMNS)}, expert_load FROM steps WHERE run_id=? "
+                               "ORDER BY step", (run_id,)).fetchall()
         run = dict(row)
         run["model_config"] = ModelConfig.from_yaml(run["model_config"])
         run["train_config"] = json.loads(run["train_config"])
         run["samples"] = json.loads(run["samples"])
-        run["steps"] = [dict(s) for s in steps]
+        run["steps"] = [dict(s, expert_load=json.loads(s["expert_load"]) if s["expert_load"] else None)
+                        for s in steps]
         return run
 
     def delete_run(self, run_id: int) -> bool:
@@ -140,7 +150,7 @@ class RunStore:
         """One row per step, the step columns as header; empty cells where a value was not measured."""
         steps = self.get_run(run_id)["steps"]
         out = io.StringIO()
-        writer = csv.DictWriter(out, fieldnames=STEP_COLUMNS, lineterminator="\n")
+        writer = csv.DictWriter(out, fieldnames=STEP_COLUMNS, lineterminator="\n", extrasaction="ignore")
         writer.writeheader()
         writer.writerows(steps)
         return out.getvalue()

@@ -1,0 +1,99 @@
+"""Mixture-of-experts families (mixtral, qwen2_moe, qwen3_moe, olmoe): config.json readers and weight pairs.
+
+Registered into hf_config's readers and weights' pairs; written back by hf_moe_export.py. Routing per family,
+as transformers 5 computes it: softmax over all experts, top-k, renormalised always (Mixtral) or when
+norm_topk_prob (Qwen, OLMoE). Qwen2-MoE adds one shared expert behind a sigmoid gate; a layer is MoE when
+(i+1) % decoder_sparse_step == 0 and i is not in mlp_only_layers (which must be the first layers, our
+moe_first_dense). OLMoE normalises q and k over all heads at once (qk_norm_scope: all_heads).
+Experts are stored as stacked tensors: gate_up_proj [E, 2f, d] (gate rows first), down_proj [E, d, f].
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from engine.config import ModelConfig
+from engine.interop.hf_config import _decoder, _Reader
+from engine.interop.hf_defaults import GATED_ACTS
+from engine.interop.weights import Pair
+
+
+def _experts(r: _Reader, experts_key: str, width_key: str, renorm: bool | None) -> dict[str, Any]:
+    r.expect("attention_dropout", (0, 0.0), "our dropout also acts on the residual stream")
+    r.read.add("output_router_logits")   # whether transformers returns router logits: bookkeeping
+    return dict(n_experts=r(experts_key), experts_per_token=r("num_experts_per_tok"), expert_d_ff=r(width_key),
+                router="softmax_topk", router_renorm=bool(r("norm_topk_prob")) if renorm is None else renorm,
+                aux_loss_coef=float(r("router_aux_loss_coef")), ffn=r.act("hidden_act", GATED_ACTS), bias=False)
+
+
+def _sparse_layers(r: _Reader, n_layers: int) -> dict[str, Any]:
+    """decoder_sparse_step + mlp_only_layers as moe_every + moe_first_dense."""
+    step, dense = r("decoder_sparse_step"), sorted(r("mlp_only_layers", []))
+    if dense != list(range(len(dense))):
+        r.bad("mlp_only_layers", dense, "dense layers must be the first ones (moe_first_dense)")
+    if len(dense) >= n_layers:
+        r.bad("mlp_only_layers", dense, "leaves no MoE layer")
+    return dict(moe_every=step, moe_first_dense=len(dense))
+
+
+def _no_window(r: _Reader) -> None:
+    if r("use_sliding_window"):
+        r.bad("use_sliding_window", True, f"{r.family} sliding windows are not modelled")
+    r.read.update({"sliding_window", "max_window_layers", "layer_types"})
+
+
+def _mixtral(r: _Reader) -> dict[str, Any]:
+    r.expect("router_jitter_noise", (0, 0.0), "training-time input jitter of the router is not modelled")
+    return dict(_decoder(r), **_experts(r, "num_local_experts", "intermediate_size", True),
+                attn_window=r.nullable("sliding_window"))
+
+
+def _qwen_moe(r: _Reader) -> dict[str, Any]:
+    base = _decoder(r)
+    _no_window(r)
+    key = "num_local_experts" if "num_local_experts" in r.d else "num_experts"
+    r.read.update({"num_experts", "num_local_experts"})
+    out = dict(base, **_experts(r, key, "moe_intermediate_size", None), **_sparse_layers(r, base["n_layers"]))
+    if r.family == "qwen3_moe":
+        r.expect("attention_bias", (False,), "Qwen3-MoE puts it on q, k, v and o but not the MLP")
+        return dict(out, qk_norm=True)
+    shared = r("shared_expert_intermediate_size")
+    return dict(out, qkv_bias=bool(r("qkv_bias")), n_shared_experts=1 if shared else 0,
+                shared_d_ff=shared or None, shared_expert_gate=bool(shared))
+
+
+def _olmoe(r: _Reader) -> dict[str, Any]:
+    base = _decoder(r)
+    d, heads = base["d_model"], base["n_heads"]
+    if base["head_dim"] not in (None, d // heads):
+        r.bad("head_dim", base["head_dim"], "OLMoE heads are hidden_size // num_attention_heads")
+    r.expect("clip_qkv", (None,), "clamping q, k, v is not modelled")
+    # every OLMoE layer is MoE, so `bias` (attention and dense FFNs) reaches exactly the attention biases
+    return {**base, **_experts(r, "num_experts", "intermediate_size", None), "qk_norm": True,
+            "qk_norm_scope": "all_heads", "bias": bool(r("attention_bias"))}
+
+
+READERS = {"mixtral": _mixtral, "qwen2_moe": _qwen_moe, "qwen3_moe": _qwen_moe, "olmoe": _olmoe}
+
+
+def moe_pairs(cfg: ModelConfig, family: str) -> list[Pair]:
+    """Module pairs of a llama-like MoE family; raw (suffix-less) tensors for the stacked experts."""
+    pairs = [Pair("model.embed_tokens", ("tok_emb",), "copy"), Pair("model.norm", ("final_norm",), "copy")]
+    for i, moe in enumerate(cfg.moe_layers):
+        h, o = f"model.layers.{i}.", f"blocks.{i}."
+        pairs += [Pair(f"{h}self_attn.{x}_proj", (f"{o}attn.{x}_proj",), "copy") for x in "qkvo"]
+        pairs += [Pair(f"{h}self_attn.{x}_norm", (f"{o}attn.{x}_norm",), "copy") for x in "qk" if cfg.qk_norm]
+        pairs += [Pair(h + "input_layernorm", (o + "norm1",), "copy"),
+                  Pair(h + "post_attention_layernorm", (o + "norm2",), "copy")]
+        if not moe:
+            pairs += [Pair(f"{h}mlp.{x}_proj", (f"{o}ffn.{x}",), "copy") for x in ("gate", "up", "down")]
+            continue
+        pairs += [Pair(h + "mlp.gate", (o + "ffn.router",), "copy"),
+                  Pair(h + "mlp.experts.gate_up_proj", (o + "ffn.experts.gate", o + "ffn.experts.up"), "halves",
+                       raw=True),
+                  Pair(h + "mlp.experts.down_proj", (o + "ffn.experts.down",), "copy", raw=True)]
+        if cfg.n_shared_experts:
+            pairs += [Pair(f"{h}mlp.shared_expert.{x}_proj", (f"{o}ffn.shared.{x}",), "copy")
+                      for x in ("gate", "up", "down")]
+        if cfg.shared_expert_gate:
+            pairs.append(Pair(h + "mlp.shared_expert_gate", (o + "ffn.shared_gate",), "copy"))
+    return pairs

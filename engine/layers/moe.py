@@ -1,0 +1,258 @@
+"""Mixture of experts: a router picks k of E expert FFNs per token; shared experts see every token.
+
+    y = sum_{e in topk(x)} w_e(x) * FFN_e(x)  +  [sigmoid(x g)] * FFN_shared(x)
+
+Routers (cfg.router): softmax_topk  p = softmax(x R), keep the k largest (optionally renormalised to sum 1);
+topk_softmax  softmax over the k largest logits; sigmoid  s = sigmoid(x R), chosen by s + selection bias
+inside the best groups, weighted by s (renormalised), times routed_scale (DeepSeek-V3).
+Dispatch sorts the N*k (token, expert) pairs by expert, so each expert runs one matmul over its own rows and
+index_add_ scatters the weighted results back: no loop over tokens, no expert computed for a token it skips.
+
+Closed forms beside the module (d = d_model, f = expert width, s = shared width, E, k, m = 3 gated / 2 dense):
+  params   router E*d (+E bias);  routed E*m*d*f (+E*((m-1)*f + d) biases);  shared m*d*s (+ gate d)
+  active   router + shared + k/E of the routed experts
+  FLOPs    2 * (E*d + k*m*d*f + m*d*s (+ d)) per token: the router and the k chosen experts, never all E
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from engine.config import ModelConfig
+from engine.layers.ffn import ACTIVATIONS, GATE_ACTIVATION, DenseFFN, GatedFFN, ffn_saved_bytes
+from engine.layers.init import init_linear
+
+
+class Router(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        E, d = cfg.n_experts, cfg.d_model
+        self.cfg, self.k = cfg, cfg.experts_per_token
+        self.weight = nn.Parameter(torch.empty(E, d))
+        self.bias = nn.Parameter(torch.empty(E)) if cfg.expert_bias else None
+        # a buffer, not a parameter: DeepSeek-V3 adjusts it by load statistics, not by gradients
+        self.selection_bias = nn.Buffer(torch.zeros(E)) if cfg.router_selection_bias else None
+
+    @torch.no_grad()
+    def init_(self, g: torch.Generator, std: float) -> None:
+        self.weight.normal_(0.0, std, generator=g)
+        if self.bias is not None:
+            self.bias.zero_()
+        if self.selection_bias is not None:
+            self.selection_bias.zero_()
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """x [N, d] -> (logits [N, E], weights [N, k], chosen experts [N, k])."""
+        cfg = self.cfg
+        logits = F.linear(x, self.weight, self.bias)
+        if cfg.router == "topk_softmax":
+            idx = logits.detach().topk(self.k, dim=-1)[1]
+            return logits, logits.gather(1, idx).softmax(-1, dtype=torch.float32).to(x.dtype), idx
+        scores = logits.float().softmax(-1) if cfg.router == "softmax_topk" else logits.float().sigmoid()
+        with torch.no_grad():   # choosing is not differentiable; only the chosen scores carry gradients
+            choice = scores if self.selection_bias is None else scores + self.selection_bias
+            if cfg.router_groups > 1:
+                choice = self._within_best_groups(choice)
+            idx = choice.topk(self.k, dim=-1)[1]
+        w = scores.gather(1, idx)
+        if cfg.router_renorm:
+            w = w / w.sum(-1, keepdim=True)
+        return logits, (w * cfg.routed_scale).to(x.dtype), idx
+
+    def _within_best_groups(self, choice: torch.Tensor) -> torch.Tensor:
+        """Scores outside the router_group_topk best groups (group score: sum of its two best) set to 0."""
+        G = self.cfg.router_groups
+        grouped = choice.view(choice.shape[0], G, -1)
+        best = grouped.topk(2, dim=-1)[0].sum(-1).topk(self.cfg.router_group_topk, dim=-1)[1]
+        keep = torch.zeros_like(grouped[..., 0]).scatter_(1, best, 1.0).unsqueeze(-1)
+        return (grouped * keep).view_as(choice)
+
+
+class Experts(nn.Module):
+    """E FFNs stored as stacked tensors [E, out, in]; `run` applies each to its own block of sorted rows."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        E, d, f = cfg.n_experts, cfg.d_model, cfg.expert_width
+        self.act = ACTIVATIONS[GATE_ACTIVATION[cfg.ffn] if cfg.gated else cfg.ffn]
+        self.gate = nn.Parameter(torch.empty(E, f, d)) if cfg.gated else None
+        self.up = nn.Parameter(torch.empty(E, f, d))
+        self.down = nn.Parameter(torch.empty(E, d, f))
+        bias = cfg.expert_bias
+        self.gate_bias = nn.Parameter(torch.empty(E, f)) if bias and cfg.gated else None
+        self.up_bias = nn.Parameter(torch.empty(E, f)) if bias else None
+        self.down_bias = nn.Parameter(torch.empty(E, d)) if bias else None
+
+    @torch.no_grad()
+    def init_(self, g: torch.Generator, std: float, out_std: float) -> None:
+        """As a dense FFN: N(0, std) in, N(0, out_std) for the projection into the residual stream, zero biases."""
+        for w in (self.gate, self.up):
+            if w is not None:
+                w.normal_(0.0, std, generator=g)
+        self.down.normal_(0.0, out_std, generator=g)
+        for b in (self.gate_bias, self.up_bias, self.down_bias):
+            if b is not None:
+                b.zero_()
+
+    @staticmethod
+    def _b(bias: torch.Tensor | None, e: int) -> torch.Tensor | None:
+        return None if bias is None else bias[e]
+
+    def run(self, rows: torch.Tensor, counts: list[int]) -> torch.Tensor:
+        """rows [sum(counts), d], sorted by expert; counts[e] rows belong to expert e."""
+        outs = []
+        for e, chunk in enumerate(rows.split(counts)):
+            if not counts[e]:
+                continue
+            h = F.linear(chunk, self.up[e], self._b(self.up_bias, e))
+            if self.gate is not None:
+                h = self.act(F.linear(chunk, self.gate[e], self._b(self.gate_bias, e))) * h
+            else:
+                h = self.act(h)
+            outs.append(F.linear(h, self.down[e], self._b(self.down_bias, e)))
+        return torch.cat(outs)
+
+
+class MoE(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.n_experts, self.k = cfg.n_experts, cfg.experts_per_token
+        self.aux_coef, self.z_coef = cfg.aux_loss_coef, cfg.z_loss_coef
+        self.router = Router(cfg)
+        self.experts = Experts(cfg)
+        self.shared = None
+        if cfg.n_shared_experts:
+            make = GatedFFN if cfg.gated else DenseFFN
+            act = GATE_ACTIVATION[cfg.ffn] if cfg.gated else cfg.ffn
+            self.shared = make(cfg.d_model, cfg.shared_width, act, cfg.expert_bias)
+        self.shared_gate = nn.Linear(cfg.d_model, 1, bias=False) if cfg.shared_expert_gate else None
+        self.load: torch.Tensor | None = None      # tokens per expert in the last forward (int64 [E])
+        self.choice: torch.Tensor | None = None    # chosen experts of the last forward ([N, k])
+        self.aux_loss: torch.Tensor | None = None  # training only: load-balancing loss of the last forward
+        self.z_loss: torch.Tensor | None = None
+
+    def init_weights(self, std: float, out_std: float, generator: torch.Generator) -> None:
+        self.router.init_(generator, std)
+        self.experts.init_(generator, std, out_std)
+        if self.shared is not None:
+            self.shared.init_weights(std, out_std, generator)
+        if self.shared_gate is not None:
+            init_linear(self.shared_gate, std, generator)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shape = x.shape
+        x = x.reshape(-1, shape[-1])
+        logits, w, idx = self.router(x)
+        flat = idx.flatten()
+        order = flat.argsort(stable=True)
+        token = order // self.k
+        if x.is_meta:   # no values to route on the meta device: assume balanced routing (same FLOPs)
+            sizes = balanced_counts(flat.numel(), self.n_experts)
+            counts = torch.tensor(sizes)
+        else:
+            counts = torch.bincount(flat, minlength=self.n_experts)
+            sizes = counts.tolist()
+        out = self.experts.run(x[token], sizes) * w.flatten()[order].unsqueeze(-1)
+        y = torch.zeros_like(x).index_add_(0, token, out)
+        if self.shared is not None:
+            s = self.shared(x)
+            y = y + (torch.sigmoid(self.shared_gate(x)) * s if self.shared_gate is not None else s)
+        self.load, self.choice = counts.detach(), idx.detach()
+        self.aux_loss = balance_loss(logits, idx, self.n_experts) if self.training and not x.is_meta else None
+        self.z_loss = z_loss(logits) if self.training and not x.is_meta else None
+        return y.reshape(shape)
+
+    def regularizer(self) -> torch.Tensor:
+        """aux_loss_coef * load-balancing loss + z_loss_coef * z-loss of the last training forward."""
+        return self.aux_coef * self.aux_loss + self.z_coef * self.z_loss
+
+
+def balanced_counts(assignments: int, n_experts: int) -> list[int]:
+    """N*k assignments spread as evenly as possible over E experts (the first ones get one more)."""
+    q, r = divmod(assignments, n_experts)
+    return [q + (e < r) for e in range(n_experts)]
+
+
+def balance_loss(logits: torch.Tensor, idx: torch.Tensor, n_experts: int) -> torch.Tensor:
+    """Switch Transformer / Mixtral load-balancing loss E * sum_e f_e * P_e: f_e the share of the N*k
+    assignments per token that went to expert e (shares sum to k, as transformers' Mixtral counts them), P_e
+    the mean softmax probability of e. Perfectly balanced routing gives k; concentrated routing more."""
+    probs = logits.float().softmax(-1).mean(0)
+    share = torch.bincount(idx.flatten(), minlength=n_experts).float() / idx.shape[0]
+    return n_experts * (share * probs).sum()
+
+
+def z_loss(logits: torch.Tensor) -> torch.Tensor:
+    """ST-MoE router z-loss: mean over tokens of logsumexp(logits)^2."""
+    return logits.float().logsumexp(-1).square().mean()
+
+
+# ---- closed forms (per MoE layer) ---------------------------------------------------------------------------
+def _ffn_params(cfg: ModelConfig, width: int, bias: bool) -> int:
+    m, d = (3 if cfg.gated else 2), cfg.d_model
+    return m * d * width + (((m - 1) * width + d) if bias else 0)
+
+
+def expert_params(cfg: ModelConfig) -> int:
+    """One routed expert."""
+    return _ffn_params(cfg, cfg.expert_width, cfg.expert_bias)
+
+
+def moe_params(cfg: ModelConfig) -> dict[str, int]:
+    """Parameters of one MoE layer by component: router, shared_experts (with their gate), routed_experts."""
+    E, d = cfg.n_experts, cfg.d_model
+    shared = _ffn_params(cfg, cfg.shared_width, cfg.expert_bias) if cfg.n_shared_experts else 0
+    return {"router": E * d + (E if cfg.expert_bias else 0),
+            "shared_experts": shared + (d if cfg.shared_expert_gate else 0),
+            "routed_experts": E * expert_params(cfg)}
+
+
+def moe_active_params(cfg: ModelConfig) -> int:
+    """What one token uses in one MoE layer: the router, the shared experts and k routed experts."""
+    p = moe_params(cfg)
+    return p["router"] + p["shared_experts"] + cfg.experts_per_token * expert_params(cfg)
+
+
+def moe_skipped_params(cfg: ModelConfig) -> int:
+    """Routed-expert parameters one token does not use in one MoE layer: E - k experts."""
+    return (cfg.n_experts - cfg.experts_per_token) * expert_params(cfg)
+
+
+def moe_matmul_params(cfg: ModelConfig) -> int:
+    """Weights one token multiplies in one MoE layer (router, shared gate, shared and k routed experts)."""
+    m, d = (3 if cfg.gated else 2), cfg.d_model
+    return (cfg.n_experts * d + (d if cfg.shared_expert_gate else 0) + m * d * cfg.shared_width
+            + cfg.experts_per_token * m * d * cfg.expert_width)
+
+
+def moe_saved_bytes(cfg: ModelConfig, tokens: int, e: int) -> dict[str, int]:
+    """Bytes autograd saves inside one MoE layer for N = tokens (its input, the norm output, is counted by
+    the block), e = element bytes. Per-expert tensors sum over experts to N*k rows whatever the routing, so
+    the count is the same for the measured batch's real expert loads and for balanced routing.
+      router     softmax/sigmoid output N*E*4 (topk_softmax: the k-way softmax N*k*4 and, unless fp32, the
+                 logits N*E*e), chosen ids N*k*8,
+                 renormalising: the k weights N*k*4 and their sums N*4
+      dispatch   the sort order and token ids 2*N*k*8, gathered rows N*k*d*e, weights N*k*e,
+                 expert outputs before and after weighting 2*N*k*d*e
+      experts    the dense FFN's tensors on N*k rows of width expert_d_ff
+      shared     the dense FFN's tensors on N rows of the shared width; gate: sigmoid N*e and output N*d*e
+      losses     load balance: softmax N*E*4 + shares E*4;  z-loss: fp32 logits N*E*4 + logsumexp N*4"""
+    N, k, E, d = tokens, cfg.experts_per_token, cfg.n_experts, cfg.d_model
+    rows = N * k
+    if cfg.router == "topk_softmax":   # gather keeps the logits: in fp32 the very tensor the z-loss keeps
+        router = rows * 4 + rows * 8 + (N * E * e if e != 4 else 0)
+    else:
+        router = N * E * 4 + rows * 8 + ((rows + N) * 4 if cfg.router_renorm else 0)
+    out = {"moe_router": router,
+           "moe_dispatch": 2 * rows * 8 + rows * d * e + rows * e + 2 * rows * d * e,
+           "moe_experts": ffn_saved(cfg, rows, cfg.expert_width, e),
+           "moe_losses": 2 * N * E * 4 + E * 4 + N * 4}
+    if cfg.n_shared_experts:
+        out["moe_shared"] = ffn_saved(cfg, N, cfg.shared_width, e) + (N * e + N * d * e if cfg.shared_expert_gate else 0)
+    return out
+
+
+def ffn_saved(cfg: ModelConfig, rows: int, width: int, e: int) -> int:
+    """What the dense FFN family saves (ffn_saved_bytes) for `rows` tokens, at another hidden width."""
+    return ffn_saved_bytes(cfg, rows, e) // cfg.ffn_width * width   # linear in the width
