@@ -138,3 +138,18 @@ def test_qlora_70b_fits_one_h100_with_recompute_and_smallest_layout_fits():
     best = smallest_layout(LLAMA8, "h100-80gb", full)
     assert best is not None and best.fits and best.layout.gpus == 2
     assert not plan(LLAMA8, "h100-80gb", Layout(), full).fits
+
+
+def test_moe_experts_are_quantized_and_split_by_expert_parallelism():
+    cfg = get_preset("mixtral-8x7b").config
+    experts = [t for t in param_tensors(cfg) if t.role.startswith("expert_")]
+    routers = [t for t in param_tensors(cfg) if t.role == "router"]
+    assert len(experts) == 3 * cfg.n_layers and len(routers) == cfg.n_layers
+    E, f, d = experts[0].shape
+    s = Setup(mode="infer", seq=1, quant="int8")
+    one, ep8 = (gpu_memory(cfg, Layout(8, ep=ep), s)["weights"] for ep in (1, 8))
+    # int8: one byte per value + an fp16 scale per output row (gate, up: f rows; down: d rows)
+    assert one - ep8 == cfg.n_layers * (E - E // 8) * (3 * f * d + 2 * (2 * f + d))
+    assert routers[0].shape == (8, 4096) and not any(r.role in ("q", "up") for r in routers)
+    with pytest.raises(ValueError, match=r"ep: 3 must divide n_experts = 8"):
+        plan(cfg, "h100-80gb", Layout(3, ep=3), s)

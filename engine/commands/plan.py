@@ -19,6 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel degree (divides heads, kv heads and d_ff)")
     p.add_argument("--pp", type=int, default=1, help="pipeline stages (at most n_layers)")
     p.add_argument("--zero", type=int, default=0, help="ZeRO stage over the data-parallel ranks: 0-3 (3 = FSDP)")
+    p.add_argument("--ep", type=int, default=1, help="expert parallelism (MoE): experts split over ep dp ranks")
     p.add_argument("--sequence-parallel", action="store_true", help="split the norm activations across tp too")
     p.add_argument("--mode", choices=MODES, default="train")
     p.add_argument("--policy", choices=POLICIES, default="mixed-bf16")
@@ -48,7 +49,7 @@ def _plan(args: argparse.Namespace) -> int:
                   seq=cfg.context_length if args.seq is None else args.seq, finetune=args.finetune,
                   lora_rank=args.lora_rank, lora_targets=tuple(args.lora_targets), quant=args.quant,
                   quantize_also=tuple(args.quantize_also), kv_quant=args.kv_quant)
-    layout = Layout(args.gpus, args.tp, args.pp, args.zero, args.sequence_parallel)
+    layout = Layout(args.gpus, args.tp, args.pp, args.zero, args.sequence_parallel, args.ep)
     try:
         p = plan(cfg, args.gpu, layout, setup, args.tokens, args.mfu, args.price)
     except ValueError as e:

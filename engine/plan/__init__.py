@@ -40,7 +40,7 @@ class Plan:
         lay = self.layout
         return {"per_gpu": self.per_gpu, "fits": self.fits, "margin_bytes": self.margin_bytes,
                 "memory_bytes": self.memory_bytes, "per_stage": self.per_stage,
-                "layout": {"gpus": lay.gpus, "dp": lay.dp, "tp": lay.tp, "pp": lay.pp, "zero": lay.zero,
+                "layout": {"gpus": lay.gpus, "dp": lay.dp, "tp": lay.tp, "pp": lay.pp, "ep": lay.ep, "zero": lay.zero,
                            "sequence_parallel": lay.sequence_parallel},
                 "high_precision": self.high_precision, "cost": self.cost.as_dict(), "notes": self.notes}
 

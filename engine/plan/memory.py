@@ -31,7 +31,7 @@ from engine.layers.norm import norm_saved_bytes
 from engine.plan.finetune import adapter_tensors
 from engine.plan.parallel import Layout, chunk_shape, stage_layers, stage_tensors, tp_shape
 from engine.plan.quant import HIGH, kv_quant_bytes, tensor_bytes
-from engine.plan.tensors import Tensor
+from engine.plan.tensors import EXPERTS, Tensor
 from engine.runtime import DTYPE_BYTES
 
 COMPONENTS = ("weights", "grads", "optimizer", "activations", "kv_cache", "working_set")
@@ -72,8 +72,11 @@ def gpu_memory(cfg: ModelConfig, lay: Layout, s: Setup, stage: int = 0, dp_rank:
     trainable = adapters if lora else (base if train else [])
 
     def local(t: Tensor, shard: bool) -> tuple[int, ...]:
-        shape = tp_shape(t, lay.tp)
-        return chunk_shape(shape, lay.dp, dp_rank) if shard else shape
+        shape = tp_shape(t, lay.tp, lay.ep)
+        if not shard:
+            return shape
+        return chunk_shape(shape, lay.dp // lay.ep, dp_rank % (lay.dp // lay.ep)) if t.role in EXPERTS else \
+            chunk_shape(shape, lay.dp, dp_rank)
 
     shard_w = lay.zero >= 3
     weights = sum(tensor_bytes(t, local(t, shard_w), s.quant, high, s.quantize_also) for t in base)
@@ -126,8 +129,9 @@ def _working_set(cfg, lay, s, stage, base, trainable, high) -> int:
     """2 gathered blocks of weights (+ one block's gathered gradients when training)."""
     _, gb, _, _ = _POLICY_BYTES[s.policy]
     best = 0
+    shape = lambda t: tp_shape(t, lay.tp, lay.ep)   # noqa: E731
     for i in stage_layers(cfg, lay.pp, stage):
-        w = sum(tensor_bytes(t, tp_shape(t, lay.tp), s.quant, high, s.quantize_also) for t in base if t.layer == i)
-        g = sum(math.prod(tp_shape(t, lay.tp)) for t in trainable if t.layer == i) * gb if s.mode == "train" else 0
+        w = sum(tensor_bytes(t, shape(t), s.quant, high, s.quantize_also) for t in base if t.layer == i)
+        g = sum(math.prod(shape(t)) for t in trainable if t.layer == i) * gb if s.mode == "train" else 0
         best = max(best, 2 * w + g)
     return best

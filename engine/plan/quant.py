@@ -11,7 +11,8 @@ Weights (a matrix of `rows` output features x `cols` input features; groups run 
                      one fp32 scale per 256 blocks and one fp32 offset per tensor
                      (4 + 8/64 + 32/(64*256) = 4.127 bits per weight)
   mxfp4              OCP MX: FP4 E2M1 values, blocks of 32 with one shared E8M0 scale byte (4.25 bits)
-Only the block matrices are quantized by default; embeddings, head, norms and biases stay in the high precision
+Only the block matrices (MoE experts included) are quantized by default; embeddings, head, norms, biases and
+routers stay in the high precision
 (`keep` chooses, and the plan shows which). KV cache (per layer, K and V each):
   int8 / int4        per token and kv head: head_dim values + one fp16 scale (int4 also an fp16 zero point)
   fp8                1 B per element + one fp32 scale per layer for K and one for V
@@ -20,19 +21,19 @@ from __future__ import annotations
 
 import math
 
-from engine.plan.tensors import Tensor
+from engine.plan.tensors import EXPERTS, Tensor
 
 HIGH = {"fp32": 4, "bf16": 2, "fp16": 2}
 WEIGHT_QUANTS = ("none", "int8", "fp8", "int4-g32", "int4-g64", "int4-g128", "nf4", "nf4-dq", "mxfp4")
 KV_QUANTS = ("none", "fp8", "int8", "int4")
-MATRIX_ROLES = ("q", "k", "v", "o", "gate", "up", "down")
+MATRIX_ROLES = ("q", "k", "v", "o", "gate", "up", "down") + EXPERTS
 KEEP_CHOICES = ("embeddings", "head")      # roles that may be quantized too when not kept
 
 
 def quantized_bytes(shape: tuple[int, ...], scheme: str) -> int:
     """Bytes of one tensor of `shape` stored under `scheme` (a quantizing scheme, not 'none')."""
     n = math.prod(shape)
-    rows, cols = (shape[0], math.prod(shape[1:])) if len(shape) > 1 else (1, n)
+    rows, cols = math.prod(shape[:-1]), shape[-1]     # every output row of every expert; groups along inputs
     if scheme == "int8":
         return n + 2 * rows
     if scheme == "fp8":

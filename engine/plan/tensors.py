@@ -3,7 +3,8 @@
 The planner prices memory tensor by tensor (quantization groups, FSDP chunks and Megatron splits all depend on
 the shape, not only on the count), so it needs every tensor's shape; building `DecoderLM` on the meta device
 allocates nothing and is exact by construction (a tied head is the embedding's one Parameter, listed once).
-Roles: embedding, positions, head, norm, bias, and the block matrices attn.q/k/v/o and ffn.gate/up/down.
+Roles: embedding, positions, head, norm, router, the block matrices q/k/v/o and gate/up/down (MoE shared
+experts too) with their biases ("q_bias", ...), and MoE routed experts expert_gate/up/down [E, out, in].
 """
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from engine.config import ModelConfig
 
 # our module names -> the role of their weight matrix
 MATRICES = {"attn.q_proj": "q", "attn.k_proj": "k", "attn.v_proj": "v", "attn.o_proj": "o",
-            "ffn.gate": "gate", "ffn.up": "up", "ffn.down": "down"}
+            "ffn.gate": "gate", "ffn.up": "up", "ffn.down": "down",
+            "ffn.shared.gate": "gate", "ffn.shared.up": "up", "ffn.shared.down": "down"}   # MoE shared experts
+EXPERTS = ("expert_gate", "expert_up", "expert_down")   # MoE routed experts, stacked [E, out, in]
 COLUMN_SPLIT = ("q", "k", "v", "gate", "up")     # Megatron: output features split across tensor-parallel ranks
 ROW_SPLIT = ("o", "down")                          # input features split; their bias is replicated
 
@@ -43,6 +46,10 @@ def _role(name: str) -> tuple[str, int | None]:
     layer, module, leaf = int(parts[1]), ".".join(parts[2:-1]), parts[-1]
     if module in MATRICES:
         return MATRICES[module] + ("" if leaf == "weight" else "_bias"), layer
+    if module == "ffn.experts":
+        return "expert_" + leaf, layer
+    if module in ("ffn.router", "ffn.shared_gate"):
+        return "router", layer
     return "norm", layer
 
 
