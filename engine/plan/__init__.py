@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from engine.budget.devices import DEVICE_PROFILES, DeviceProfile
+from engine.budget.params import count_params
 from engine.budget.memory import OPTIMIZERS, POLICIES, RECOMPUTE, POLICY_DTYPE
 from engine.config import ModelConfig
 from engine.plan.cost import Cost, cost
-from engine.plan.finetune import METHODS, target_problems
+from engine.plan.finetune import METHODS, lora_trainable, target_problems
 from engine.plan.memory import COMPONENTS, Setup, gpu_memory, high_dtype
 from engine.plan.parallel import Layout, layout_problems
 from engine.plan.quant import KEEP_CHOICES, KV_QUANTS, WEIGHT_QUANTS
@@ -34,6 +35,7 @@ class Plan:
     setup: Setup
     high_precision: list[str]             # what stays unquantized
     cost: Cost
+    trainable: int                        # trainable parameters (all of them, or the LoRA adapters)
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
@@ -42,7 +44,7 @@ class Plan:
                 "memory_bytes": self.memory_bytes, "per_stage": self.per_stage,
                 "layout": {"gpus": lay.gpus, "dp": lay.dp, "tp": lay.tp, "pp": lay.pp, "ep": lay.ep, "zero": lay.zero,
                            "sequence_parallel": lay.sequence_parallel},
-                "high_precision": self.high_precision, "cost": self.cost.as_dict(), "notes": self.notes}
+                "high_precision": self.high_precision, "trainable_params": self.trainable, "cost": self.cost.as_dict(), "notes": self.notes}
 
 
 def resolve(s: Setup) -> Setup:
@@ -86,7 +88,9 @@ def plan(cfg: ModelConfig, gpu: str, layout: Layout, setup: Setup, tokens: int |
         notes.append("activations: the full-training estimate (frozen matrices still pass gradients through)")
     return Plan(per_gpu=worst, per_stage=stages, memory_bytes=dev.memory_bytes,
                 fits=worst["total"] <= dev.memory_bytes, margin_bytes=dev.memory_bytes - worst["total"],
-                layout=layout, setup=setup, high_precision=high, cost=c, notes=notes)
+                layout=layout, setup=setup, high_precision=high, cost=c, notes=notes,
+                trainable=(count_params(cfg).total if setup.finetune == "full"
+                           else lora_trainable(cfg, setup.lora_rank, setup.lora_targets)))
 
 
 def smallest_layout(cfg: ModelConfig, gpu: str, setup: Setup, max_gpus: int = 64) -> Plan | None:
