@@ -153,3 +153,9 @@ def test_moe_experts_are_quantized_and_split_by_expert_parallelism():
     assert routers[0].shape == (8, 4096) and not any(r.role in ("q", "up") for r in routers)
     with pytest.raises(ValueError, match=r"ep: 3 must divide n_experts = 8"):
         plan(cfg, "h100-80gb", Layout(3, ep=3), s)
+
+
+def test_lora_training_compute_has_no_weight_gradients():
+    full = plan(LLAMA8, "h100-80gb", Layout(8), Setup(seq=1024), tokens=10**9).cost
+    lora = plan(LLAMA8, "h100-80gb", Layout(8), Setup(seq=1024, finetune="lora"), tokens=10**9).cost
+    assert lora.flops_per_token * 3 == pytest.approx(full.flops_per_token * 2)   # 2 passes of 3

@@ -80,7 +80,7 @@ def plan(cfg: ModelConfig, gpu: str, layout: Layout, setup: Setup, tokens: int |
     one = Layout()
     whole = gpu_memory(cfg, one, replace(setup, mode="infer"))
     c = cost(cfg, dev, layout.gpus, layout.tp, setup.seq, setup.micro_batch, tokens, mfu, price,
-             whole["weights"], whole["kv_cache"], POLICY_DTYPE[setup.policy])
+             whole["weights"], whole["kv_cache"], POLICY_DTYPE[setup.policy], setup.finetune != "full")
     kept = ["norms", "biases"] + [k for k in KEEP_CHOICES if k not in setup.quantize_also]
     high = [] if setup.quant == "none" else [f"{k} ({high_dtype(setup.policy)})" for k in kept]
     notes = []

@@ -1,7 +1,9 @@
 """Time and money: training a token budget on N GPUs, and inference prefill and decode speed.
 
 Training compute C = flops_per_token * D, with flops_per_token = 3 * forward FLOPs per token of
-engine/budget/flops.py (6N from the matrices plus the causal attention scores, "6ND with attention").
+engine/budget/flops.py (6N from the matrices plus the causal attention scores, "6ND with attention"); LoRA and
+QLoRA take 2 * forward (forward + the input gradients through frozen matrices, no weight gradients; the
+adapters' own FLOPs, r/d of a matrix's, are left out).
 Time = C / (N_gpus * peak * MFU); cost = time in hours * N_gpus * price per GPU-hour (both MFU and price are the
 caller's stated assumptions). Chinchilla (Hoffmann et al. 2022): compute-optimal D ~ 20 tokens per parameter.
 Inference on the roofline (engine/budget/devices.py): prefill time = max(FLOPs / (N peak), bytes / (N bw));
@@ -39,10 +41,13 @@ class Cost:
 
 
 def cost(cfg: ModelConfig, dev: DeviceProfile, gpus: int, tp: int, seq: int, batch: int, tokens: int | None,
-         mfu: float, price: float, weight_bytes: int, kv_bytes: int, dtype: str = "bf16") -> Cost:
-    """`weight_bytes` and `kv_bytes`: the whole model's stored weights and KV cache at (batch, seq)."""
+         mfu: float, price: float, weight_bytes: int, kv_bytes: int, dtype: str = "bf16",
+         frozen_base: bool = False) -> Cost:
+    """`weight_bytes` and `kv_bytes`: the whole model's stored weights and KV cache at (batch, seq);
+    `frozen_base`: LoRA/QLoRA (no weight gradients for the base)."""
     fwd = flops_budget(cfg, 1, seq, causal=True).forward_flops
-    per_token = 3 * fwd / seq
+    passes = 2 if frozen_base else 3
+    per_token = passes * fwd / seq
     params = count_params(cfg).total
     chinchilla = CHINCHILLA_TOKENS_PER_PARAM * params
     D = chinchilla if tokens is None else tokens
@@ -52,7 +57,7 @@ def cost(cfg: ModelConfig, dev: DeviceProfile, gpus: int, tp: int, seq: int, bat
     prefill = max(batch * fwd / (gpus * peak), (weight_bytes + kv_bytes) / (gpus * bw))
     step = max(decode_flops(cfg, batch, seq) / (gpus * peak), (weight_bytes + kv_bytes) / (tp * bw))
     formulas = {
-        "train_flops": f"3 * forward FLOPs/token ({per_token:,.0f}) * D={D:,} tokens",
+        "train_flops": f"{passes} * forward FLOPs/token ({per_token:,.0f}) * D={D:,} tokens",
         "train_seconds": f"C / ({gpus} GPUs * {peak:.4g} FLOP/s * MFU {mfu:g})",
         "train_cost": f"hours * {gpus} GPUs * {price:g} per GPU-hour",
         "chinchilla_tokens": f"{CHINCHILLA_TOKENS_PER_PARAM} * P={params:,}",
