@@ -14,10 +14,11 @@ import pytest
 from engine.plan import Layout, Setup
 from engine.plan.memory import gpu_memory
 from engine.train.store import RunStore
+from tests.helpers import TRAIN_ARGS as ARGS
+from tests.helpers import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).parent))
-from test_ddp import ARGS, free_port  # noqa: E402
+sys.path.insert(0, str(Path(__file__).parent))       # tests/sharded_bytes.py, the torchrun script
 
 
 def _env(tmp_path) -> dict:
