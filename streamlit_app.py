@@ -19,6 +19,7 @@ PAGES = [  # (file, title, icon)
     ("pages/training.py", "Training", ":material/model_training:"),
     ("pages/compare.py", "Compare", ":material/compare_arrows:"),
     ("pages/tradeoffs.py", "Trade-offs", ":material/ssid_chart:"),
+    ("pages/deploy.py", "Deploy", ":material/dns:"),
     ("pages/lecture.py", "Lecture", ":material/school:"),
 ]
 

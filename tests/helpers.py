@@ -176,3 +176,15 @@ def settle(page, timeout_ms: int = 60000) -> None:
     page.wait_for_selector('[data-testid="stMetric"]', timeout=timeout_ms)
     page.wait_for_function('!document.querySelector(\'[data-testid="stStatusWidget"]\')', timeout=timeout_ms)
     page.wait_for_timeout(1500)
+
+
+# ---- torchrun tests (test_ddp, test_sharding): a short training run and a free local port --------------------
+TRAIN_ARGS = ["-m", "engine", "train", "--steps", "12", "--batch", "8", "--seq", "16", "--eval-every", "6",
+              "--samples", "0", "--json"]
+
+
+def free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

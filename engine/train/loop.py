@@ -22,7 +22,8 @@ from engine.limits import MAX_INT
 from engine.model import DecoderLM, build_model
 from engine.runtime import resolve_device
 from engine.train.data import Dataset, get_batch, load_data
-from engine.train.ddp import SINGLE, DistInfo, wrap
+from engine.train.ddp import SINGLE, DistInfo
+from engine.train.sharding import MODES, clip_grad_norm, data_slice, parallelize
 from engine.validation import int_problem
 
 DIVERGE_FACTOR = 3.0  # a train loss this many times the initial loss counts as diverged
@@ -46,6 +47,7 @@ class TrainConfig:
     eval_batches: int = 4
     samples: int = 8
     data: str = "names"
+    parallel: str = "ddp"        # under torchrun: ddp, fsdp (FSDP2, ZeRO-3) or tp (tensor parallel)
 
     def __post_init__(self) -> None:
         p = []
@@ -63,6 +65,8 @@ class TrainConfig:
                 rng = "a finite number > 0" if name == "lr" else (
                     f"a finite number >= {lo}" if hi == math.inf else f"a number in [{lo}, {hi}]")
                 p.append(f"{name}: {v!r} is not {rng}")
+        if self.parallel not in MODES:
+            p.append(f"parallel: {self.parallel!r} is not one of {', '.join(MODES)}")
         if p:
             raise ConfigError(p)
 
@@ -213,22 +217,24 @@ def train(cfg: ModelConfig, tc: TrainConfig, data: Dataset | None = None, *, dev
     """Train `cfg` (resized to the data) for tc.steps steps. `store` (a RunStore) gets every step as it
     happens; `on_step` sees each record (for live charts); setting `stop` ends the run after the current step."""
     data = data or load_data(tc.data, seed=tc.seed)
-    if tc.batch % info.world:
-        raise ConfigError([f"batch: {tc.batch} must be divisible by the number of processes ({info.world})"])
+    rank, world = data_slice(info, tc.parallel)
+    if tc.batch % world:
+        raise ConfigError([f"batch: {tc.batch} must be divisible by the number of processes ({world})"])
     tc.check_data(data)
     dev = resolve_device(device)
     if dev.type == "cuda" and info.world > 1:
         dev = torch.device("cuda", info.local_rank)
     mcfg = model_for(cfg, data, tc)
-    check_fits(mcfg, dev, tc.batch // info.world, tc.seq, "fp32", training=True)
+    check_fits(mcfg, dev, tc.batch // world, tc.seq, "fp32", training=True)   # this rank's share of the batch
     torch.manual_seed(tc.seed)
     model = build_model(mcfg, device=dev, seed=tc.seed)
     model.train()
-    net = wrap(model, info)
+    net = parallelize(model, info, tc.parallel)
+    sharded = tc.parallel != "ddp" and info.world > 1   # parameters are DTensor shards
     opt = _optimizer(model, tc)
     n_params = sum(p.numel() for p in model.parameters())
     gen, val_gen = torch.Generator().manual_seed(tc.seed), torch.Generator().manual_seed(tc.seed + 1)
-    val_batches = [tuple(t.to(dev) for t in get_batch(data.val, tc.batch, tc.seq, val_gen, info.rank, info.world))
+    val_batches = [tuple(t.to(dev) for t in get_batch(data.val, tc.batch, tc.seq, val_gen, rank, world))
                    for _ in range(tc.eval_batches)]
     result = RunResult("finished", "", [], mcfg, n_params)
     result.initial_loss = _evaluate(model, val_batches, info)
@@ -243,7 +249,7 @@ def train(cfg: ModelConfig, tc: TrainConfig, data: Dataset | None = None, *, dev
         lr = lr_at(step - 1, tc)
         for g in opt.param_groups:
             g["lr"] = lr
-        x, y = (t.to(dev) for t in get_batch(data.train, tc.batch, tc.seq, gen, info.rank, info.world))
+        x, y = (t.to(dev) for t in get_batch(data.train, tc.batch, tc.seq, gen, rank, world))
         t0 = time.perf_counter()
         logits = net(x).float()
         ce = F.cross_entropy(logits.flatten(0, 1), y.flatten())
@@ -254,7 +260,8 @@ def train(cfg: ModelConfig, tc: TrainConfig, data: Dataset | None = None, *, dev
             loss = loss + moe["regularizer"]
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip or math.inf)
+        grad_norm = (torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip or math.inf)
+                     if not sharded else clip_grad_norm(list(model.parameters()), tc.grad_clip or math.inf))
         stats = info.mean(torch.stack([ce.detach(), log_z.detach().mean()]))
         max_logit = float(info.max(logits.detach().max()))
         train_loss, gn = float(stats[0]), float(grad_norm)
@@ -289,7 +296,7 @@ def train(cfg: ModelConfig, tc: TrainConfig, data: Dataset | None = None, *, dev
         last = result.records[-1] if result.records else None
         result.final_loss = last.val_loss if last and last.val_loss is not None else _evaluate(
             model, val_batches, info)
-        if info.main:
+        if info.main or sharded:   # sharded: every rank takes part in each forward
             result.samples = sample(model, data, tc.samples, seed=tc.seed)
         if result.status == "finished":
             result.message = (f"{len(result.records)} steps: val loss {result.initial_loss:.3f} -> "
