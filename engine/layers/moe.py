@@ -96,21 +96,23 @@ class Experts(nn.Module):
                 b.zero_()
 
     @staticmethod
-    def _b(bias: torch.Tensor | None, e: int) -> torch.Tensor | None:
-        return None if bias is None else bias[e]
+    def _per_expert(t: torch.Tensor | None, n: int) -> list:
+        """One view per expert. unbind, not t[e]: indexing a parameter E times makes backward build E full
+        [E, out, in] gradients and add them (quadratic in E); unbind's backward stacks the E pieces once."""
+        return [None] * n if t is None else t.unbind(0)
 
     def run(self, rows: torch.Tensor, counts: list[int]) -> torch.Tensor:
         """rows [sum(counts), d], sorted by expert; counts[e] rows belong to expert e."""
+        E = len(counts)
+        gate, up, down = (self._per_expert(w, E) for w in (self.gate, self.up, self.down))
+        gb, ub, db = (self._per_expert(b, E) for b in (self.gate_bias, self.up_bias, self.down_bias))
         outs = []
         for e, chunk in enumerate(rows.split(counts)):
             if not counts[e]:
                 continue
-            h = F.linear(chunk, self.up[e], self._b(self.up_bias, e))
-            if self.gate is not None:
-                h = self.act(F.linear(chunk, self.gate[e], self._b(self.gate_bias, e))) * h
-            else:
-                h = self.act(h)
-            outs.append(F.linear(h, self.down[e], self._b(self.down_bias, e)))
+            h = F.linear(chunk, up[e], ub[e])
+            h = self.act(F.linear(chunk, gate[e], gb[e])) * h if self.gate is not None else self.act(h)
+            outs.append(F.linear(h, down[e], db[e]))
         return torch.cat(outs)
 
 
