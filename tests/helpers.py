@@ -145,6 +145,7 @@ LECTURE_NUMBERS = {
               "log Z": "0.6931", "log Z, shifted": "10.6931"},
     "softcap": {"masked key, cap then mask": "0.0000", "engine: weight on a future key": "0.0000"},
     "kvcache": {"MHA (32 KV heads)": "4.00 GiB", "GQA-8 (8 KV heads)": "1.00 GiB", "MQA (1 KV head)": "128.00 MiB"},
+    "moe": {"stored parameters": "46,702,792,704", "used per token": "12,879,925,248", "bf16 weights": "86.99 GiB"},
     "heads": {"attention width A = H·d_h": "12", "D mod H": "1", "q_proj weight": "12 × 10", "o_proj weight": "10 × 12",
               "logits": "1 × 5 × 16"},
     "depth": {"block params L=12, D=768": "84,934,656", "block params L=48, D=384": "84,934,656",
