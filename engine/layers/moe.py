@@ -258,3 +258,13 @@ def moe_saved_bytes(cfg: ModelConfig, tokens: int, e: int) -> dict[str, int]:
 def ffn_saved(cfg: ModelConfig, rows: int, width: int, e: int) -> int:
     """What the dense FFN family saves (ffn_saved_bytes) for `rows` tokens, at another hidden width."""
     return ffn_saved_bytes(cfg, rows, e) // cfg.ffn_width * width   # linear in the width
+
+
+def dense_counterpart(cfg: ModelConfig) -> ModelConfig:
+    """The dense model computing as much per token: every MoE layer's FFN replaced by one dense FFN as wide as
+    the k routed plus the shared experts together. Its total (= active) equals the MoE's active parameters
+    minus the router (and shared-expert gate), which a dense model has no use for."""
+    width = cfg.experts_per_token * cfg.expert_width + cfg.shared_width
+    return cfg.replace(name=f"{cfg.name}-dense-equal-active", n_experts=None, d_ff=width, moe_first_dense=0,
+                       moe_every=1, n_shared_experts=0, shared_d_ff=None, shared_expert_gate=False,
+                       expert_d_ff=None, bias=cfg.bias or cfg.expert_bias, expert_bias=False)
