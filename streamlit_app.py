@@ -17,6 +17,7 @@ PAGES = [  # (file, title, icon)
     ("pages/latency.py", "Latency", ":material/speed:"),
     ("pages/training.py", "Training", ":material/model_training:"),
     ("pages/compare.py", "Compare", ":material/compare_arrows:"),
+    ("pages/tradeoffs.py", "Trade-offs", ":material/ssid_chart:"),
     ("pages/lecture.py", "Lecture", ":material/school:"),
 ]
 

@@ -7,7 +7,10 @@
   charts/                 Plotly figure builders, one module per page family, and the shared palette
   diagram.py, tables.py   the block as Graphviz DOT; dataframes for st.dataframe
   export.py               chart downloads and the offline handout
-  budget_view.py, budget_measure.py, compare_view.py, training_view.py
+  image_export.py         PNG at projector size (kaleido with the local Chromium, offline)
+  budget_view.py, budget_measure.py, compare_view.py, training_view.py, latency_plan.py, latency_view.py,
+  sweep_view.py
                           each page's decisions as plain functions, so pages only read state, call and draw
   lecture_sections.py     the Lecture page's sections, one render function per worked example
+  lecture_sweeps.py       its ready-made trade-off sweeps, one click each
 """

@@ -2,16 +2,30 @@
 its caption, progress text and the decode summary."""
 from __future__ import annotations
 
+import os
 from typing import Mapping, Sequence
+
+import torch
 
 from engine.config import ModelConfig
 from engine.measure import latency as lat
 from engine.measure.decode import DecodePoint
-from engine.measure.rounds import NOISY_SPREAD, Progress
+from engine.measure.rounds import NOISY_SPREAD, Progress, cpu_threads
 from engine.units import fmt_bytes, fmt_flops
 
 NOISY_NOTE = (f"noisy: the middle half of the samples spans more than {NOISY_SPREAD:.0%} of the median, so "
               "differences smaller than that are not resolved (another process was busy; measure again)")
+
+
+def device_text(dev: torch.device) -> str:
+    """Where and how the page times, said before anything is timed."""
+    if dev.type == "cuda":
+        return (f"Measured on **{lat.device_label(dev)}**: CUDA events around each call, then a synchronize (GPU "
+                "kernels run asynchronously).")
+    n, cores = cpu_threads(), os.cpu_count() or torch.get_num_threads()
+    return (f"Measured on **this CPU ({cores} cores)**: wall clock around each call, on the threads other processes "
+            f"leave a core for (now {n} of {torch.get_num_threads()}; busy threads wait for each other at every "
+            "parallel step).")
 
 
 def noise_text(median_ms: float, iqr_ms: float, noisy: bool) -> str:
@@ -63,10 +77,13 @@ def progress_share(p: Progress) -> float:
     return min(1.0, p.elapsed_s / total) if total > 0 else 1.0
 
 
-def decode_progress_text(done: int, total: int, curves: Mapping[str, Sequence[DecodePoint]]) -> str:
+def decode_progress_text(done: int, total: int, curves: Mapping[str, Sequence[DecodePoint]], elapsed_s: float) -> str:
+    """The context just timed, each variant's step time, and the time left at the pace so far."""
     last = {k: v[-1] for k, v in curves.items() if v}
     ctx = next(iter(last.values())).context
-    return f"context {ctx:,} done ({done}/{total}): " + ", ".join(f"{k} {p.median_ms:.3f} ms" for k, p in last.items())
+    left = elapsed_s / done * (total - done)
+    return (f"context {ctx:,} done ({done}/{total}): " + ", ".join(f"{k} {p.median_ms:.3f} ms" for k, p in last.items())
+            + (f"; about {left:,.0f} s left" if done < total else ""))
 
 
 def decode_caption(curves: Mapping[str, Sequence[DecodePoint]]) -> str:

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app import export, present
+from app import lecture_sweeps
 from app.charts import lecture as charts
 from app.diagram import block_dot
 from app.state import current_config
@@ -301,6 +302,7 @@ SECTIONS: dict[str, tuple[str, Callable[[], None]]] = {
     "softcap": ("Soft-capping, then the mask", softcap),
     "kvcache": ("KV cache: MHA, GQA, MQA", kvcache),
     "moe": ("Mixture of experts: you store every expert, you compute k", moe),
+    "sweeps": ("Trade-off sweeps, one click each", lecture_sweeps.render),
     "heads": ("Heads need not divide the width", heads),
     "depth": ("Depth vs width at equal block parameters", depth),
     "microgpt": ("microgpt by hand", microgpt),

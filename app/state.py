@@ -12,12 +12,14 @@ from typing import Any
 
 import streamlit as st
 
+from app.sweep_view import URL_KEYS as SWEEP_URL_KEYS
 from engine.config import FIELDS, ConfigError, ModelConfig
 from engine.presets import PRESETS
 
 DEFAULT_PRESET = "gpt2"
 CFG, PRESET, PROBLEMS = "cfg", "preset", "cfg_problems"
-VIEW_PARAMS = ("section", "present")   # URL keys that are not config fields (Lecture: which section, projector mode)
+# URL keys that are not config fields: the Lecture's section and projector mode, the Trade-offs page's sweep
+VIEW_PARAMS = ("section", "present", *SWEEP_URL_KEYS)
 EDITOR_MAX_INT = 2**53 - 1   # JavaScript's Number.MAX_SAFE_INTEGER: the largest integer a browser number box holds
 MAX_LAYERS = 100_000         # the budgets walk the layers one by one (windows differ per layer); more stalls a page
 

@@ -11,6 +11,7 @@ import time
 import torch
 
 from app import latency_plan
+from engine.layers.attention import attention_variants
 from engine.measure import latency as lat
 from engine.measure.decode import measure_decode
 from engine.measure.estimate import decode_estimate, sweep_estimate
@@ -28,7 +29,7 @@ def main() -> None:
     t = time.perf_counter()
     results = lat.latency_sweep(cfg, batches, seqs, DTYPE, "cpu", MODE, latency_plan.SWEEP_BUDGET_S)
     sweep_s = time.perf_counter() - t
-    variants = lat.attention_variants(cfg)
+    variants = attention_variants(cfg)
     contexts = latency_plan.decode_contexts(cfg, "cpu")
     dest = decode_estimate(variants, contexts, 1, DTYPE, dev, latency_plan.DECODE_BUDGET_S)
     t = time.perf_counter()

@@ -5,10 +5,10 @@ from app import budget_measure, compute, export, tables
 from app.charts import budgets as charts
 from app.state import current_config
 from app.widgets import page_header
-from engine.budget.activations import ATTENTION_IMPLS
 from engine.budget.devices import DEVICE_PROFILES
 from engine.budget.flops import gap_note
 from engine.budget.memory import DTYPE_BYTES, OPTIMIZERS, RECOMPUTE, pure_policy
+from engine.layers.attention import ATTENTION_IMPLS
 from engine.runtime import default_device
 from engine.units import fmt_bytes
 

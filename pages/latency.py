@@ -1,5 +1,7 @@
 """Latency: measured forward (or forward + backward) time over a batch x sequence sweep, and decode-step time
 vs context with a KV cache for MHA, GQA and MQA."""
+import time
+
 import streamlit as st
 
 from app import export, latency_plan, latency_view
@@ -18,14 +20,11 @@ page_header(f"Latency: {cfg.name}", cfg)
 
 dev = resolve_device("auto")
 on_gpu = dev.type == "cuda"
-st.caption(f"Measured on **{lat.device_label(dev)}**, the real model in the chosen dtype with seeded random weights "
-           "and random tokens. "
-           + ("CUDA events around each call, then a synchronize (GPU kernels run asynchronously). " if on_gpu else
-              "Wall clock around each call, with all of this process's threads. ")
-           + "The points of a sweep (and the variants of the decode chart) are timed in interleaved rounds, so load "
-           "from another process hits them alike; rounds stop once every point's IQR is within 5% of its median "
-           "or the time budget is spent. Median and interquartile range (IQR) after a warm-up call; one session "
-           "times at a time on this machine.")
+st.caption(latency_view.device_text(dev) + " The real model in the chosen dtype with seeded random weights and "
+           "random tokens. The points of a sweep (and the variants of the decode chart) are timed in interleaved "
+           "rounds, so load from another process hits them alike; rounds stop once every point's IQR is within 5% "
+           "of its median or the time budget is spent. Median and interquartile range (IQR) after a warm-up call; "
+           "one session times at a time on this machine.")
 
 c = st.columns(5)
 dtype = c[0].selectbox("dtype", list(TORCH_DTYPES) if on_gpu else ["fp32", "bf16"], key="lat_dtype",
@@ -98,11 +97,13 @@ decode_key = (cfg, dtype, tuple(contexts))
 if contexts and st.button("Measure decode: " + " vs ".join(variants), key="lat_decode"):
     stop = st.empty()
     stop.button("Stop", key="lat_decode_stop", help="Stops after the current context; the curves so far stay.")
-    bar = st.progress(0.0, text="Building…")
+    bar = st.progress(0.0, text=f"Building the models and filling the caches… (estimated {est.text})")
+    started = time.perf_counter()
 
     def on_point(done: int, total: int, so_far) -> None:
         st.session_state["lat_decode_curves"] = (decode_key, so_far)   # a Stop keeps the curves so far
-        bar.progress(done / total, text=latency_view.decode_progress_text(done, total, so_far))
+        bar.progress(done / total, text=latency_view.decode_progress_text(done, total, so_far,
+                                                                          time.perf_counter() - started))
 
     try:
         measure_decode(variants, contexts, 1, dtype, str(dev), latency_plan.DECODE_BUDGET_S, on_point=on_point)

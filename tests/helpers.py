@@ -146,9 +146,19 @@ LECTURE_NUMBERS = {
     "softcap": {"masked key, cap then mask": "0.0000", "engine: weight on a future key": "0.0000"},
     "kvcache": {"MHA (32 KV heads)": "4.00 GiB", "GQA-8 (8 KV heads)": "1.00 GiB", "MQA (1 KV head)": "128.00 MiB"},
     "moe": {"stored parameters": "46,702,792,704", "used per token": "12,879,925,248", "bf16 weights": "86.99 GiB"},
+    "sweeps": {"KV cache, n_kv_heads=1": "3.00 MiB", "KV cache, n_kv_heads=12": "36.00 MiB",   # gpt2: 12 layers, 1,024
+               "total parameters, n_kv_heads=12": "124,439,808"},
     "heads": {"attention width A = H·d_h": "12", "D mod H": "1", "q_proj weight": "12 × 10", "o_proj weight": "10 × 12",
               "logits": "1 × 5 × 16"},
     "depth": {"block params L=12, D=768": "84,934,656", "block params L=48, D=384": "84,934,656",
               "KV cache ratio": "2×", "sequential depth ratio": "4×"},
     "microgpt": {"by hand": "4,224", "engine closed form": "4,224", "engine, built model": "4,224"},
 }
+
+
+def settle(page, timeout_ms: int = 60000) -> None:
+    """Wait until the script run has finished (no 'Running...' status widget) and the app has drawn."""
+    page.wait_for_selector('[data-testid="stSidebarNav"]', timeout=timeout_ms)
+    page.wait_for_selector('[data-testid="stMetric"]', timeout=timeout_ms)
+    page.wait_for_function('!document.querySelector(\'[data-testid="stStatusWidget"]\')', timeout=timeout_ms)
+    page.wait_for_timeout(1500)

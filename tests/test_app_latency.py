@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from app import latency_plan
 from app.charts import latency as latency_charts
 from engine.measure.decode import DecodePoint
 from engine.measure.latency import LatencyResult
@@ -43,10 +44,12 @@ def test_decode_figure_one_line_per_variant():
     assert fig.data[0].customdata[1][0] == 16.0        # MiB in the hover
 
 
-def test_page_sweeps_and_decodes_a_tiny_model(new_app):
+def test_page_sweeps_and_decodes_a_tiny_model(new_app, monkeypatch):
+    monkeypatch.setattr(latency_plan, "DECODE_BUDGET_S", 0.5)       # time budgets of a second, not the defaults
     at = new_app("pages/latency.py", preset="microgpt")
     at.run()
     assert not at.exception and at.title[0].value == "Latency: microgpt"
+    at.number_input(key="lat_budget").set_value(1.0).run()
     at.button(key="lat_run").click().run()
     assert not at.exception and not at.error
     key, results = at.session_state["lat_sweep"]

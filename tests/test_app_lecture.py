@@ -118,3 +118,17 @@ def test_kv_variants_follow_the_head_count(new_app):
     at.number_input(key="lec_kv_h").set_value(30).run()       # 8 KV heads do not divide 30: only MHA and MQA
     clean(at)
     assert "GQA-8 (8 KV heads)" not in metrics(at) and "MQA (1 KV head)" in metrics(at)
+
+
+def test_ready_sweeps_one_click_each(new_app):
+    at = new_app(page=LECTURE, section="sweeps")
+    at.run()
+    clean(at)
+    for name, shown in (("gating", {"total parameters, ffn=gelu": "124,439,808"}),
+                        ("depth", {"non-embedding parameters, n_layers=3": "84,997,632"}),   # 3*(12D²+13D)+2D, D=1536
+                        ("window", {"KV cache, attn_window=full": "36.00 MiB", "KV cache, attn_window=4": "144.00 KiB"})):
+        at.session_state["lec_sweep"] = name
+        at.run()
+        clean(at)
+        for label, value in shown.items():
+            assert metrics(at)[label] == value, (name, label, metrics(at))

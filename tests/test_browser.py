@@ -7,17 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import settle
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
 CHART_PAGES = {"design", "budgets", "activations", "compare"}
-
-
-def settle(page, timeout_ms: int = 60000) -> None:
-    """Wait until the script run has finished (no 'Running...' status widget) and the app has drawn."""
-    page.wait_for_selector('[data-testid="stSidebarNav"]', timeout=timeout_ms)
-    page.wait_for_selector('[data-testid="stMetric"]', timeout=timeout_ms)
-    page.wait_for_function('!document.querySelector(\'[data-testid="stStatusWidget"]\')', timeout=timeout_ms)
-    page.wait_for_timeout(1500)
 
 
 def slug(href: str, base: str) -> str:

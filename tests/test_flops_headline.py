@@ -2,7 +2,7 @@
 row, Budgets and the `flops` CLI lead with it; the full square stays available and labelled."""
 import json
 
-from app import budget_charts
+from app.charts import budgets as budget_charts
 from engine.budget.flops import flops_budget, gap_note, headline_flops, matmul_params
 from engine.cli import main
 from engine.presets import get_preset
@@ -70,3 +70,9 @@ def test_metric_row_and_budgets_lead_with_the_headline(new_app):
     metric = next(m for m in at.metric if m.label == "FLOPs / token")
     assert metric.value == "48.70 GFLOP" and at.toggle(key="b_causal").value is True
     assert any("PaLM rule" in c.value for c in at.caption)
+
+
+def test_compare_bars_use_the_headline():
+    from app.compare_view import compare_metrics
+    v = compare_metrics({"mistral": MISTRAL})
+    assert v["flops"]["counted"] == [headline_flops(MISTRAL, 1, 32_768).flops_per_token]

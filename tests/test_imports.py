@@ -1,7 +1,7 @@
 """Module hygiene read from the source with ast: no import circles among engine/ and app/ modules (imports
 inside functions count too: a lazy import hides a circle, it does not remove it; only `if TYPE_CHECKING:`
-imports, which never run, are left out), engine/ files stay short unless a note at the top says why, and
-test files do not import each other."""
+imports, which never run, are left out), the engine never imports streamlit, engine/ files stay short unless
+a note at the top says why, and test files do not import each other."""
 from __future__ import annotations
 
 import ast
@@ -113,4 +113,15 @@ def test_test_files_do_not_import_each_other():
             names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             offenders += [f"{path.name}: {n}" for n in names if n.split(".")[-1].startswith("test_")]
+    assert not offenders
+
+
+def test_engine_never_imports_streamlit():
+    """The engine runs without the UI: no engine module imports streamlit, not even lazily."""
+    offenders = []
+    for path in (ROOT / "engine").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            offenders += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] == "streamlit"]
     assert not offenders

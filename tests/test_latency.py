@@ -27,7 +27,11 @@ TINY = ModelConfig(name="tiny", vocab_size=64, context_length=64, d_model=32, n_
                    ffn_multiple_of=8)
 
 
-def test_time_fn_measures_wall_time_with_the_real_thread_count():
+def test_time_fn_measures_wall_time_with_the_real_thread_count(monkeypatch):
+    """On an idle machine every thread times; when other processes keep the cores busy, only the free ones
+    (at least one), and the count is restored afterwards."""
+    import os
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     threads = []
 
     def fn():
@@ -37,6 +41,10 @@ def test_time_fn_measures_wall_time_with_the_real_thread_count():
     t = lat.time_fn(fn, torch.device("cpu"), budget_s=0.05)
     assert 0.0095 <= t.median_s < 0.05 and t.iqr_s >= 0 and t.runs >= 5
     assert set(threads) == {torch.get_num_threads()}
+    monkeypatch.setattr(os, "getloadavg", lambda: (50.0, 50.0, 50.0))
+    threads.clear()
+    lat.time_fn(fn, torch.device("cpu"), budget_s=0.02)
+    assert set(threads) == {1} and torch.get_num_threads() >= 1
 
 
 @pytest.mark.parametrize("mode", lat.MODES)

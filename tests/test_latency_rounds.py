@@ -17,6 +17,7 @@ from engine.measure import probe
 from engine.measure.decode import DecodePoint
 from engine.measure.estimate import sweep_estimate
 from engine.measure.rounds import Timing, interleaved
+from engine.model import build_model
 
 CPU = torch.device("cpu")
 TINY = ModelConfig(name="tiny", vocab_size=64, context_length=64, d_model=32, n_layers=2, n_heads=4)
@@ -91,17 +92,30 @@ def test_progress_text_counts_down():
     p = rounds.Progress(3, 4.0, 12.4, [])
     assert latency_view.progress_text(p, "Sweep") == "Sweep: round 3, 4.0 s timed, at most 12 s left"
     assert latency_view.progress_share(p) == pytest.approx(4.0 / 16.4)
+    curves = {"MHA": [DecodePoint(16, 1.0, 0.1, 1e3, 1)], "MQA": [DecodePoint(16, 0.5, 0.1, 2e3, 1)]}
+    assert latency_view.decode_progress_text(1, 4, curves, 6.0) == \
+        "context 16 done (1/4): MHA 1.000 ms, MQA 0.500 ms; about 18 s left"
 
 
 @pytest.mark.parametrize("budget", [0.0, 1.5])
 def test_sweep_duration_estimate_within_2x_of_the_real_duration(monkeypatch, budget):
     """Against the real probe: budget 0 times exactly MIN_ROUNDS rounds (the FLOPs / peak model decides);
-    budget 1.5 s runs until the budget is spent (the spread target is switched off)."""
+    budget 1.5 s runs until the budget is spent (the spread target is switched off). A model is built first so
+    the process's one-time import (FIRST_BUILD_S) is not part of either side."""
     monkeypatch.setattr(probe, "_CACHE", {})
-    cfg = TINY.replace(d_model=128, n_layers=2, vocab_size=512, context_length=256)
+    build_model(TINY)
+    cfg = TINY.replace(d_model=192, n_layers=2, vocab_size=1024, context_length=256)
     batches, seqs = [1, 4], [64, 256]
     est = sweep_estimate(cfg, batches, seqs, "forward", "fp32", CPU, budget)
     t = time.perf_counter()
     lat.latency_sweep(cfg, batches, seqs, "fp32", "cpu", "forward", budget, target_spread=0.0)
     real = time.perf_counter() - t
     assert est.high_s / 2 <= real <= 2 * est.high_s, (est, real)
+
+
+def test_device_text_says_how_many_threads_time(monkeypatch):
+    import os
+    monkeypatch.setattr(os, "getloadavg", lambda: (50.0, 50.0, 50.0))
+    assert f"now 1 of {torch.get_num_threads()}" in latency_view.device_text(CPU)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    assert f"now {torch.get_num_threads()} of {torch.get_num_threads()}" in latency_view.device_text(CPU)

@@ -1,11 +1,12 @@
-"""Each layer family's closed forms against its own module: parameters, norms per block, KV-cache bytes."""
+"""Each layer family against its own module: parameters, norms per block, KV-cache bytes; the MHA/GQA/MQA
+rule; per-module init equal to the old name-matching init; the family tables are the config's choices."""
 import itertools
 import math
 
 import pytest
 import torch
 
-from engine.activation_curves import FORMULAS
+from engine.activation_grid import FORMULAS
 from engine.config import FIELDS, ModelConfig
 from engine.layers.attention import (Attention, LayerKV, attention_params, attention_variants, kv_bytes,
                                      kv_head_choices)

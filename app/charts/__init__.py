@@ -8,6 +8,7 @@ call them directly.
   latency.py      measured latency, throughput and decode-step curves
   training.py     loss, optimizer diagnostics, training speed
   lecture.py      one figure per worked example of the Lecture page
+  sweep.py        trade-off sweeps: small multiples (a panel per metric) and the Pareto chart
 
 This module holds what they share: one colour per component everywhere (COLORS), the memory and series palettes,
 and `layout`. Every axis names its unit.

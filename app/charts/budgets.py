@@ -18,7 +18,8 @@ TRAIN_TERMS = (("weights", "weights_bytes"), ("grads", "grads_bytes"), ("optimiz
                ("master", "master_bytes"), ("activations", "activations_bytes"))
 
 
-OPTIMIZER_NAMES = {"adamw": "AdamW: 2 states", "sgd-momentum": "SGD with momentum: 1 state", "sgd": "plain SGD: no state"}
+OPTIMIZER_NAMES = {"adamw": "AdamW: 2 states", "sgd-momentum": "SGD with momentum: 1 state",
+                   "sgd": "plain SGD: no state"}
 
 
 def memory_figure(train: dict[str, MemoryBudget], infer: MemoryBudget, infer_label: str,

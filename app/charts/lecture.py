@@ -29,7 +29,7 @@ def marked_activations_figure(curves: dict[str, list[float]], marks: tuple[float
     """The engine's activations over z, with vertical guides at the inputs being discussed."""
     fig = go.Figure()
     for name in DENSE_FFNS:
-        fig.add_scatter(x=curves["z"], y=curves[name], name=name, line=dict(color=ACTIVATION_COLORS[name], width=3,
+        fig.add_scatter(x=curves["z"], y=curves[name], name=name, line=dict(color=ACTIVATION_COLORS.get(name), width=3,
                         dash="dot" if name == "gelu_tanh" else "solid"))
     for z in marks:
         fig.add_vline(x=z, line=dict(color="#888888", dash="dash"), annotation_text=f"z = {z:g}")

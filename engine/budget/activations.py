@@ -33,7 +33,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.config import ModelConfig
-from engine.layers.attention import ATTENTION_IMPLS  # noqa: F401  (pages pick the attention path from here)
 from engine.layers.block import block_saved_bytes
 from engine.layers.norm import norm_saved_bytes
 from engine.layers.position import rope_saved_bytes

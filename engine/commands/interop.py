@@ -35,10 +35,10 @@ def _import_hf(args: argparse.Namespace) -> int:
         return 0
     if problem := int_problem("--tokens", args.tokens):
         raise UsageError(problem)
-    return _check(cfg, config, state, source, args)
+    return _parity_check(cfg, config, state, source, args)
 
 
-def _check(cfg: ModelConfig, config: dict, state: dict | None, source: str, args: argparse.Namespace) -> int:
+def _parity_check(cfg: ModelConfig, config: dict, state: dict | None, source: str, args: argparse.Namespace) -> int:
     try:
         import transformers
     except ImportError:

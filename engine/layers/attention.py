@@ -7,6 +7,8 @@ score FLOPs, KV-cache bytes, bytes saved for backward), each matching the module
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -185,7 +187,8 @@ def kv_bytes(cfg: ModelConfig, batch: int, tokens: int, window: int | None, e: i
     return 2 * keys_held(tokens, window) * batch * cfg.kv_width * e
 
 
-def attention_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, impl: str, add) -> None:
+def attention_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, impl: str,
+                          add: Callable[[str, int], None]) -> None:
     """Saved tensors of one attention layer, excluding its input (the normed residual) and its output:
     SDPA (CPU flash) keeps q, k, v as passed (K-wide for GQA), its output, the fp32 logsumexp and a window
     mask; with dropout it falls back to the math path in fp32 (q, k^T, v broadcast to A, probs, noise,

@@ -7,6 +7,7 @@ diagram (app/diagram.py) read it. Below the module: the block's closed forms, su
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -136,8 +137,8 @@ def block_matmul_params(cfg: ModelConfig, moe: bool = False) -> int:
     return attention_matmul_params(cfg) + (moe_matmul_params(cfg) if moe else ffn_matmul_params(cfg))
 
 
-def block_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, impl: str, add,
-                      moe: bool = False) -> None:
+def block_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, impl: str,
+                      add: Callable[[str, int], None], moe: bool = False) -> None:
     """Bytes autograd saves in one block, by term (`add(term, bytes)`): attention, FFN, dropout noise, and
     the norms with the tensors they read, as the layout places them (linears save their input, which is a
     norm's output or, post-norm, the residual itself)."""

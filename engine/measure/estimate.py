@@ -1,18 +1,21 @@
 """How long a latency sweep or a decode comparison will take, before it starts: closed-form FLOPs over the
 device's peak (catalogue or probe), plus a fixed cost per layer call, plus building the model.
 
-  one call     t = FLOPs / (EFFICIENCY * peak) + LAYER_S * n_layers * (1 forward, 3 forward + backward)
+  one call     t = FLOPs / (EFFICIENCY * peak / busy) + LAYER_S * n_layers * (1 forward, 3 forward + backward)
+               busy = sqrt(max(1, load average / cores)) on CPU (1 on a GPU)
   one round    R = the sum of t over the points timed together
   timing       warm-up R, then max(MIN_ROUNDS * R, budget + R) when the spread never settles (the budget is
                checked after each round), or as little as MIN_ROUNDS * R when every point settles at once
   setup        SETUP_S (+ FIRST_BUILD_S once per process) + BUILD_S_PER_PARAM * parameters per model
-EFFICIENCY, LAYER_S and SETUP_S were read off this project's 2-core CPU under the load of other jobs: whole
-models reached 14-30% of the matmul probe (their matmuls are small; attention, norms and activations add
-work the probe has none of), each layer costs ~0.1 ms of dispatch even when it does no arithmetic, and the
+EFFICIENCY, busy, LAYER_S and SETUP_S were read off this project's 2-core CPU shared with other jobs: small
+models reached 14% of the matmul probe at load 9 and 10-12% at load 13-16 (their matmuls are small; attention,
+norms and activations add work the probe has none of, and other processes take turns on the cores), each
+layer costs ~0.1 ms of dispatch even when it does no arithmetic, and the
 first real build in a process imports sympy (torch's to_empty -> empty_like -> symbolic_shapes): 1-2 s.
 """
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 
@@ -24,9 +27,9 @@ from engine.config import ModelConfig
 from engine.measure.latency import device_peak
 from engine.measure.rounds import MIN_ROUNDS, cpu_threads
 
-EFFICIENCY = 0.2
+EFFICIENCY = 0.3
 LAYER_S = 1e-4
-SETUP_S = 0.5
+SETUP_S = 0.2
 FIRST_BUILD_S = 1.5       # until torch.fx.experimental.symbolic_shapes has been imported in this process
 BUILD_S_PER_PARAM = {"cpu": 2e-8, "cuda": 1e-10}   # gpt2 (124M) built in 2.2 s on one busy core
 
@@ -49,10 +52,25 @@ def _secs(s: float) -> str:
     return f"{s:,.1f} s" if s < 10 else f"{s:,.0f} s"
 
 
+def busy() -> float:
+    """How much slower than idle the CPU runs now: sqrt of the load per core, at least 1."""
+    try:
+        return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1)) ** 0.5
+    except OSError:
+        return 1.0
+
+
 def _peak(device: torch.device, dtype: str) -> float:
-    """EFFICIENCY x the peak of the threads a timing would use now (rounds.cpu_threads)."""
-    peak, _ = device_peak(device, dtype, cpu_threads() if device.type == "cpu" else None)
-    return EFFICIENCY * peak if peak else 1e9          # no peak known: a conservative 1 GFLOP/s
+    """EFFICIENCY x the peak of the threads a timing would use now (rounds.cpu_threads), over busy() on CPU."""
+    if device.type != "cpu":
+        peak, _ = device_peak(device, dtype)
+        return EFFICIENCY * peak if peak else 1e9      # no peak known: a conservative 1 GFLOP/s
+    return EFFICIENCY * device_peak(device, dtype, cpu_threads())[0] / busy()
+
+
+def _load_note(device: torch.device) -> str:
+    b = busy() if device.type == "cpu" else 1.0
+    return f", {b:.1f}x slower for the current load" if b > 1.05 else ""
 
 
 def _setup_s() -> float:
@@ -79,8 +97,8 @@ def sweep_estimate(cfg: ModelConfig, batches: list[int], seqs: list[int], mode: 
     build = _setup_s() + BUILD_S_PER_PARAM.get(device.type, 2e-8) * count_params(cfg).total
     low, high = _duration(build, r, budget_s)
     return DurationEstimate(low, high, r, f"{len(batches) * len(seqs)} points, one round ≈ {_secs(r)} "
-                            f"(closed-form FLOPs at {EFFICIENCY:.0%} of the measured peak), time budget "
-                            f"{_secs(budget_s)}, at least {MIN_ROUNDS} rounds, set-up and model build ≈ "
+                            f"(closed-form FLOPs at {EFFICIENCY:.0%} of the measured peak{_load_note(device)}), "
+                            f"time budget {_secs(budget_s)}, at least {MIN_ROUNDS} rounds, set-up and model build ≈ "
                             f"{_secs(build)}")
 
 

@@ -9,6 +9,7 @@ raised to what the model achieved for later readings.
 """
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import asdict, dataclass
 from typing import Callable
@@ -75,7 +76,7 @@ class LatencyResult:
 def device_label(dev: torch.device) -> str:
     if dev.type == "cuda":
         return torch.cuda.get_device_name(dev)
-    return f"cpu ({torch.get_num_threads()} threads)"
+    return f"cpu (timing threads: {torch.get_num_threads()} of {os.cpu_count() or torch.get_num_threads()})"
 
 
 def device_peak(dev: torch.device, dtype: str, threads: int | None = None) -> tuple[float | None, str | None]:

@@ -1,0 +1,44 @@
+"""Figures as PNG at projector size, rendered offline by kaleido (>= 1.0) driving the local Chromium.
+
+kaleido 1.x no longer bundles a browser: it starts the Chrome/Chromium it finds (Debian's /usr/bin/chromium here,
+or $BROWSER_PATH) and needs no network. Where either is missing, png_unavailable() says why and the page offers
+the offline HTML, whose camera button saves SVG.
+"""
+from __future__ import annotations
+
+import copy
+import importlib.util
+import os
+import shutil
+
+import plotly.graph_objects as go
+
+PROJECTOR = (1920, 1080)          # full-HD projector
+PROJECTOR_FONT = 26
+_BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome")
+
+
+def png_unavailable() -> str | None:
+    """Why PNG export cannot work here (None when kaleido and a Chromium are present)."""
+    if importlib.util.find_spec("kaleido") is None:
+        return "PNG export needs the kaleido package (pip install kaleido)"
+    if not (os.environ.get("BROWSER_PATH") or any(shutil.which(b) for b in _BROWSERS)):
+        return "PNG export needs Chromium or Chrome installed (kaleido renders with it)"
+    return None
+
+
+def for_projector(fig: go.Figure, width: int = PROJECTOR[0], height: int = PROJECTOR[1]) -> go.Figure:
+    """A copy sized for a projector: the given pixels, fonts large enough for the back row."""
+    out = go.Figure(copy.deepcopy(fig))
+    out.update_layout(width=width, height=height, font=dict(size=PROJECTOR_FONT),
+                      title_font=dict(size=PROJECTOR_FONT + 6), margin=dict(l=40, r=40, t=110, b=40))
+    out.update_annotations(font_size=PROJECTOR_FONT)            # subplot titles
+    out.update_traces(textfont_size=PROJECTOR_FONT - 4, selector=dict(type="scatter"))
+    return out
+
+
+def figure_png(fig: go.Figure, width: int = PROJECTOR[0], height: int = PROJECTOR[1]) -> bytes:
+    """PNG bytes of `fig` at width x height pixels (projector styling); RuntimeError naming what is missing."""
+    if (why := png_unavailable()) is not None:
+        raise RuntimeError(why)
+    return for_projector(fig, width, height).to_image(format="png", width=width, height=height, scale=1)

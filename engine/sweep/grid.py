@@ -1,0 +1,82 @@
+"""Default values of a sweep knob, read from the field's declaration in engine/config.py.
+
+A choice knob takes every declared choice, a bool both values. Numeric knobs get a grid that means something
+for that field: the divisors of n_heads for n_kv_heads (every valid MHA/GQA/MQA setting), powers of two below
+the context for the sliding window (and null, full attention), powers of two for global_every; any other number
+is scaled by 1/4 .. 4 (integers) or 1/10 .. 10 (floats) around the base value.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from engine.config import FIELDS, ModelConfig
+
+KNOBS = tuple(name for name in FIELDS if name != "name")   # every declared field but the label
+MAX_WINDOWS = 8                                            # the largest powers of two below the context
+_SOFTCAPS = (None, 10.0, 30.0, 50.0)                       # Gemma-2 uses 50 (attention) and 30 (logits)
+_FRACTIONS = (0.25, 0.5, 1.0)
+_DROPOUTS = (0.0, 0.1, 0.2)
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _powers_of_two(lo: int, hi: int) -> list[int]:
+    """2^k with lo <= 2^k <= hi."""
+    out, p = [], 1
+    while p <= hi:
+        if p >= lo:
+            out.append(p)
+        p *= 2
+    return out
+
+
+def _scaled_ints(v: int, lo: float | None) -> list[int]:
+    values = sorted({max(1, round(v * f)) for f in (0.25, 0.5, 1, 2, 4)})
+    return [x for x in values if lo is None or x >= lo]
+
+
+def default_values(base: ModelConfig, knob: str) -> list[Any]:
+    """The values a sweep of `knob` takes when none are given (ordered as a chart's x axis reads them)."""
+    if knob not in KNOBS:
+        raise ValueError(f"knob: {knob!r} is not a config field one can sweep")
+    spec = FIELDS[knob]
+    if spec.choices:
+        return list(spec.choices)
+    if spec.type is bool:
+        return [False, True]
+    if knob == "n_kv_heads":
+        return _divisors(base.n_heads)
+    if knob == "attn_window":
+        return _powers_of_two(2, base.context_length - 1)[-MAX_WINDOWS:] + [None]
+    if knob == "global_every":
+        return [None] + _powers_of_two(2, base.n_layers)
+    if knob in ("attn_softcap", "logit_softcap"):
+        return list(_SOFTCAPS)
+    if knob == "rope_fraction":
+        return list(_FRACTIONS)
+    if knob == "dropout":
+        return list(_DROPOUTS)
+    if knob == "d_ff":
+        return _scaled_ints(base.ffn_width, spec.lo)
+    if knob == "head_dim":
+        return _scaled_ints(base.head_width, spec.lo)
+    current = getattr(base, knob)
+    if spec.type is int:
+        return _scaled_ints(current, spec.lo)
+    return [current * f for f in (0.1, 1.0, 10.0)]
+
+
+def value_label(knob: str, value: Any) -> str:
+    """How a knob value reads on an axis or in a table: null says what it means (attn_window=null is full)."""
+    if value is None:
+        return {"attn_window": "full", "n_kv_heads": "MHA", "global_every": "none", "d_ff": "auto",
+                "head_dim": "auto"}.get(knob, "off")
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)

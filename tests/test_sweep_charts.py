@@ -1,0 +1,87 @@
+"""Sweep figures (small multiples, Pareto), the URL form of a sweep, and PNG export at projector size."""
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from app.charts import sweep as charts
+from app.image_export import PROJECTOR, figure_png, for_projector, png_unavailable
+from app.sweep_view import SweepSpec, run_spec, spec_from_params, spec_to_params
+from engine.config import ConfigError
+from engine.presets import get_preset
+from engine.sweep import METRICS, run_sweep
+
+LLAMA3 = get_preset("llama-3-8b").config
+
+
+def test_small_multiples_one_panel_per_metric_with_units():
+    s = run_sweep(LLAMA3, {"n_kv_heads": [1, 2, 4, 8, 32, 5]})
+    fig = charts.small_multiples(s.rows(), s.knobs, list(METRICS))
+    assert len(fig.data) == len(METRICS) and [a.text for a in fig.layout.annotations] == [m.label for m in METRICS.values()]
+    kv = fig.data[list(METRICS).index("kv_cache_bytes")]
+    assert list(kv.x) == ["1", "2", "4", "8", "32"] and list(kv.y) == [0.125, 0.25, 0.5, 1.0, 4.0]   # GiB, 5 skipped
+    titles = {fig.layout[f"yaxis{i + 1 if i else ''}"].title.text for i in range(len(METRICS))}
+    assert titles == {"billions of parameters", "GiB", "GFLOP"}
+    assert fig.layout.xaxis.title.text == "n_kv_heads" and list(fig.layout.xaxis.categoryarray)[-1] == "5"
+
+
+def test_second_knob_is_one_coloured_line_per_value():
+    s = run_sweep(LLAMA3, {"n_kv_heads": [1, 8], "attn_window": [1024, None]})
+    fig = charts.small_multiples(s.rows(), s.knobs, ["kv_cache_bytes"])
+    assert [t.name for t in fig.data] == ["attn_window=1,024", "attn_window=full"]
+    assert fig.data[0].line.color != fig.data[1].line.color
+    assert list(fig.data[0].y) == [1 / 64, 1 / 8] and list(fig.data[1].y) == [1 / 8, 1.0]   # GiB; 1,024 of 8,192 held
+
+
+def test_pareto_labels_every_point_and_colours_the_front():
+    rows = [{"n_kv_heads": k, "kv_cache_bytes": kv, "val_loss": loss}
+            for k, kv, loss in ((1, 2**20, 3.0), (2, 2**21, 2.5), (4, 2**22, 2.6), (8, 2**23, 2.0))]
+    fig = charts.pareto_figure(rows, ("n_kv_heads",), "kv_cache_bytes", "val_loss")
+    dominated, front = fig.data
+    assert list(front.text) == ["1", "2", "8"] and list(dominated.text) == ["4"]
+    assert list(front.x) == [1, 2, 8] and fig.layout.xaxis.title.text == "KV cache (MiB)"
+    assert fig.layout.yaxis.title.text == "val loss after a short run (nats)"
+
+
+def test_axis_scale_and_formats():
+    assert charts.axis_scale("bytes", [3 * 2**30]) == (2**30, "GiB")
+    assert charts.axis_scale("FLOP", [5.1e10]) == (1e9, "GFLOP")
+    assert charts.axis_scale("parameters", [124_439_808]) == (1e6, "millions of parameters")
+    assert charts.fmt_metric("total_params", 8_030_261_248) == "8,030,261,248"
+    assert charts.fmt_metric("kv_cache_bytes", None) == "—"
+
+
+def test_spec_round_trips_through_the_url():
+    spec = SweepSpec(knob="n_layers", values="6,12", hold="d_model", hold_target="non_embedding", small=True,
+                     x="kv_cache_bytes", y="val_loss")
+    params = spec_to_params(spec)
+    assert params == {"knob": "n_layers", "values": "6,12", "hold": "d_model", "hold_target": "non_embedding",
+                      "small": "true", "y": "val_loss"}
+    assert spec_from_params(params) == (spec, [])
+    spec, problems = spec_from_params({"knob": "nope", "hold": "x", "small": "maybe", "section": "rope"})
+    assert spec == SweepSpec() and problems == ["knob: 'nope' is not a config field one can sweep",
+                                                "hold: 'x' is not one of d_ff, d_model",
+                                                "small: 'maybe' is not true or false"]
+
+
+def test_run_spec_names_bad_values():
+    with pytest.raises(ConfigError, match="values2: n_layers: 'x' is not an integer >= 1"):
+        run_spec(LLAMA3, SweepSpec(knob2="n_layers", values2="2,x"))
+    s = run_spec(LLAMA3, SweepSpec(knob="norm", values="rmsnorm,batchnorm"))   # a bad choice: an invalid point
+    assert s.points[1].problems == ["norm: 'batchnorm' is not one of layernorm, rmsnorm"]
+    s = run_spec(LLAMA3, SweepSpec(knob="n_kv_heads", small=True))
+    assert s.base.d_model == 64 and [p.values["n_kv_heads"] for p in s.points] == [1, 2, 4]
+
+
+def test_png_at_projector_size():
+    fig = charts.pareto_figure(run_sweep(LLAMA3, {"n_kv_heads": [1, 8]}).rows(), ("n_kv_heads",), "kv_cache_bytes",
+                               "total_params")
+    big = for_projector(fig)
+    assert (big.layout.width, big.layout.height) == PROJECTOR and big.layout.font.size >= 24
+    assert fig.layout.width is None                                    # the page's figure is untouched
+    if png_unavailable():
+        pytest.skip(png_unavailable())
+    png = figure_png(fig)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert struct.unpack(">II", png[16:24]) == PROJECTOR                 # IHDR width, height
