@@ -35,8 +35,8 @@ class Router(nn.Module):
         self.selection_bias = nn.Buffer(torch.zeros(E)) if cfg.router_selection_bias else None
 
     @torch.no_grad()
-    def init_(self, g: torch.Generator, std: float) -> None:
-        self.weight.normal_(0.0, std, generator=g)
+    def init_weights(self, std: float, generator: torch.Generator) -> None:
+        self.weight.normal_(0.0, std, generator=generator)
         if self.bias is not None:
             self.bias.zero_()
         if self.selection_bias is not None:
@@ -85,12 +85,12 @@ class Experts(nn.Module):
         self.down_bias = nn.Parameter(torch.empty(E, d)) if bias else None
 
     @torch.no_grad()
-    def init_(self, g: torch.Generator, std: float, out_std: float) -> None:
+    def init_weights(self, std: float, out_std: float, generator: torch.Generator) -> None:
         """As a dense FFN: N(0, std) in, N(0, out_std) for the projection into the residual stream, zero biases."""
         for w in (self.gate, self.up):
             if w is not None:
-                w.normal_(0.0, std, generator=g)
-        self.down.normal_(0.0, out_std, generator=g)
+                w.normal_(0.0, std, generator=generator)
+        self.down.normal_(0.0, out_std, generator=generator)
         for b in (self.gate_bias, self.up_bias, self.down_bias):
             if b is not None:
                 b.zero_()
@@ -135,8 +135,8 @@ class MoE(nn.Module):
         self.z_loss: torch.Tensor | None = None
 
     def init_weights(self, std: float, out_std: float, generator: torch.Generator) -> None:
-        self.router.init_(generator, std)
-        self.experts.init_(generator, std, out_std)
+        self.router.init_weights(std, generator)
+        self.experts.init_weights(std, out_std, generator)
         if self.shared is not None:
             self.shared.init_weights(std, out_std, generator)
         if self.shared_gate is not None:
