@@ -24,9 +24,9 @@ def moe_fields(draw) -> dict:
     groups = draw(st.sampled_from([g for g in (1, 2, 4) if n_experts and n_experts % g == 0] or [1]))
     return dict(
         n_experts=n_experts, experts_per_token=draw(st.integers(1, 4)),
-        expert_d_ff=draw(st.none() | st.integers(1, 12)), n_shared_experts=draw(st.integers(0, 2)),
+        expert_d_ff=draw(st.none() | st.integers(1, 12)), n_shared_experts=draw(st.none() | st.integers(1, 2)),
         shared_d_ff=draw(st.none() | st.integers(1, 12)), shared_expert_gate=draw(st.booleans()),
-        moe_first_dense=draw(st.integers(0, 1)), moe_every=draw(st.integers(1, 2)),
+        moe_first_dense=draw(st.none() | st.integers(1, 1)), moe_every=draw(st.integers(1, 2)),
         router=draw(st.sampled_from(FIELDS["router"].choices)), router_renorm=draw(st.booleans()),
         router_selection_bias=draw(st.booleans()), router_groups=groups,
         router_group_topk=draw(st.integers(1, groups)), routed_scale=draw(st.floats(0.5, 3)),

@@ -265,6 +265,6 @@ def dense_counterpart(cfg: ModelConfig) -> ModelConfig:
     the k routed plus the shared experts together. Its total (= active) equals the MoE's active parameters
     minus the router (and shared-expert gate), which a dense model has no use for."""
     width = cfg.experts_per_token * cfg.expert_width + cfg.shared_width
-    return cfg.replace(name=f"{cfg.name}-dense-equal-active", n_experts=None, d_ff=width, moe_first_dense=0,
-                       moe_every=1, n_shared_experts=0, shared_d_ff=None, shared_expert_gate=False,
+    return cfg.replace(name=f"{cfg.name}-dense-equal-active", n_experts=None, d_ff=width, moe_first_dense=None,
+                       moe_every=1, n_shared_experts=None, shared_d_ff=None, shared_expert_gate=False,
                        expert_d_ff=None, bias=cfg.bias or cfg.expert_bias, expert_bias=False)
