@@ -73,10 +73,6 @@ def _apply_couplings(raw: dict[str, Any]) -> dict[str, str]:
         why.update({n: "Only used with position = rope." for n in FIELDS if n.startswith("rope_")})
     if not raw["qk_norm"]:
         why["qk_norm_scope"] = "Only used with qk_norm."
-    if raw["n_experts"] is None:
-        for spec in FIELDS.values():
-            if spec.group == "moe" and spec.name != "n_experts":
-                why[spec.name] = "Only used with n_experts set (a mixture of experts)."
     return why
 
 

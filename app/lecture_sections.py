@@ -276,6 +276,23 @@ def microgpt() -> None:
     _chart(charts.microgpt_figure(tab), "microgpt")
 
 
+def moe() -> None:
+    preset = st.selectbox("MoE preset", ("mixtral-8x7b", "qwen3-30b-a3b", "olmoe-1b-7b", "qwen1.5-moe-a2.7b"),
+                          key="lec_moe_preset")
+    r = lecture.store_vs_compute(preset)
+    _metrics(("stored parameters", fmt_count(r.total), "Every expert of every layer: what memory must hold."),
+             ("used per token", fmt_count(r.active), "Embedding, head, attention, norms, router, shared experts "
+              f"and {r.per_token} of {r.experts} routed experts."),
+             ("bf16 weights", fmt_bytes(r.weights_bf16), f"a dense model of the active size: {fmt_bytes(r.active_bf16)}"),
+             ("forward FLOPs / token", f"{r.forward_flops_per_token:,}",
+              f"all experts computed: {r.dense_equivalent_flops:,}"))
+    st.caption(f"The router sends each token to {r.per_token} of {r.experts} experts, so a token computes with "
+               f"{r.active / r.total:.0%} of the weights, yet any token may pick any expert, so all of them must sit "
+               f"in memory ({r.routed_share:.0%} of the parameters are routed experts). Size memory from the "
+               "total, compute from the active count.")
+    _chart(charts.store_vs_compute_figure(r), "moe")
+
+
 SECTIONS: dict[str, tuple[str, Callable[[], None]]] = {
     "activations": ("GELU, ReLU and SiLU", activations),
     "gating": ("Parameter-matched gating", gating),
@@ -287,6 +304,7 @@ SECTIONS: dict[str, tuple[str, Callable[[], None]]] = {
     "zloss": ("z-loss: same probabilities, different log Z", zloss),
     "softcap": ("Soft-capping, then the mask", softcap),
     "kvcache": ("KV cache: MHA, GQA, MQA", kvcache),
+    "moe": ("Mixture of experts: you store every expert, you compute k", moe),
     "sweeps": ("Trade-off sweeps, one click each", lecture_sweeps.render),
     "heads": ("Heads need not divide the width", heads),
     "depth": ("Depth vs width at equal block parameters", depth),

@@ -131,15 +131,15 @@ class ModelConfig:
     experts_per_token: int = _decl(2, "moe", "k: routed experts each token uses (k <= n_experts).", lo=1)
     expert_d_ff: int | None = _decl(None, "moe", "Hidden width of one routed expert (same FFN type as `ffn`).",
                                     lo=1, null="the dense FFN width")
-    n_shared_experts: int = _decl(0, "moe", "Always-on experts every token passes through besides the routed "
+    n_shared_experts: int | None = _decl(None, "moe", "Always-on experts every token passes through besides the routed "
                                   "ones (Qwen2-MoE, DeepSeek); built as one FFN of n_shared_experts times "
-                                  "shared_d_ff.", lo=0)
+                                  "shared_d_ff.", lo=1, null="no shared expert")
     shared_d_ff: int | None = _decl(None, "moe", "Hidden width of one shared expert.", lo=1,
                                     null="expert_d_ff")
     shared_expert_gate: bool = _decl(False, "moe", "Scale the shared experts' output by sigmoid(x w), "
                                      "one learned vector w (Qwen2-MoE).")
-    moe_first_dense: int = _decl(0, "moe", "The first this-many layers keep a dense FFN (DeepSeek "
-                                 "first_k_dense_replace).", lo=0)
+    moe_first_dense: int | None = _decl(None, "moe", "The first this-many layers keep a dense FFN (DeepSeek "
+                                        "first_k_dense_replace).", lo=1, null="no leading dense layers")
     moe_every: int = _decl(1, "moe", "Only layers k, 2k, ... (counting from 1) are MoE; the others stay dense "
                            "(Qwen decoder_sparse_step).", lo=1)
     router: str = _decl("softmax_topk", "moe", "softmax_topk: softmax over all experts, keep the k largest "
@@ -244,14 +244,14 @@ class ModelConfig:
     @property
     def shared_width(self) -> int:
         """Hidden width of the one FFN that holds all shared experts (0 without shared experts)."""
-        return self.n_shared_experts * (self.expert_width if self.shared_d_ff is None else self.shared_d_ff)
+        return (self.n_shared_experts or 0) * (self.expert_width if self.shared_d_ff is None else self.shared_d_ff)
 
     @property
     def moe_layers(self) -> list[bool]:
         """Per layer (0-based list): a mixture of experts (True) or a dense FFN."""
         if self.n_experts is None:
             return [False] * self.n_layers
-        return [i >= self.moe_first_dense and (i + 1) % self.moe_every == 0 for i in range(self.n_layers)]
+        return [i >= (self.moe_first_dense or 0) and (i + 1) % self.moe_every == 0 for i in range(self.n_layers)]
 
     @property
     def layer_windows(self) -> list[int | None]:

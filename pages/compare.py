@@ -9,6 +9,7 @@ from app.present import set_view_param
 from app.state import current_config
 from app.text import md
 from app.widgets import page_header
+from engine.layers.moe import dense_counterpart
 from engine.presets import PRESETS
 
 PINS, NOTE = "pins", "pin_note"
@@ -46,6 +47,12 @@ preset = b.selectbox("Preset", list(PRESETS), key="cmp_preset", label_visibility
 b.button("Pin this preset", on_click=lambda: pin(preset, PRESETS[preset].config), width="stretch")
 c.file_uploader("Pin a YAML config", type=["yaml", "yml"], key="cmp_upload", on_change=pin_upload,
                 label_visibility="collapsed")
+if cfg.n_experts is not None and all(cfg.moe_layers):
+    dense = dense_counterpart(cfg)
+    st.button("Pin the dense model with the same active parameters", key="cmp_dense_equal",
+              on_click=pin, args=(dense.name, dense),
+              help="Each MoE FFN becomes one dense FFN as wide as the k routed plus the shared experts: the same "
+                   "compute per token (no router), a fraction of the memory.")
 if st.session_state.get(NOTE):
     st.warning(md(st.session_state[NOTE]))
 unpin = st.multiselect("Pinned (remove one to unpin)", [lab for lab, _ in pins], default=[lab for lab, _ in pins],

@@ -126,7 +126,7 @@ def small_version(cfg: ModelConfig, d_model: int = 64, n_layers: int = 2, n_head
     kv = None if kv == n_heads else kv
     return cfg.replace(name=f"{cfg.name}-small", d_model=d_model, n_layers=n_layers, n_heads=n_heads,
                        n_kv_heads=kv, head_dim=None, d_ff=None, ffn_multiple_of=8, expert_d_ff=None,
-                       shared_d_ff=None, moe_first_dense=min(cfg.moe_first_dense, n_layers - 1),
+                       shared_d_ff=None, moe_first_dense=min(cfg.moe_first_dense or 0, n_layers - 1) or None,
                        moe_every=min(cfg.moe_every, n_layers),
                        **_per_layer_lists(cfg, n_layers), **_per_frequency_lists(cfg, d_model // n_heads))
 
