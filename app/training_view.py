@@ -13,7 +13,8 @@ from engine.guard import MemoryRefusal, check_fits
 from engine.limits import MAX_DATA_BYTES
 from engine.train.data import Dataset, load_data, load_text
 from engine.train.jobs import ab_configs
-from engine.train.loop import TrainConfig, model_for, small_version
+from engine.train.loop import TrainConfig, model_for
+from engine.train.small import small_version
 
 DATA = {"names": "first names (character level)", "stdlib": "Python standard library source (byte level)",
         "upload": "a text file you upload (character level)"}

@@ -10,7 +10,8 @@ import torch
 from engine.config import ConfigError, ModelConfig
 from engine.presets import get_preset
 from engine.train.data import load_names
-from engine.train.loop import TrainConfig, lr_at, sample, small_version, train
+from engine.train.loop import TrainConfig, lr_at, sample, train
+from engine.train.small import small_version
 
 TINY = ModelConfig(name="tiny", d_model=32, n_layers=1, n_heads=2, ffn_multiple_of=8, vocab_size=2,
                    context_length=2)

@@ -80,7 +80,7 @@ def _bench(args: argparse.Namespace) -> None:
 def train_model_config(args: argparse.Namespace) -> ModelConfig:
     """--preset/--config as given; with --small, or with neither, that architecture at the small size.
     Field flags apply last."""
-    from engine.train.loop import small_version
+    from engine.train.small import small_version
     if (args.preset or args.config) and not args.small:
         return load_config(args)
     return apply_field_flags(args, small_version(base_config(args)))

@@ -57,7 +57,7 @@ def _usage(e: ConfigError) -> UsageError:
 
 def build(args: argparse.Namespace):
     """(sweep, base) from the flags; bad flags raise UsageError naming the flag."""
-    from engine.train.loop import small_version
+    from engine.train.small import small_version
     base = base_config(args)
     base = apply_field_flags(args, small_version(base) if args.small else base)
     if len(args.knob) > 2:

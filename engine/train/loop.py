@@ -17,7 +17,6 @@ import torch.nn.functional as F
 
 from engine.config import ConfigError, ModelConfig
 from engine.guard import check_fits
-from engine.layers.attention import kv_head_choices
 from engine.limits import MAX_INT
 from engine.model import DecoderLM, build_model
 from engine.runtime import resolve_device
@@ -36,7 +35,7 @@ class TrainConfig:
     batch: int = 32
     seq: int = 16
     lr: float = 3e-3
-    min_lr_ratio: float = 0.1    # the cosine ends at lr * min_lr_ratio
+    min_lr_ratio: float = 0.1    # the cosine's floor, lr * min_lr_ratio, reached at step `steps` (see lr_at)
     warmup: int = 10
     weight_decay: float = 0.1
     grad_clip: float = 1.0       # 0 turns clipping off
@@ -116,47 +115,14 @@ class RunResult:
     run_id: int | None = None
 
 
-def small_version(cfg: ModelConfig, d_model: int = 64, n_layers: int = 2, n_heads: int = 4) -> ModelConfig:
-    """The config's architecture knobs (norms, FFN, positions, attention kind, layout) at a size a CPU trains
-    in seconds: MHA stays MHA, MQA stays MQA, GQA becomes kv_head_choices' GQA at n_heads, with groups of 2
-    query heads allowed (4 heads -> GQA-2)."""
-    kind = cfg.attention_kind[:3]
-    choices = kv_head_choices(n_heads, min_group=2)
-    kv = next((k for name, k in choices.items() if name.startswith(kind)), n_heads)
-    kv = None if kv == n_heads else kv
-    return cfg.replace(name=f"{cfg.name}-small", d_model=d_model, n_layers=n_layers, n_heads=n_heads,
-                       n_kv_heads=kv, head_dim=None, d_ff=None, ffn_multiple_of=8, expert_d_ff=None,
-                       shared_d_ff=None, moe_first_dense=min(cfg.moe_first_dense or 0, n_layers - 1) or None,
-                       moe_every=min(cfg.moe_every, n_layers),
-                       **_per_layer_lists(cfg, n_layers), **_per_frequency_lists(cfg, d_model // n_heads))
-
-
-def _per_layer_lists(cfg: ModelConfig, n_layers: int) -> dict:
-    """The first n_layers layers' pattern: their attention types and which of them skip RoPE."""
-    nope = tuple(i for i in cfg.nope_layers or () if i <= n_layers) or None
-    return dict(layer_types=cfg.layer_types and cfg.layer_types[:n_layers], nope_layers=nope)
-
-
-def _per_frequency_lists(cfg: ModelConfig, head_dim: int) -> dict:
-    """LongRoPE's factor lists (one per rotated frequency) resampled, evenly over the original frequencies from
-    fastest to slowest, to the smaller head's rotary_dim / 2 frequencies."""
-    m = int(round(head_dim * cfg.rope_fraction)) // 2
-
-    def resample(factors: tuple[float, ...] | None) -> tuple[float, ...] | None:
-        if not factors or m < 1:
-            return factors
-        last = len(factors) - 1
-        return tuple(factors[round(i * last / max(1, m - 1))] for i in range(m))
-    return dict(rope_short_factor=resample(cfg.rope_short_factor), rope_long_factor=resample(cfg.rope_long_factor))
-
-
 def model_for(cfg: ModelConfig, data: Dataset, tc: TrainConfig) -> ModelConfig:
     """The model trained: vocab from the data, context = the training sequence length, the run's dropout."""
     return cfg.replace(vocab_size=data.vocab_size, context_length=tc.seq, dropout=tc.dropout)
 
 
 def lr_at(step: int, tc: TrainConfig) -> float:
-    """Linear warmup over `warmup` steps, then cosine decay to lr * min_lr_ratio at the last step."""
+    """Linear warmup over `warmup` steps, then cosine decay over steps warmup..steps (nanoGPT's schedule with
+    lr_decay_iters = steps): it reaches lr * min_lr_ratio at step `steps`, one past the last step trained."""
     if step < tc.warmup:
         return tc.lr * (step + 1) / tc.warmup
     span = max(1, tc.steps - tc.warmup)
