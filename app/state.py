@@ -14,6 +14,7 @@ import streamlit as st
 
 from app.deploy_view import URL_KEYS as DEPLOY_URL_KEYS
 from app.sweep_view import URL_KEYS as SWEEP_URL_KEYS
+from app.training_view import URL_KEYS as TRAINING_URL_KEYS
 from engine.config import FIELDS, ConfigError, ModelConfig
 from engine.limits import MAX_INT, MAX_LAYERS  # noqa: F401 -- the editor's bounds are the engine's
 from engine.presets import PRESETS
@@ -21,14 +22,15 @@ from engine.presets import PRESETS
 DEFAULT_PRESET = "gpt2"
 CFG, PRESET, PROBLEMS = "cfg", "preset", "cfg_problems"
 # URL keys that are not config fields: what a page shows (app.url_view; the Trade-offs page's sweep in app.sweep_view;
-# the Deploy page's layout in app.deploy_view)
+# the Deploy page's layout in app.deploy_view; the Training page's run settings in app.training_view)
 VIEW_PARAMS = ("section", "present",                                                   # Lecture
                "batch", "seq", "optimizer", "recompute", "kernel", "dtype", "causal", "device",   # Budgets
                "mode", "batches", "seqs", "budget",                                    # Latency (and dtype)
                "pins", "log", "only",                                                  # Compare
                "curves", "range", "tokens",                                            # Activations
                *SWEEP_URL_KEYS,                                                        # Trade-offs
-               *DEPLOY_URL_KEYS)                                                       # Deploy
+               *DEPLOY_URL_KEYS,                                                       # Deploy
+               *TRAINING_URL_KEYS)                                                     # Training
 EDITOR_MAX_INT = MAX_INT     # JavaScript's Number.MAX_SAFE_INTEGER: the largest integer a browser number box holds
 
 

@@ -24,6 +24,39 @@ SINGLE = "single run"
 SETTING_TYPES = {f.name: type(getattr(TrainConfig(), f.name)) for f in fields(TrainConfig) if f.name != "data"}
 
 
+class RunSetting(NamedTuple):
+    """One number box of the run settings: its widget key, label, bounds and number_input extras."""
+    key: str
+    label: str
+    lo: float
+    hi: float
+    extra: dict[str, Any] = {}
+
+
+RUN_SETTINGS = {   # TrainConfig field -> its number box, in the page's order (two rows of six)
+    "steps": RunSetting("t_steps", "Steps", 1, 100_000),
+    "batch": RunSetting("t_batch", "Batch (sequences)", 1, 4096),
+    "seq": RunSetting("t_seq", "Sequence (tokens)", 2, 4096),
+    "lr": RunSetting("t_lr", "Peak lr", 1e-6, 1e4, {"format": "%.2e", "help": "Linear warmup to this, then cosine "
+                                                      "decay to lr x final ratio."}),
+    "warmup": RunSetting("t_warmup", "Warmup steps", 0, 100_000),
+    "min_lr_ratio": RunSetting("t_ratio", "Final lr ratio", 0.0, 1.0),
+    "weight_decay": RunSetting("t_wd", "Weight decay", 0.0, 10.0,
+                               {"help": "AdamW decoupled decay on matrices; none on gains and biases."}),
+    "grad_clip": RunSetting("t_clip", "Grad clip (0 = off)", 0.0, 100.0),
+    "z_loss": RunSetting("t_zloss", "z-loss coefficient", 0.0, 1.0,
+                         {"format": "%.1e", "help": "Adds coef x mean(log Z)^2 to the loss; keeps log Z near 0."}),
+    "dropout": RunSetting("t_dropout", "Dropout", 0.0, 0.9),
+    "seed": RunSetting("t_seed", "Seed", 0, 2**31 - 1),
+    "eval_every": RunSetting("t_every", "Val loss every k steps", 1, 100_000),
+}
+# The page's URL keys (app.state.VIEW_PARAMS): `train_` + the setting, distinct from Budgets' `batch` and `seq`,
+# which mean another page's batch and would carry over when a link's view keys are kept across a page switch.
+URL_PARAMS = {"t_data": "train_data", "t_size": "train_size", "t_ab": "train_ab",   # widget key -> URL key
+              **{s.key: f"train_{name}" for name, s in RUN_SETTINGS.items()}}
+URL_KEYS = tuple(URL_PARAMS.values())
+
+
 class PlannedRun(NamedTuple):
     """Everything engine.train.jobs.TrainJob needs besides the store and device."""
     configs: dict[str, ModelConfig]

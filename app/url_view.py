@@ -85,7 +85,13 @@ def number(param: str, lo: float, hi: float) -> Setting:
         if not lo <= value <= hi:
             raise ValueError(f"{value:g} is not a number from {lo:g} to {hi:g}")
         return value
-    return Setting(param, parse, lambda v: f"{v:g}")
+    return Setting(param, parse, short_float)
+
+
+def short_float(value: float) -> str:
+    """`%g` (3e-05, 60) where that is exact, else the shortest exact form (a typed lr of 0.0001234567 comes back)."""
+    text = f"{value:g}"
+    return text if float(text) == value else repr(float(value))
 
 
 def choice(param: str, options: Sequence[Any]) -> Setting:

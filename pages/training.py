@@ -1,7 +1,7 @@
 """Training: short runs on offline data in a background thread, live curves, A/B comparisons, stored runs."""
 import streamlit as st
 
-from app import export, training_view
+from app import export, training_view, url_view
 from app.charts import moe as moe_charts
 from app.charts import training as charts
 from app.state import current_config
@@ -13,6 +13,7 @@ from engine.train.loop import TrainConfig
 from engine.train.store import RunningError, RunStore, StoreError, move_aside
 
 JOB = "train_job"
+URL = training_view.URL_PARAMS
 cfg = current_config()
 page_header(f"Training: {cfg.name}", cfg)
 job = st.session_state.get(JOB)
@@ -21,13 +22,16 @@ device = resolve_device("auto")
 st.caption(f"Trains on **{device}** in fp32 in the background (the page stays usable). Offline data only; every "
            "run is written step by step to the run store, so it survives a reload.")
 
-c = st.columns([2, 2, 2])
-source = c[0].selectbox("Data", list(training_view.DATA), format_func=training_view.DATA.get, key="t_data",
-                        disabled=running)
-size = c[1].radio("Model size", training_view.SIZES, key="t_size", horizontal=True, disabled=running,
-                  help="small: this config's architecture (norms, FFN, positions, attention kind, layout) at "
-                       "d_model 64, 2 layers, 4 heads, so a CPU run takes seconds.")
-ab = c[2].selectbox("Compare (A/B)", [training_view.SINGLE] + list(AB_CHOICES), key="t_ab", disabled=running,
+c, sizes = st.columns([2, 2, 2]), training_view.SIZES
+source = url_view.bound("t_data", url_view.choice(URL["t_data"], list(training_view.DATA)), "names", c[0].selectbox,
+                        "Data", list(training_view.DATA), format_func=training_view.DATA.get, disabled=running)
+size = url_view.bound("t_size", url_view.choice(URL["t_size"], sizes), sizes[0], c[1].radio, "Model size", sizes,
+                      horizontal=True, disabled=running,
+                      help="small: this config's architecture (norms, FFN, positions, attention kind, layout) at "
+                           "d_model 64, 2 layers, 4 heads, so a CPU run takes seconds.")
+ab_options = [training_view.SINGLE, *AB_CHOICES]
+ab = url_view.bound("t_ab", url_view.choice(URL["t_ab"], ab_options), ab_options[0], c[2].selectbox,
+                    "Compare (A/B)", ab_options, disabled=running,
                     help="A/B trains two configs that differ in one knob on the same data with the same seed, "
                          "one after the other, and overlays their curves.")
 upload = st.file_uploader("UTF-8 text file", type=["txt", "md", "py", "csv"], key="t_upload",
@@ -35,26 +39,12 @@ upload = st.file_uploader("UTF-8 text file", type=["txt", "md", "py", "csv"], ke
 
 d, ts = TrainConfig(), {}   # the run's settings: TrainConfig field -> widget value
 with st.expander("Optimizer and run settings", expanded=False):
-    r1, r2 = st.columns(6), st.columns(6)
-    ts["steps"] = r1[0].number_input("Steps", 1, 100_000, d.steps, key="t_steps", disabled=running)
-    ts["batch"] = r1[1].number_input("Batch (sequences)", 1, 4096, d.batch, key="t_batch", disabled=running)
-    ts["seq"] = r1[2].number_input("Sequence (tokens)", 2, 4096, d.seq, key="t_seq", disabled=running)
-    ts["lr"] = r1[3].number_input("Peak lr", 1e-6, 1e4, d.lr, format="%.2e", key="t_lr", disabled=running,
-                                  help="Linear warmup to this, then cosine decay to lr x final ratio.")
-    ts["warmup"] = r1[4].number_input("Warmup steps", 0, 100_000, d.warmup, key="t_warmup", disabled=running)
-    ts["min_lr_ratio"] = r1[5].number_input("Final lr ratio", 0.0, 1.0, d.min_lr_ratio, key="t_ratio",
-                                            disabled=running)
-    ts["weight_decay"] = r2[0].number_input("Weight decay", 0.0, 10.0, d.weight_decay, key="t_wd", disabled=running,
-                                            help="AdamW decoupled decay on matrices; none on gains and biases.")
-    ts["grad_clip"] = r2[1].number_input("Grad clip (0 = off)", 0.0, 100.0, d.grad_clip, key="t_clip",
-                                         disabled=running)
-    ts["z_loss"] = r2[2].number_input("z-loss coefficient", 0.0, 1.0, d.z_loss, format="%.1e", key="t_zloss",
-                                      disabled=running,
-                                      help="Adds coef x mean(log Z)^2 to the loss; keeps log Z near 0.")
-    ts["dropout"] = r2[3].number_input("Dropout", 0.0, 0.9, d.dropout, key="t_dropout", disabled=running)
-    ts["seed"] = r2[4].number_input("Seed", 0, 2**31 - 1, d.seed, key="t_seed", disabled=running)
-    ts["eval_every"] = r2[5].number_input("Val loss every k steps", 1, 100_000, d.eval_every, key="t_every",
-                                          disabled=running)
+    boxes = [*st.columns(6), *st.columns(6)]
+    for box, (name, s) in zip(boxes, training_view.RUN_SETTINGS.items()):
+        parse = url_view.integer if isinstance(s.lo, int) and isinstance(s.hi, int) else url_view.number
+        ts[name] = url_view.bound(s.key, parse(URL[s.key], s.lo, s.hi), getattr(d, name), box.number_input,
+                                  s.label, s.lo, s.hi, disabled=running, **s.extra)
+
 
 def store_problem(e: StoreError) -> None:
     """The store file is unusable: say so (other pages are unaffected) and offer to move it aside."""

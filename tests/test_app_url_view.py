@@ -8,7 +8,7 @@ from engine.config import FIELDS
 from engine.presets import PRESETS
 
 BUDGETS, LATENCY, COMPARE = "pages/budgets.py", "pages/latency.py", "pages/compare.py"
-ACTIVATIONS, LECTURE = "pages/activations.py", "pages/lecture.py"
+ACTIVATIONS, LECTURE, TRAINING = "pages/activations.py", "pages/lecture.py", "pages/training.py"
 LLAMA4 = PRESETS["llama-3-8b"].config.replace(n_kv_heads=4)
 
 PAGE_CHANGES = {   # page -> {(widget kind, key): a value other than the default}
@@ -20,6 +20,12 @@ PAGE_CHANGES = {   # page -> {(widget kind, key): a value other than the default
     COMPARE: {("toggle", "cmp_log"): False, ("toggle", "cmp_only"): True},
     ACTIVATIONS: {("slider", "act_range"): (-2.0, 6.0), ("slider", "stats_tokens"): 32},
     LECTURE: {("toggle", "lecture_present"): True},
+    TRAINING: {("selectbox", "t_data"): "stdlib", ("radio", "t_size"): "as configured",
+               ("selectbox", "t_ab"): "dense vs SwiGLU", ("number_input", "t_steps"): 40,
+               ("number_input", "t_batch"): 8, ("number_input", "t_seq"): 64, ("number_input", "t_lr"): 1.234567e-4,
+               ("number_input", "t_warmup"): 5, ("number_input", "t_ratio"): 0.05, ("number_input", "t_wd"): 0.0,
+               ("number_input", "t_clip"): 0.5, ("number_input", "t_zloss"): 1e-4, ("number_input", "t_dropout"): 0.2,
+               ("number_input", "t_seed"): 7, ("number_input", "t_every"): 10},
 }
 
 
@@ -86,6 +92,10 @@ def test_bad_pin_is_reported_and_left_out():
     (LATENCY, "seqs", "32,33", "'33' is not one of"),
     (ACTIVATIONS, "range", "5,1", "with low < high"),
     (ACTIVATIONS, "curves", "relu,tanh", "'tanh' is not one of relu"),
+    (TRAINING, "train_steps", "0", "is not an integer from 1 to 100,000"),
+    (TRAINING, "train_lr", "fast", "'fast' is not a number from 1e-06 to 10000"),
+    (TRAINING, "train_dropout", "0.95", "0.95 is not a number from 0 to 0.9"),
+    (TRAINING, "train_data", "wiki", "'wiki' is not one of names, stdlib, upload"),
 ])
 def test_bad_view_value_is_a_warning_and_the_default_applies(new_app, page, param, bad, allowed):
     at = new_app(page=page, **{param: bad})
@@ -99,3 +109,12 @@ def test_default_settings_keep_the_link_short(new_app):
     at = new_app(page=BUDGETS)
     at.run()
     assert dict(at.query_params) == {"preset": "gpt2"}
+
+
+def test_training_settings_use_their_own_keys_and_defaults_stay_out(new_app):
+    """Budgets' `batch`/`seq` kept in a link do not leak into the Training page's batch and sequence boxes."""
+    at = new_app(page=TRAINING, batch="8", seq="512")
+    at.run()
+    assert not at.exception and not at.warning
+    assert at.number_input(key="t_batch").value == 32 and at.number_input(key="t_seq").value == 16
+    assert not any(k.startswith("train_") for k in at.query_params)
