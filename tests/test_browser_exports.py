@@ -22,7 +22,9 @@ from engine.config import ModelConfig
 from engine.sweep import METRICS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-CRAFTED = "[x](http://evil.example/p) ![i](http://evil.example/t.png) <img src=http://evil.example/a.png>"
+# Markdown link and image (the handout), an HTML image, and the one tag Plotly itself turns into a live link
+CRAFTED = ("[x](http://evil.example/p) ![i](http://evil.example/t.png) <img src=http://evil.example/a.png> "
+           '<a href="http://evil.example/l">l</a>')
 IN_FILE = ("file", "data", "blob", "about")
 # every <a>, <img>, SVG <image>, <script>, <link>, <iframe> whose attributes (href, xlink:href, src) hold the name
 FROM_NAME = """() => [...document.querySelectorAll('*')]
@@ -32,8 +34,8 @@ FROM_NAME = """() => [...document.querySelectorAll('*')]
 
 
 def open_offline(browser, path: Path, ready: str):
-    """Open `path` with every request beyond the file aborted; wait for `ready`, the load event and a quiet
-    network; return (page, the URLs it tried to fetch)."""
+    """Open `path` with every request beyond the file aborted; wait for the load event and a quiet network, fail
+    naming any request it tried (a chart whose plotly.js was not inlined never draws), then wait for `ready`."""
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     attempted: list[str] = []
 
@@ -47,14 +49,15 @@ def open_offline(browser, path: Path, ready: str):
     page.context.route("**/*", route)
     page.on("request", lambda req: None if urlsplit(req.url).scheme in IN_FILE else attempted.append(req.url))
     page.goto(path.as_uri(), wait_until="load")
-    page.wait_for_selector(ready, timeout=30000)
     page.wait_for_load_state("networkidle")
     page.wait_for_timeout(500)   # fonts and images a late layout pass asks for
+    assert not attempted, sorted(set(attempted))
+    page.wait_for_selector(ready, timeout=30000)
     return page, attempted
 
 
 def assert_offline_text(page, attempted: list[str]) -> None:
-    assert not attempted, sorted(set(attempted))
+    assert not attempted, sorted(set(attempted))   # none after drawing either
     assert page.evaluate(FROM_NAME) == []
     assert "evil.example/p" in page.inner_text("body")   # the name is there, shown as text
 
