@@ -12,100 +12,13 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from engine.config import ConfigError, ModelConfig
-from engine.interop.hf_defaults import DEFAULTS, DENSE_ACTS, GATED_ACTS, IGNORED, INERT
+from engine.interop.hf_defaults import DENSE_ACTS, GATED_ACTS
+from engine.interop.hf_reader import _decoder, _layer_windows, _Reader
 from engine.interop.hf_rope import rope_fields
 from engine.interop.hf_types import type_problems
 
 FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "gpt2", "gpt_neox", "falcon",
             "bloom", "stablelm", "starcoder2", "phi3", "gpt_bigcode")
-
-
-class _Reader:
-    """One config.json dict: values with the family defaults, the keys read, and one problem per HF key."""
-
-    def __init__(self, d: dict[str, Any], family: str):
-        self.d, self.defaults, self.family = d, DEFAULTS[family], family
-        self.read: set[str] = set()
-        self.problems: list[str] = []
-        self.ignored: list[str] = []
-
-    def __call__(self, key: str, default: Any = None) -> Any:
-        """The value, or the class default when the key is missing or null (transformers' reading)."""
-        self.read.add(key)
-        value = self.d.get(key)
-        value = self.defaults.get(key) if value is None else value
-        return default if value is None else value
-
-    def nullable(self, key: str) -> Any:
-        """For keys where null is meaningful (no window, no cap): only a missing key takes the default."""
-        self.read.add(key)
-        return self.d[key] if key in self.d else self.defaults.get(key)
-
-    def expect(self, key: str, allowed: tuple, why: str) -> Any:
-        value = self(key)
-        if value not in allowed:
-            self.bad(key, value, why)
-        return value
-
-    def ignore(self, key: str, why: str) -> None:
-        """A key present in the config that transformers does not read either: accepted, listed."""
-        self.read.add(key)
-        self.ignored.append(f"{key}: {why}")
-
-    def bad(self, key: str, value: Any, why: str) -> None:
-        self.problems.append(f"{key}: {value!r} is not expressible ({why})")
-
-    def act(self, key: str, table: dict[str, str]) -> str:
-        name = self(key)
-        if name not in table:
-            self.bad(key, name, f"supported activations: {', '.join(table)}")
-            return next(iter(table.values()))
-        return table[name]
-
-    def unknown(self) -> list[str]:
-        for k in self.d:
-            if k in IGNORED and k not in self.read:
-                self.ignore(k, IGNORED[k])
-        return [f"{k}: unknown {self.family} config key; refusing to guess what it changes"
-                for k in self.d if k not in self.read and k not in INERT]
-
-
-def windows_to_fields(r: _Reader, windows: list[int | None], key: str) -> dict[str, Any]:
-    """A per-layer window list as attn_window + global_every (full attention on layers k, 2k, ...), or as an
-    explicit layer_types list when the full-attention layers are not every k-th."""
-    sizes = {w for w in windows if w is not None}
-    if not sizes:
-        return dict(attn_window=None, global_every=None)
-    if len(sizes) > 1:
-        r.bad(key, sorted(sizes), "one window size for all windowed layers")
-    w = min(sizes)
-    if None not in windows:
-        return dict(attn_window=w, global_every=None)
-    k = windows.index(None) + 1
-    if windows != [None if (i + 1) % k == 0 else w for i in range(len(windows))]:
-        return dict(attn_window=w, global_every=None,
-                    layer_types=tuple("full" if x is None else "sliding" for x in windows))
-    return dict(attn_window=w, global_every=k)
-
-
-def _layer_windows(r: _Reader, n_layers: int, window: int | None, default_types: list[str]) -> dict[str, Any]:
-    types = r.nullable("layer_types") or default_types
-    if len(types) != n_layers or set(types) - {"sliding_attention", "full_attention"}:
-        r.bad("layer_types", types, f"{n_layers} entries of sliding_attention / full_attention")
-        return dict(attn_window=None, global_every=None)
-    return windows_to_fields(r, [window if t == "sliding_attention" else None for t in types], "layer_types")
-
-
-def _decoder(r: _Reader, theta_default: float = 10000.0, partial_ok: bool = False) -> dict[str, Any]:
-    """Sizes shared by the Llama-like families (separate q/k/v/o, gated MLP, RMSNorm, RoPE)."""
-    d, heads = r("hidden_size"), r("num_attention_heads")
-    kv, hd = r("num_key_value_heads", heads), r("head_dim", d // heads)
-    r.expect("attention_dropout", (0, 0.0), "our dropout also acts on the residual stream")
-    return dict(vocab_size=r("vocab_size"), context_length=r("max_position_embeddings"), d_model=d,
-                n_layers=r("num_hidden_layers"), n_heads=heads, n_kv_heads=None if kv == heads else kv,
-                head_dim=None if hd == d // heads else hd, d_ff=r("intermediate_size"), norm="rmsnorm",
-                norm_eps=float(r("rms_norm_eps")), position="rope",
-                tie_embeddings=bool(r("tie_word_embeddings")), **rope_fields(r, hd, theta_default=theta_default, partial_ok=partial_ok))
 
 
 def _llama(r: _Reader) -> dict[str, Any]:

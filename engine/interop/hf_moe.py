@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from engine.config import ModelConfig
-from engine.interop.hf_config import _decoder, _Reader
+from engine.interop.hf_reader import _decoder, _Reader
 from engine.interop.hf_defaults import GATED_ACTS
-from engine.interop.weights import Pair
+from engine.interop.pair import Pair
 
 
 def _experts(r: _Reader, experts_key: str, width_key: str, renorm: bool | None) -> dict[str, Any]:

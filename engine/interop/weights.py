@@ -14,22 +14,14 @@ tensors (Gemma's norm offset up to float rounding of (1 + w) - 1):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import torch
 
 from engine.config import ModelConfig
+from engine.interop.pair import Pair
 from engine.model import build_model
 
 Tensor = torch.Tensor
-
-
-@dataclass(frozen=True)
-class Pair:
-    hf: str                 # HF module path (without .weight / .bias)
-    ours: tuple[str, ...]   # our module path(s): three for a fused q/k/v
-    codec: str
-    raw: bool = False       # a bare tensor name (stacked expert weights), not a module with .weight / .bias
 
 
 def _phi3(cfg: ModelConfig) -> list[Pair]:
@@ -122,7 +114,7 @@ def _bloom(cfg: ModelConfig) -> list[Pair]:
 
 
 def pairs_for(cfg: ModelConfig, family: str) -> list[Pair]:
-    from engine.interop.hf_moe import READERS, moe_pairs   # imported here: hf_moe builds on Pair
+    from engine.interop.hf_moe import READERS, moe_pairs
     if family in READERS:
         pairs = moe_pairs(cfg, family)
     elif family == "bloom":
