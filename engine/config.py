@@ -220,8 +220,13 @@ class ModelConfig:
         """Layer i's (0-based) RoPE: 'global', 'local' (rope_local_base on a window layer) or None (no RoPE)."""
         if self.position != "rope" or (self.nope_layers and i + 1 in self.nope_layers):
             return None
-        local = self.rope_local_base is not None and self.layer_windows[i] is not None
+        local = self.rope_local_base is not None and self.layer_window(i) is not None
         return "local" if local else "global"
+
+    @property
+    def layer_ropes(self) -> list[str | None]:
+        """layer_rope of every layer, in order."""
+        return [self.layer_rope(i) for i in range(self.n_layers)]
 
     @property
     def gated(self) -> bool:
@@ -253,15 +258,20 @@ class ModelConfig:
             return [False] * self.n_layers
         return [i >= (self.moe_first_dense or 0) and (i + 1) % self.moe_every == 0 for i in range(self.n_layers)]
 
+    def layer_window(self, i: int) -> int | None:
+        """Layer i's (0-based) sliding window, or None for full attention (constant time: the budgets ask per
+        layer, and 100,000 layers must not cost 100,000 lists)."""
+        if self.attn_window is None:
+            return None
+        if self.layer_types is not None:
+            return self.attn_window if self.layer_types[i] == "sliding" else None
+        k = self.global_every
+        return None if k and (i + 1) % k == 0 else self.attn_window
+
     @property
     def layer_windows(self) -> list[int | None]:
         """Per layer (0-based list): the sliding window, or None for full attention."""
-        if self.attn_window is None:
-            return [None] * self.n_layers
-        if self.layer_types is not None:
-            return [self.attn_window if t == "sliding" else None for t in self.layer_types]
-        k = self.global_every
-        return [None if k and (i + 1) % k == 0 else self.attn_window for i in range(self.n_layers)]
+        return [self.layer_window(i) for i in range(self.n_layers)]
 
     @property
     def attention_kind(self) -> str:

@@ -110,7 +110,7 @@ class DecoderLM(nn.Module):
         if self.emb_norm is not None:
             x = self.emb_norm(x)
         x = F.dropout(x, cfg.dropout, self.training)
-        kinds = [cfg.layer_rope(i) for i in range(cfg.n_layers)]
+        kinds = cfg.layer_ropes
         tables = {None: None}   # only the table sets some layer uses are built (and saved for backward)
         if "global" in kinds:
             tables["global"] = model_rope_tables(cfg, pos, start + T)   # cos, sin [T, r] each

@@ -74,7 +74,7 @@ def activation_estimate(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp
     add("token_ids", N * IDX + (T * IDX if cfg.position == "learned" else 0))
     add("embedding", (e if cfg.embed_scale else 0) + (norm_saved_bytes(cfg, N, d, e) if cfg.embed_norm else 0)
         + (tok if cfg.dropout > 0 else 0))
-    kinds = [cfg.layer_rope(i) for i in range(cfg.n_layers)]
+    kinds = cfg.layer_ropes
     add("rope_tables", rope_saved_bytes(cfg, T, e)[0])
     layers = []
     for w, kind, moe in zip(cfg.layer_windows, kinds, cfg.moe_layers):

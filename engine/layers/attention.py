@@ -16,7 +16,7 @@ from torch import nn
 from engine.config import ModelConfig
 from engine.layers.init import init_linear, init_norm
 from engine.layers.norm import STAT, make_norm, norm_params, norm_saved_bytes
-from engine.layers.position import alibi_bias, apply_rope, rope_saved_bytes
+from engine.layers.position import alibi_bias, apply_rope, rope_layer_bytes
 
 
 class LayerKV:
@@ -209,7 +209,7 @@ def attention_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int 
         add("qk_norm", norm_saved_bytes(cfg, N, A, e) + norm_saved_bytes(cfg, N, K, e))
     elif cfg.qk_norm:
         add("qk_norm", norm_saved_bytes(cfg, N * H, hd, e) + norm_saved_bytes(cfg, N * cfg.kv_heads, hd, e))
-    add("rope_tables", rope_saved_bytes(cfg, T, e)[1] if rope else 0)
+    add("rope_tables", rope_layer_bytes(cfg, T, e) if rope else 0)
     scores = B * H * T * T * e
     explicit = impl == "explicit" or cfg.attn_softcap is not None
     if not explicit and not drop:

@@ -170,6 +170,12 @@ def rope_saved_bytes(cfg: ModelConfig, T: int, e: int) -> tuple[int, int]:
     by the layers; other dtypes cast them per call (4 tables per RoPE layer; NoPE layers none)."""
     if cfg.position != "rope":
         return 0, 0
-    fp32 = DTYPE_BYTES["fp32"]
-    sets = len({cfg.layer_rope(i) for i in range(cfg.n_layers)} - {None})
-    return (2 * T * cfg.rotary_dim * fp32 * sets, 0) if e == fp32 else (0, 4 * T * cfg.rotary_dim * e)
+    if e != DTYPE_BYTES["fp32"]:
+        return 0, rope_layer_bytes(cfg, T, e)
+    sets = len(set(cfg.layer_ropes) - {None})
+    return 2 * T * cfg.rotary_dim * e * sets, 0
+
+
+def rope_layer_bytes(cfg: ModelConfig, T: int, e: int) -> int:
+    """rope_saved_bytes' per-layer part alone, without walking the layers (each layer asks for it)."""
+    return 0 if cfg.position != "rope" or e == DTYPE_BYTES["fp32"] else 4 * T * cfg.rotary_dim * e
