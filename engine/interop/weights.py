@@ -93,8 +93,11 @@ def _falcon(cfg: ModelConfig) -> list[Pair]:
 
 def pairs_for(cfg: ModelConfig, family: str) -> list[Pair]:
     from engine.interop.hf_moe import READERS, moe_pairs   # imported here: hf_moe builds on Pair
+    from engine.interop.hf_deepseek import deepseek_pairs
     if family in READERS:
         pairs = moe_pairs(cfg, family)
+    elif family == "deepseek_v3":
+        pairs = deepseek_pairs(cfg)
     elif family == "gpt2":
         pairs = _gpt2(cfg)
     elif family == "gpt_neox":
