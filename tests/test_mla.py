@@ -95,3 +95,13 @@ def test_mla_validation_names_the_field():
     text = str(e.value)
     for name in ("n_kv_heads:", "qk_rope_head_dim:", "position:", "attn_window:"):
         assert name in text
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_round_trip_to_transformers_gives_the_same_state_dict(name):
+    from engine.interop import to_transformers
+    hf = _hf(name)
+    back = to_transformers(from_transformers(hf)).state_dict()
+    want = hf.state_dict()
+    assert back.keys() == want.keys()
+    assert all(torch.equal(back[k], want[k]) for k in want)

@@ -35,6 +35,7 @@ def _deepseek_v3(r: _Reader) -> dict[str, Any]:
             r.bad(key, r.d[key], f"transformers sets it to {want}")
         r.read.add(key)
     r.expect("attention_dropout", (0, 0.0), "our dropout also acts on the residual stream")
+    r.expect("attention_bias", (False,), "our `bias` would put biases on the MLP too")
     r.expect("topk_method", ("noaux_tc", None), "DeepSeek-V3 selects with the bias-corrected sigmoid scores")
     r.expect("scoring_func", ("sigmoid", None), "DeepSeek-V3 scores experts with a sigmoid")
     r.read.update({"output_router_logits", "num_nextn_predict_layers", "num_mtp_layers", "aux_loss_alpha",
@@ -55,7 +56,7 @@ def _deepseek_v3(r: _Reader) -> dict[str, Any]:
     return dict(vocab_size=r("vocab_size"), context_length=r("max_position_embeddings"), d_model=d,
                 n_layers=n_layers, n_heads=heads, d_ff=r("intermediate_size"), ffn=r.act("hidden_act", GATED_ACTS),
                 norm="rmsnorm", norm_eps=float(r("rms_norm_eps")), norm_bias=False, position="rope",
-                bias=bool(r("attention_bias")), tie_embeddings=bool(r("tie_word_embeddings")),
+                bias=False, tie_embeddings=bool(r("tie_word_embeddings")),
                 kv_lora_rank=r("kv_lora_rank"), q_lora_rank=r.nullable("q_lora_rank"), qk_rope_head_dim=rope_dim,
                 qk_nope_head_dim=r("qk_nope_head_dim"), v_head_dim=r("v_head_dim"),
                 mla_rope_interleave=bool(r("rope_interleave")), rope_base=rope["rope_base"], **moe)
