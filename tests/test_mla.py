@@ -105,3 +105,18 @@ def test_round_trip_to_transformers_gives_the_same_state_dict(name):
     want = hf.state_dict()
     assert back.keys() == want.keys()
     assert all(torch.equal(back[k], want[k]) for k in want)
+
+
+@pytest.mark.parametrize("q_lora", [None, 20])
+def test_flops_closed_form_equals_flop_counter_on_meta(q_lora):
+    from engine.budget.flops import flops_budget
+    from engine.measure.flops import counted_flops
+    cfg = _tiny(q_lora_rank=q_lora)
+    fwd, bwd = counted_flops(cfg, 2, 16)
+    budget = flops_budget(cfg, 2, 16)
+    assert (budget.forward_flops, budget.backward_flops) == (fwd, bwd)
+    # by hand: query 32*4*16 (or 32*20 + 20*4*16), down 32*(12 + 6), up 12*4*(10 + 14), out 4*14*32,
+    # SwiGLU 3*32*48 per layer, head 32*97; 2 FLOPs per weight per token, 2*16 tokens
+    q = 32 * 4 * 16 if q_lora is None else 32 * 20 + 20 * 4 * 16
+    layer = q + 32 * 18 + 12 * 4 * 24 + 4 * 14 * 32 + 3 * 32 * 48
+    assert budget.matmul_flops == 2 * 32 * (2 * layer + 32 * 97)
