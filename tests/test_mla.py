@@ -120,3 +120,19 @@ def test_flops_closed_form_equals_flop_counter_on_meta(q_lora):
     q = 32 * 4 * 16 if q_lora is None else 32 * 20 + 20 * 4 * 16
     layer = q + 32 * 18 + 12 * 4 * 24 + 4 * 14 * 32 + 3 * 32 * 48
     assert budget.matmul_flops == 2 * 32 * (2 * layer + 32 * 97)
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("q_lora", [None, 20])
+@pytest.mark.parametrize("v_head_dim", [14, 16])   # 16 == qk_head_dim: SDPA's flash kernel; 14: its math path
+def test_activation_bytes_equal_saved_tensor_measurement(dtype, q_lora, v_head_dim):
+    from engine.measure.activations import measure_activations
+    cfg = _tiny(q_lora_rank=q_lora).replace(v_head_dim=v_head_dim, n_layers=2)
+    m = measure_activations(cfg, 2, 8, "sdpa", dtype)
+    assert m.estimate == m.measured
+
+
+def test_activation_estimate_refuses_what_it_does_not_cover():
+    from engine.budget.activations import activation_estimate
+    with pytest.raises(ValueError, match="attention: the MLA activation estimate covers sdpa"):
+        activation_estimate(_tiny(), 1, 8, "fp32", "explicit")

@@ -17,7 +17,7 @@ from engine.config import ModelConfig
 from engine.layers.attention import (Attention, LayerKV, attention_matmul_params, attention_params,
                                      attention_saved_bytes)
 from engine.layers.ffn import GATE_ACTIVATION, ffn_matmul_params, ffn_params, ffn_saved_bytes, make_ffn
-from engine.layers.mla import MLA, mla_matmul_params, mla_params
+from engine.layers.mla import MLA, mla_matmul_params, mla_params, mla_saved_bytes
 from engine.layers.moe import MoE, moe_matmul_params, moe_params, moe_saved_bytes
 from engine.layers.init import init_norm
 from engine.layers.norm import make_norm, norm_params, norm_saved_bytes
@@ -148,7 +148,10 @@ def block_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int | No
     N, d = B * T, cfg.d_model
     tok = N * d * e
     normed = norm_saved_bytes(cfg, N, d, e)
-    attention_saved_bytes(cfg, B, T, e, window, impl, add)
+    if cfg.mla:
+        mla_saved_bytes(cfg, B, T, e, impl, add)
+    else:
+        attention_saved_bytes(cfg, B, T, e, window, impl, add)
     if moe:
         for term, n in moe_saved_bytes(cfg, N, e).items():
             add(term, n)

@@ -16,8 +16,8 @@ from torch import nn
 from engine.config import ModelConfig
 from engine.layers.attention import LayerKV, keys_held, visible
 from engine.layers.init import init_linear, init_norm
-from engine.layers.norm import make_norm, norm_params
-from engine.layers.position import apply_rope
+from engine.layers.norm import STAT, make_norm, norm_params, norm_saved_bytes
+from engine.layers.position import apply_rope, rope_saved_bytes
 
 CACHE_KINDS = ("latent", "expanded")
 
@@ -136,3 +136,34 @@ def mla_kv_bytes(cfg: ModelConfig, batch: int, tokens: int, e: int, kind: str = 
     """One layer's cache after `tokens` positions: latent held*B*(r + dr)*e, or expanded held*B*H*(dqk + dv)*e."""
     width = cfg.kv_lora_rank + cfg.qk_rope_head_dim if kind == "latent" else mla_score_width(cfg)
     return keys_held(tokens, None) * batch * width * e
+
+
+def mla_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, impl: str, add) -> None:
+    """Saved tensors of one MLA layer beyond its input (the normed residual), by term (`add(term, bytes)`).
+    Measured for SDPA without dropout (held by tests/test_mla.py against saved-tensor hooks):
+      latent norms  the kv latent's RMSNorm (its input is a slice of the kv_a output, so in fp32 the whole
+                    [N, r + dr] storage is held) and the up-projection's input [N, r]; with a query latent the
+                    same for the q norm ([N, rq], whole) and q_b's input; outside fp32 the rotary tables
+                    cast for this layer
+      attention     qk_head_dim != v_head_dim: SDPA's math path, in fp32 on CPU: q, k^T [B*H, ., dqk],
+                    v [B*H, S, dv] and the fp32 probabilities; equal widths: the flash kernel keeps q, k, the
+                    value slice of the up-projection (its [N, H*(dn + dv)] storage), its output and the fp32
+                    logsumexp; then o_proj's input [N, H*dv] either way"""
+    if impl != "sdpa" or cfg.dropout > 0:
+        raise ValueError(f"attention: the MLA activation estimate covers sdpa without dropout; got {impl}"
+                         f"{' with dropout' if cfg.dropout > 0 else ''}")
+    N, H, r, dr, rq = B * T, cfg.n_heads, cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.q_lora_rank
+    dqk, dv = cfg.qk_head_dim, cfg.v_head_dim
+    latent = norm_saved_bytes(cfg, N, r, e) + N * r * e + (N * dr * e if e == STAT else 0)
+    if rq is not None:
+        latent += norm_saved_bytes(cfg, N, rq, e) + N * rq * e
+    add("latent_norms", latent)
+    add("rope_tables", rope_saved_bytes(cfg, T, e)[1])
+    if dqk != dv:
+        add("attn_qkv", B * H * T * (2 * dqk + dv) * STAT)
+        add("attn_scores", B * H * T * T * STAT)
+    else:
+        add("attn_qkv", B * H * T * 2 * dqk * e + N * H * (cfg.qk_nope_head_dim + dv) * e)
+        add("attn_out", N * H * dv * e)
+        add("attn_lse", B * H * T * STAT)
+    add("attn_out", N * H * dv * e)
