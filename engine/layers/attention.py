@@ -127,7 +127,9 @@ def kv_head_choices(n_heads: int, own: int | None = None, min_group: int = 4) ->
 
 def attention_variants(cfg: ModelConfig) -> dict[str, ModelConfig]:
     """The same config as MHA, one GQA (kv_head_choices) and MQA: fewer key/value heads mean a smaller cache
-    to hold and to read at every decode step."""
+    to hold and to read at every decode step. For an MLA config, the same model with plain attention."""
+    if cfg.mla:   # plain attention beside MLA: same heads, each v_head_dim wide (keys and values alike)
+        cfg = cfg.replace(kv_lora_rank=None, head_dim=cfg.v_head_dim)
     return {kind: cfg.replace(n_kv_heads=None if k == cfg.n_heads else k)
             for kind, k in kv_head_choices(cfg.n_heads, cfg.kv_heads).items()}
 
