@@ -68,7 +68,10 @@ def attention_label(cfg: ModelConfig) -> str:
     if lay.qk_norm:
         lines.append("QK-norm on q and k")
     if lay.rope_fraction is not None:
-        lines.append("RoPE on q, k" + ("" if lay.rope_fraction == 1 else f" ({lay.rope_fraction:g} of dims)"))
+        scaled = "" if cfg.rope_scaling == "none" else f", {cfg.rope_scaling} x{cfg.rope_factor:g}"
+        lines.append("RoPE on q, k" + ("" if lay.rope_fraction == 1 else f" ({lay.rope_fraction:g} of dims)") + scaled)
+    if cfg.position == "alibi":
+        lines.append("ALiBi: -m_h (i - j) on scores")
     if lay.attn_softcap is not None:
         lines.append(f"scores soft-capped at {lay.attn_softcap:g}")
     if lay.window is not None:

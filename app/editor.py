@@ -72,7 +72,7 @@ def _apply_couplings(raw: dict[str, Any]) -> dict[str, str]:
     if raw["attn_window"] is None:
         why["global_every"] = "Only used with a sliding window (attn_window)."
     if raw["position"] != "rope":
-        why["rope_base"] = why["rope_fraction"] = "Only used with position = rope."
+        why.update({n: "Only used with position = rope." for n in FIELDS if n.startswith("rope_")})
     if not raw["qk_norm"]:
         why["qk_norm_scope"] = "Only used with qk_norm."
     if raw["n_experts"] is None:
@@ -80,6 +80,23 @@ def _apply_couplings(raw: dict[str, Any]) -> dict[str, str]:
             if spec.group == "moe" and spec.name != "n_experts":
                 why[spec.name] = "Only used with n_experts set (a mixture of experts)."
     return why
+
+
+def _scaling_notes(raw: dict[str, Any]) -> dict[str, str]:
+    """Scaling fields the chosen rope_scaling does not read: a caption only (still editable, so a value can be
+    set before switching the type)."""
+    kind = raw["rope_scaling"]
+    return {n: f"Not used by rope_scaling = {kind}." for n, uses in SCALING_USES.items() if kind not in uses}
+
+
+# which rope_scaling types read each RoPE scaling field
+SCALING_USES = {
+    "rope_factor": ("linear", "dynamic", "llama3", "yarn", "longrope"),
+    "rope_original_context": ("dynamic", "llama3", "yarn", "longrope"),
+    "rope_low_freq_factor": ("llama3",), "rope_high_freq_factor": ("llama3",),
+    "rope_beta_fast": ("yarn",), "rope_beta_slow": ("yarn",), "rope_truncate": ("yarn",),
+    "rope_attention_factor": ("yarn", "longrope"), "rope_short_factor": ("longrope",),
+    "rope_long_factor": ("longrope",)}
 
 
 def _validate(raw: dict[str, Any]) -> list[str]:
@@ -116,7 +133,7 @@ def _field_widget(spec: FieldSpec, disabled: bool) -> None:
                       placeholder=f"null: {spec.null}" if spec.optional else None)
 
 
-def _editor(problems: list[str], why: dict[str, str]) -> None:
+def _editor(problems: list[str], why: dict[str, str], notes: dict[str, str]) -> None:
     by_field: dict[str, list[str]] = {}
     for p in problems:
         by_field.setdefault(p.split(":", 1)[0], []).append(p)
@@ -126,8 +143,8 @@ def _editor(problems: list[str], why: dict[str, str]) -> None:
         with st.expander(GROUP_TITLES[group] + (" — check values" if bad else ""), expanded=group == "sizes" or bad):
             for spec in specs:
                 _field_widget(spec, disabled=spec.name in why and spec.name not in by_field)
-                if spec.name in why:
-                    st.caption(why[spec.name])
+                if spec.name in why or spec.name in notes:
+                    st.caption(why.get(spec.name) or notes[spec.name])
                 for p in by_field.get(spec.name, []):
                     st.error(p)
     for p in problems:
@@ -160,5 +177,5 @@ def sidebar() -> None:
     why = _apply_couplings(raw)
     problems = _validate(raw)
     st.session_state[EDIT_PROBLEMS] = problems
-    _editor(problems, why)
+    _editor(problems, why, {} if raw["position"] != "rope" else _scaling_notes(raw))
     _yaml_io(state.current_config())

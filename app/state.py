@@ -37,6 +37,8 @@ def to_url_value(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value))   # str of a float is its shortest exact form
     return str(value)
 
 
@@ -107,9 +109,12 @@ def set_config(cfg: ModelConfig, preset: str | None = None, load_widgets: bool =
 
 
 def widget_value(name: str, value: Any) -> Any:
-    """The editor shows floats as text (so 1e-06 and 500000.0 round-trip exactly); others as they are."""
+    """The editor shows floats as text (so 1e-06 and 500000.0 round-trip exactly), lists as comma-separated
+    text; others as they are."""
     if FIELDS[name].type is float:
         return "null" if value is None else repr(value)
+    if FIELDS[name].type is tuple:
+        return "null" if value is None else ", ".join(map(str, value))
     return value
 
 

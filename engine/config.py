@@ -1,4 +1,5 @@
-"""ModelConfig: every architecture knob, declared once.
+"""ModelConfig: every architecture knob, declared once (longer than 300 lines: the declarations are the one
+source of truth for every field, so they stay together).
 
 Each field carries its declaration (group, help text, allowed values or range) in the dataclass metadata;
 validation, YAML, the CLI and the UI editor are all derived from these declarations.
@@ -25,6 +26,7 @@ __all__ = ["ConfigError", "DENSE_FFNS", "FIELDS", "FieldSpec", "GATED_FFNS", "GR
            "field_names", "parse_bool"]
 
 GROUPS = ("sizes", "attention", "position", "ffn", "moe", "normalization", "block", "output")
+ROPE_SCALINGS = ("none", "linear", "dynamic", "llama3", "yarn", "longrope")
 DENSE_FFNS, GATED_FFNS = _ffn.DENSE_FFNS, _ffn.GATED_FFNS   # the FFN family's tables name the choices
 ROUTERS = ("softmax_topk", "topk_softmax", "sigmoid")
 
@@ -32,7 +34,8 @@ ROUTERS = ("softmax_topk", "topk_softmax", "sigmoid")
 def _decl(default: Any, group: str, help: str, *, choices: tuple | None = None, lo: float | None = None,
           hi: float | None = None, lo_open: bool = False, hi_open: bool = False, null: str | None = None) -> Any:
     """Declare a field: default, UI group, help text, allowed values (choices or [lo, hi] range; *_open
-    excludes the bound) and, for optional fields, what null means."""
+    excludes the bound) and, for optional fields, what null means. A list-valued field (typed tuple[T, ...])
+    applies choices and range to each item."""
     meta = dict(group=group, help=help, choices=choices, lo=lo, hi=hi, lo_open=lo_open, hi_open=hi_open, null=null)
     return field(default=default, metadata=meta)
 
@@ -54,8 +57,15 @@ class ModelConfig:
     attn_window: int | None = _decl(None, "attention", "Sliding window: a query sees only keys within the last "
                                     "this-many positions, itself included.", lo=1, null="full causal attention")
     global_every: int | None = _decl(None, "attention", "With a window, every k-th layer (k, 2k, ... counting "
-                                     "from 1) still uses full attention; ignored without a window.", lo=1, null="every layer uses the window")
+                                     "from 1) still uses full attention; ignored without a window or with "
+                                     "layer_types.", lo=1, null="every layer uses the window")
     qk_norm: bool = _decl(False, "attention", "Normalize each head's queries and keys before the dot product.")
+    # per-layer patterns and the score scale (Gemma-2/3, real configs of today)
+    layer_types: tuple[str, ...] | None = _decl(None, "attention", "Attention of each layer in order, full or "
+                                                "sliding (the window attn_window); overrides global_every.",
+                                                choices=("full", "sliding"), null="the global_every rule")
+    attn_scale: float | None = _decl(None, "attention", "Multiplier of q.k before the softmax (Gemma: "
+                                     "query_pre_attn_scalar^-0.5).", lo=0, lo_open=True, null="1/sqrt(head_dim)")
     attn_softcap: float | None = _decl(None, "attention", "Squash attention scores smoothly into (-c, c) with "
                                        "c*tanh(s/c), before the causal mask.", lo=0, lo_open=True, null="no cap")
     qkv_bias: bool = _decl(False, "attention", "Biases on the query, key and value projections only (Qwen2).")
@@ -79,12 +89,47 @@ class ModelConfig:
                                       "(x0, x1), (x2, x3), ... as DeepSeek's weights expect, instead of halves.")
 
     position: str = _decl("learned", "position", "How the model knows token order: a learned table, fixed "
-                          "sinusoids added to the input, rotary embedding of queries and keys, or nothing.",
-                          choices=("learned", "sinusoidal", "rope", "none"))
+                          "sinusoids added to the input, rotary embedding of queries and keys, a linear "
+                          "penalty on attention scores growing with distance (alibi), or nothing.",
+                          choices=("learned", "sinusoidal", "rope", "alibi", "none"))
     rope_base: float = _decl(10000.0, "position", "RoPE base theta: larger means slower rotation, longer reach.",
                              lo=1, lo_open=True)
     rope_fraction: float = _decl(1.0, "position", "Share of each head's dimensions that rotate (partial RoPE).",
                                  lo=0, hi=1, lo_open=True)
+    rope_local_base: float | None = _decl(None, "position", "Sliding-window layers use plain RoPE with this base "
+                                          "(Gemma-3: 10,000 locally, 1,000,000 globally).", lo=1, lo_open=True,
+                                          null="the same RoPE in every layer")
+    nope_layers: tuple[int, ...] | None = _decl(None, "position", "Layers (counting from 1) that skip RoPE and "
+                                                "see no positions at all (NoPE).", lo=1, null="RoPE in every layer")
+    # RoPE scaling (context extension), as transformers' rope_parameters; see engine/layers/position.py
+    rope_scaling: str = _decl("none", "position", "Stretch RoPE beyond its training context: linear divides every "
+                              "frequency, dynamic raises theta once the sequence is longer, llama3 and yarn slow "
+                              "only the low frequencies, longrope multiplies each by its own factor.",
+                              choices=ROPE_SCALINGS)
+    rope_factor: float = _decl(1.0, "position", "Scaling factor s: the context is stretched s times (linear, "
+                               "dynamic, llama3, yarn; longrope uses it for its attention correction).",
+                               lo=0, lo_open=True)
+    rope_original_context: int | None = _decl(None, "position", "Context length of pretraining, before "
+                                              "scaling (llama3, yarn, longrope).", lo=1, null="context_length")
+    rope_low_freq_factor: float = _decl(1.0, "position", "llama3: wavelengths above original context / this "
+                                        "are divided by the factor.", lo=0, lo_open=True)
+    rope_high_freq_factor: float = _decl(4.0, "position", "llama3: wavelengths below original context / this "
+                                         "stay unscaled; in between is a smooth blend.", lo=0, lo_open=True)
+    rope_beta_fast: float = _decl(32.0, "position", "yarn: dimensions rotating more than this often over the "
+                                  "original context keep their frequency.", lo=0, lo_open=True)
+    rope_beta_slow: float = _decl(1.0, "position", "yarn: dimensions rotating fewer times than this are fully "
+                                  "interpolated (divided by the factor).", lo=0, lo_open=True)
+    rope_truncate: bool = _decl(True, "position", "yarn: round the blend's dimension range to whole dimensions.")
+    rope_attention_factor: float | None = _decl(None, "position", "yarn and longrope multiply cos and sin by "
+                                                "this, sharpening attention at long range.", lo=0, lo_open=True,
+                                                null="from rope_factor: yarn 0.1*ln(s)+1, longrope "
+                                                     "sqrt(1+ln(s)/ln(original context))")
+    rope_short_factor: tuple[float, ...] | None = _decl(None, "position", "longrope: per-frequency divisors "
+                                                        "(rotary_dim/2 numbers) within the original context.",
+                                                        lo=0, lo_open=True, null="not longrope")
+    rope_long_factor: tuple[float, ...] | None = _decl(None, "position", "longrope: per-frequency divisors "
+                                                       "once the sequence is longer than the original context.",
+                                                       lo=0, lo_open=True, null="not longrope")
 
     ffn: str = _decl("gelu_tanh", "ffn", "Feed-forward type: one activation between two matrices (dense) or "
                      "an activation gating a second projection (gated, three matrices).",
@@ -155,6 +200,9 @@ class ModelConfig:
                                         "c*tanh(z/c).", lo=0, lo_open=True, null="no cap")
 
     def __post_init__(self) -> None:
+        for spec in FIELDS.values():   # a list given for a list field is kept as a tuple (the config is frozen)
+            if spec.item is not None and isinstance(value := getattr(self, spec.name), list):
+                object.__setattr__(self, spec.name, tuple(value))
         problems = _problems(self)
         if problems:
             raise ConfigError(problems)
@@ -192,6 +240,13 @@ class ModelConfig:
             return 0
         return self.qk_rope_head_dim if self.mla else int(round(self.head_width * self.rope_fraction))
 
+    def layer_rope(self, i: int) -> str | None:
+        """Layer i's (0-based) RoPE: 'global', 'local' (rope_local_base on a window layer) or None (no RoPE)."""
+        if self.position != "rope" or (self.nope_layers and i + 1 in self.nope_layers):
+            return None
+        local = self.rope_local_base is not None and self.layer_windows[i] is not None
+        return "local" if local else "global"
+
     @property
     def gated(self) -> bool:
         return self.ffn in GATED_FFNS
@@ -227,6 +282,8 @@ class ModelConfig:
         """Per layer (0-based list): the sliding window, or None for full attention."""
         if self.attn_window is None:
             return [None] * self.n_layers
+        if self.layer_types is not None:
+            return [self.attn_window if t == "sliding" else None for t in self.layer_types]
         k = self.global_every
         return [None if k and (i + 1) % k == 0 else self.attn_window for i in range(self.n_layers)]
 
@@ -241,7 +298,8 @@ class ModelConfig:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """Plain values (list fields as lists), ready for YAML, JSON and the URL."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], base: "ModelConfig | None" = None) -> "ModelConfig":
@@ -271,7 +329,7 @@ class ModelConfig:
         return cfg
 
     def to_yaml(self) -> str:
-        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+        return yaml.dump(self.to_dict(), Dumper=_FlatDumper, sort_keys=False, width=1 << 20)
 
     @classmethod
     def from_yaml(cls, text: str) -> "ModelConfig":
@@ -293,13 +351,22 @@ class ModelConfig:
         return cls.from_dict(data)
 
 
+class _FlatDumper(yaml.SafeDumper):
+    """One line per field: list fields as flow lists ([1.0, 2.0]), never wrapped."""
+
+
+_FlatDumper.add_representer(list, lambda d, v: d.represent_sequence("tag:yaml.org,2002:seq", v, flow_style=True))
+
+
 # ---- declarations as data ----------------------------------------------------------------------------------
 def _spec(f: dataclasses.Field) -> FieldSpec:
     hint = typing.get_type_hints(ModelConfig)[f.name]
     args = typing.get_args(hint)
     optional = isinstance(hint, types.UnionType) and type(None) in args
     base = next(a for a in args if a is not type(None)) if optional else hint
-    return FieldSpec(name=f.name, type=base, optional=optional, default=f.default, **f.metadata)
+    item = typing.get_args(base)[0] if typing.get_origin(base) is tuple else None
+    return FieldSpec(name=f.name, type=tuple if item else base, optional=optional, default=f.default, item=item,
+                     **f.metadata)
 
 
 FIELDS: dict[str, FieldSpec] = {f.name: _spec(f) for f in dataclasses.fields(ModelConfig)}
@@ -313,6 +380,12 @@ def coerce(name: str, raw: Any) -> Any:
     """Convert a raw value (YAML scalar, CLI or URL string) to the field's type, or raise ValueError."""
     spec = FIELDS[name]
     bad = ValueError(f"{name}: {'null' if raw is None else shown(raw)} is not {spec.allowed()}")
+    if spec.item is not None:
+        return _coerce_list(spec, raw, bad)
+    return _coerce_scalar(spec, raw, bad)
+
+
+def _coerce_scalar(spec: FieldSpec, raw: Any, bad: ValueError) -> Any:
     if raw is None or (spec.type is not str and isinstance(raw, str)
                        and raw.strip().lower() in ("null", "none", "~", "")):
         if spec.optional:
@@ -354,6 +427,20 @@ def coerce(name: str, raw: Any) -> Any:
     return raw
 
 
+def _coerce_list(spec: FieldSpec, raw: Any, bad: ValueError) -> tuple | None:
+    """A list field from a YAML list or a 'a, b, c' string (brackets allowed, as a URL or CLI value)."""
+    if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("null", "none", "~", "")):
+        if spec.optional:
+            return None
+        raise bad
+    if isinstance(raw, str):
+        raw = raw.strip().strip("[]").split(",")
+    if not isinstance(raw, (list, tuple)) or not raw:
+        raise bad
+    one = dataclasses.replace(spec, type=spec.item, item=None, optional=False)
+    return tuple(_coerce_scalar(one, x.strip() if isinstance(x, str) else x, bad) for x in raw)
+
+
 def _problems(c: ModelConfig) -> list[str]:
     """Every problem with the config: single-field checks, then each rule tying fields together whose
     fields are individually valid."""
@@ -379,9 +466,35 @@ def _problems(c: ModelConfig) -> list[str]:
     problems += _moe_problems(c, ok)
     if ok("norm", "norm_bias") and not _norm.NORMS[c.norm].has_bias and c.norm_bias:
         problems.append(f"norm_bias: {c.norm} has no bias; set norm_bias: false")
+    problems += _rope_problems(c, ok)
+    if ok("layer_types", "n_layers") and c.layer_types is not None and len(c.layer_types) != c.n_layers:
+        problems.append(f"layer_types: {len(c.layer_types)} entries for n_layers={c.n_layers}")
+    if ok("nope_layers", "n_layers") and c.nope_layers and max(c.nope_layers) > c.n_layers:
+        problems.append(f"nope_layers: layer {max(c.nope_layers)} does not exist (n_layers={c.n_layers})")
     if ok("position", "context_length") and c.position == "learned" and c.context_length > 1 << 24:
         problems.append(f"context_length: {c.context_length} is too long for a learned position table "
                         f"(at most 16,777,216)")
+    return problems
+
+
+def _rope_problems(c: ModelConfig, ok: typing.Callable[..., bool]) -> list[str]:
+    """Rules of the RoPE scaling fields (checked only with position = rope and that scaling type)."""
+    if c.position != "rope" or not ok("position", "rope_scaling", "head_dim", "rope_fraction"):
+        return []
+    problems = []
+    if c.rope_scaling == "dynamic" and c.rotary_dim < 4:   # the new base has the exponent r / (r - 2)
+        problems.append(f"rope_scaling: dynamic needs a rotary width of at least 4, got {c.rotary_dim}")
+    if c.rope_scaling == "llama3" and ok("rope_low_freq_factor", "rope_high_freq_factor") \
+            and c.rope_high_freq_factor <= c.rope_low_freq_factor:
+        problems.append(f"rope_high_freq_factor: {c.rope_high_freq_factor:g} must be greater than "
+                        f"rope_low_freq_factor={c.rope_low_freq_factor:g}")
+    if c.rope_scaling == "longrope":
+        half = c.rotary_dim // 2
+        for name in ("rope_short_factor", "rope_long_factor"):
+            value = getattr(c, name)
+            if ok(name) and (value is None or len(value) != half):
+                got = "null" if value is None else f"{len(value)} numbers"
+                problems.append(f"{name}: longrope needs rotary_dim/2 = {half} numbers, got {got}")
     return problems
 
 
@@ -419,7 +532,7 @@ def _mla_problems(c: ModelConfig, ok) -> list[str]:
     need = {"position": ("rope", c.position == "rope"), "n_kv_heads": ("null", c.n_kv_heads is None),
             "head_dim": ("null", c.head_dim is None), "rope_fraction": ("1", c.rope_fraction == 1.0),
             "attn_window": ("null", c.attn_window is None), "qk_norm": ("false", not c.qk_norm),
-            "attn_softcap": ("null", c.attn_softcap is None)}
+            "attn_softcap": ("null", c.attn_softcap is None), "nope_layers": ("null", c.nope_layers is None)}
     for name, (want, holds) in need.items():
         if ok(name) and not holds:
             out.append(f"{name}: MLA (kv_lora_rank set) needs {name}: {want}, got {shown(getattr(c, name))}")

@@ -17,7 +17,7 @@ from engine.layers.block import Block
 from engine.layers.init import init_linear, init_norm
 from engine.layers.moe import MoE
 from engine.layers.norm import make_norm
-from engine.layers.position import rope_tables, sinusoidal_table
+from engine.layers.position import model_rope_tables, plain_inv_freq, sinusoidal_table, tables_from
 
 
 class KVCache:
@@ -110,9 +110,14 @@ class DecoderLM(nn.Module):
         if self.emb_norm is not None:
             x = self.emb_norm(x)
         x = F.dropout(x, cfg.dropout, self.training)
-        rope = rope_tables(pos, cfg.rotary_dim, cfg.rope_base) if cfg.position == "rope" else None  # [T, r] each
+        kinds = [cfg.layer_rope(i) for i in range(cfg.n_layers)]
+        tables = {None: None}   # only the table sets some layer uses are built (and saved for backward)
+        if "global" in kinds:
+            tables["global"] = model_rope_tables(cfg, pos, start + T)   # cos, sin [T, r] each
+        if "local" in kinds:
+            tables["local"] = tables_from(pos, plain_inv_freq(cfg.rotary_dim, cfg.rope_local_base, pos.device))
         for i, block in enumerate(self.blocks):
-            x = block(x, pos, rope, cache.layers[i] if cache is not None else None)
+            x = block(x, pos, tables[kinds[i]], cache.layers[i] if cache is not None else None)
         if self.final_norm is not None:
             x = self.final_norm(x)
         logits = self.head(x)                            # [B, T, vocab]

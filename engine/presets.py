@@ -22,6 +22,31 @@ class Preset:
 _LLAMA = dict(norm="rmsnorm", norm_bias=False, bias=False, position="rope", ffn="swiglu", tie_embeddings=False)
 _GPT2 = dict(vocab_size=50257, context_length=1024, position="learned", ffn="gelu_tanh", tie_embeddings=True)
 
+_LLAMA3_1 = dict(rope_scaling="llama3", rope_factor=8.0, rope_original_context=8192, rope_low_freq_factor=1.0,
+                 rope_high_freq_factor=4.0, norm_eps=1e-5)
+# Phi-3.5-mini's LongRoPE divisors, as published in its config.json (rope_scaling.short_factor / long_factor)
+_PHI35_SHORT = (
+    1.0, 1.0199999809265137, 1.0299999713897705, 1.0299999713897705, 1.0499999523162842,
+    1.0499999523162842, 1.0499999523162842, 1.0499999523162842, 1.0499999523162842, 1.0699999332427979,
+    1.0999999046325684, 1.1099998950958252, 1.1599998474121094, 1.1599998474121094, 1.1699998378753662,
+    1.2899998426437378, 1.339999794960022, 1.679999828338623, 1.7899998426437378, 1.8199998140335083,
+    1.8499997854232788, 1.8799997568130493, 1.9099997282028198, 1.9399996995925903, 1.9899996519088745,
+    2.0199997425079346, 2.0199997425079346, 2.0199997425079346, 2.0199997425079346, 2.0199997425079346,
+    2.0199997425079346, 2.0299997329711914, 2.0299997329711914, 2.0299997329711914, 2.0299997329711914,
+    2.0299997329711914, 2.0299997329711914, 2.0299997329711914, 2.0299997329711914, 2.0299997329711914,
+    2.0799996852874756, 2.0899996757507324, 2.189999580383301, 2.2199995517730713, 2.5899994373321533,
+    2.729999542236328, 2.749999523162842, 2.8399994373321533)
+_PHI35_LONG = (
+    1.0800000429153442, 1.1100000143051147, 1.1399999856948853, 1.340000033378601, 1.5899999141693115,
+    1.600000023841858, 1.6200000047683716, 2.620000123977661, 3.2300000190734863, 3.2300000190734863,
+    4.789999961853027, 7.400000095367432, 7.700000286102295, 9.09000015258789, 12.199999809265137,
+    17.670000076293945, 24.46000099182129, 28.57000160217285, 30.420001983642578, 30.840002059936523,
+    32.590003967285156, 32.93000411987305, 42.320003509521484, 44.96000289916992, 50.340003967285156,
+    50.45000457763672, 57.55000305175781, 57.93000411987305, 58.21000289916992, 60.1400032043457,
+    62.61000442504883, 62.62000274658203, 62.71000289916992, 63.1400032043457, 63.1400032043457,
+    63.77000427246094, 63.93000411987305, 63.96000289916992, 63.970001220703125, 64.02999877929688,
+    64.06999969482422, 64.08000183105469, 64.12000274658203, 64.41000366210938, 64.4800033569336,
+    64.51000213623047, 64.52999877929688, 64.83999633789062)
 _HF = "Hugging Face transformers, meta-device count of config.json at huggingface.co/"
 
 PRESETS: dict[str, Preset] = {p.config.name: p for p in [
@@ -38,6 +63,14 @@ PRESETS: dict[str, Preset] = {p.config.name: p for p in [
     Preset(ModelConfig(name="llama-3-70b", **_LLAMA, vocab_size=128256, context_length=8192, d_model=8192,
                        n_layers=80, n_heads=64, n_kv_heads=8, d_ff=28672, rope_base=500000.0), 70_553_706_496,
            _HF + "meta-llama/Meta-Llama-3-70B"),
+    Preset(ModelConfig(name="llama-3.1-8b", **_LLAMA, vocab_size=128256, context_length=131072, d_model=4096,
+                       n_layers=32, n_heads=32, n_kv_heads=8, d_ff=14336, rope_base=500000.0, **_LLAMA3_1),
+           8_030_261_248, _HF + "meta-llama/Llama-3.1-8B",
+           "Llama 3 8B plus llama3 RoPE scaling: low frequencies slowed 8x to reach 128K tokens."),
+    Preset(ModelConfig(name="llama-3.2-1b", **{**_LLAMA, "tie_embeddings": True}, vocab_size=128256,
+                       context_length=131072, d_model=2048, n_layers=16, n_heads=32, n_kv_heads=8,
+                       d_ff=8192, rope_base=500000.0, **{**_LLAMA3_1, "rope_factor": 32.0}), 1_235_814_400,
+           _HF + "meta-llama/Llama-3.2-1B", "Tied head; llama3 RoPE scaling with factor 32."),
     Preset(ModelConfig(name="mistral-7b", **_LLAMA, vocab_size=32000, context_length=32768, d_model=4096,
                        n_layers=32, n_heads=32, n_kv_heads=8, d_ff=14336, attn_window=4096), 7_241_732_096,
            _HF + "mistralai/Mistral-7B-v0.1", "Sliding window of 4096 in every layer (v0.1)."),
@@ -55,6 +88,19 @@ PRESETS: dict[str, Preset] = {p.config.name: p for p in [
                        norm_placement="sandwich", attn_window=4096, global_every=2, attn_softcap=50.0,
                        logit_softcap=30.0, embed_scale=True), 2_614_341_888,
            _HF + "google/gemma-2-2b", "Sandwich norms, local/global alternation, soft-capped scores and logits."),
+    Preset(ModelConfig(name="phi-3.5-mini", **_LLAMA, vocab_size=32064, context_length=131072, d_model=3072,
+                       n_layers=32, n_heads=32, d_ff=8192, norm_eps=1e-5, attn_window=262144, rope_scaling="longrope",
+                       rope_factor=32.0, rope_original_context=4096, rope_short_factor=_PHI35_SHORT,
+                       rope_long_factor=_PHI35_LONG), 3_821_079_552, _HF + "microsoft/Phi-3.5-mini-instruct",
+           "LongRoPE: one divisor per frequency, short ones within 4,096 tokens, long ones beyond (to 128K); "
+           "fused qkv and gate/up projections in the checkpoint."),
+    Preset(ModelConfig(name="gemma-3-1b", norm="rmsnorm", norm_bias=False, bias=False, position="rope",
+                       ffn="geglu_tanh", tie_embeddings=True, vocab_size=262144, context_length=32768, d_model=1152,
+                       n_layers=26, n_heads=4, n_kv_heads=1, head_dim=256, d_ff=6912, norm_eps=1e-6,
+                       norm_placement="sandwich", attn_window=512, global_every=6, qk_norm=True, embed_scale=True,
+                       rope_base=1000000.0, rope_local_base=10000.0), 999_885_952,
+           _HF + "google/gemma-3-1b-it", "Five local layers (window 512, RoPE base 10,000) per global one (base "
+           "1,000,000); QK-norm; sandwich norms."),
     Preset(ModelConfig(name="falcon-7b", norm="layernorm", bias=False, position="rope", ffn="gelu",
                        tie_embeddings=True, vocab_size=65024, context_length=2048, d_model=4544, n_layers=32,
                        n_heads=71, n_kv_heads=1, head_dim=64, block="parallel", parallel_shared_norm=True),
@@ -67,6 +113,15 @@ PRESETS: dict[str, Preset] = {p.config.name: p for p in [
                        position="rope", ffn="swiglu", tie_embeddings=True, vocab_size=50304, context_length=2048,
                        d_model=2048, n_layers=16, n_heads=16, d_ff=8192), 1_176_764_416,
            _HF + "allenai/OLMo-1B-hf", "Parameter-free LayerNorm. OLMo's clip_qkv clamp is not modelled."),
+    Preset(ModelConfig(name="bloom-560m", norm="layernorm", bias=True, position="alibi", ffn="gelu_tanh",
+                       embed_norm=True, tie_embeddings=True, vocab_size=250880, context_length=2048, d_model=1024,
+                       n_layers=24, n_heads=16), 559_214_592, _HF + "bigscience/bloom-560m",
+           "ALiBi instead of position embeddings; a LayerNorm right after the embeddings; 250,880-token vocabulary."),
+    Preset(ModelConfig(name="starcoder2-7b", norm="layernorm", bias=True, position="rope", ffn="gelu_tanh",
+                       tie_embeddings=True, vocab_size=49152, context_length=16384, d_model=4608, n_layers=32,
+                       n_heads=36, n_kv_heads=4, d_ff=18432, attn_window=4096, rope_base=1000000.0, dropout=0.1),
+           7_173_923_840, _HF + "bigcode/starcoder2-7b",
+           "Biases everywhere, LayerNorm, GQA-4, a 4,096-token window in every layer; dropout 0.1 as published."),
     Preset(ModelConfig(name="mixtral-8x7b", **_LLAMA, vocab_size=32000, context_length=32768, d_model=4096,
                        n_layers=32, n_heads=32, n_kv_heads=8, d_ff=14336, rope_base=1e6, n_experts=8,
                        experts_per_token=2, expert_d_ff=14336, aux_loss_coef=0.02), 46_702_792_704,

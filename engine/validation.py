@@ -6,6 +6,7 @@ re-exports these names.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import reprlib
 from dataclasses import dataclass
@@ -43,7 +44,7 @@ def parse_bool(text: str) -> bool | None:
 class FieldSpec:
     """One field's declaration, as the editor, CLI and validation read it."""
     name: str
-    type: type            # int, float, bool or str
+    type: type            # int, float, bool, str, or tuple for a list-valued field
     optional: bool        # None allowed
     default: Any
     group: str
@@ -54,8 +55,13 @@ class FieldSpec:
     lo_open: bool
     hi_open: bool
     null: str | None
+    item: type | None = None   # a list field's item type (int, float or str)
 
     def allowed(self) -> str:
+        if self.item is not None:
+            one = dataclasses.replace(self, type=self.item, item=None, optional=False).allowed()
+            text = f"a comma-separated list, each {one.removeprefix('a ').removeprefix('an ')}"
+            return text + (f", or null ({self.null})" if self.optional else "")
         if self.choices:
             text = "one of " + ", ".join(self.choices)
         elif self.type is bool:
@@ -72,6 +78,9 @@ class FieldSpec:
 
 def allowed_value(spec: FieldSpec, value: Any) -> bool:
     """Is a non-null value of the declared type, among the choices and inside the range?"""
+    if spec.item is not None:
+        one = dataclasses.replace(spec, type=spec.item, item=None)
+        return isinstance(value, tuple) and len(value) > 0 and all(allowed_value(one, x) for x in value)
     if isinstance(value, bool) and spec.type is not bool:
         return False
     numeric = spec.type is float and isinstance(value, int)

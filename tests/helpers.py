@@ -50,7 +50,7 @@ def _mla_compatible(values: dict) -> dict:
     if values["kv_lora_rank"] is None:
         return values
     return dict(values, position="rope", n_kv_heads=None, head_dim=None, rope_fraction=1.0, attn_window=None,
-                qk_norm=False, attn_softcap=None)
+                qk_norm=False, attn_softcap=None, nope_layers=None)
 
 
 @st.composite
@@ -75,7 +75,17 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
         block=draw(st.sampled_from(FIELDS["block"].choices)), parallel_shared_norm=draw(st.booleans()),
         bias=draw(st.booleans()), dropout=draw(st.sampled_from([0.0, 0.1]) | st.floats(0, 0.9)),
         tie_embeddings=draw(st.booleans()), embed_scale=draw(st.booleans()),
-        logit_softcap=draw(opt(st.floats(0.5, 50))))
+        logit_softcap=draw(opt(st.floats(0.5, 50))),
+        rope_scaling=draw(st.sampled_from(FIELDS["rope_scaling"].choices)), rope_factor=draw(st.floats(0.5, 16)),
+        rope_original_context=draw(opt(st.integers(1, 12))), rope_low_freq_factor=draw(st.floats(0.5, 2)),
+        rope_high_freq_factor=draw(st.floats(2.5, 8)), rope_beta_fast=draw(st.floats(1, 64)),
+        rope_beta_slow=draw(st.floats(0.25, 2)), rope_truncate=draw(st.booleans()),
+        rope_attention_factor=draw(opt(st.floats(0.5, 2))),
+        rope_short_factor=draw(opt(st.lists(st.floats(0.5, 4), min_size=1, max_size=4).map(tuple))),
+        rope_long_factor=draw(opt(st.lists(st.floats(0.5, 4), min_size=1, max_size=4).map(tuple))),
+        layer_types=draw(opt(st.lists(st.sampled_from(["full", "sliding"]), min_size=1, max_size=3).map(tuple))),
+        attn_scale=draw(opt(st.floats(0.01, 2))), rope_local_base=draw(opt(st.floats(2, 1e6))),
+        nope_layers=draw(opt(st.lists(st.integers(1, 3), min_size=1, max_size=3).map(tuple))))
     values["norm_bias"] = values["norm"] == "layernorm" and draw(st.booleans())
     values.update(qk_norm_scope=draw(st.sampled_from(FIELDS["qk_norm_scope"].choices)), **draw(moe_fields()),
                   **draw(mla_fields()))
@@ -95,19 +105,24 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
 GRID_SIZES = dict(vocab_size=13, context_length=16, d_model=16, n_layers=2, n_heads=4)
 RANGE_VALUES: dict[str, list] = {"rope_fraction": [1.0, 0.5], "n_kv_heads": [None, 2, 1], "head_dim": [None, 8],
                                  "attn_window": [None, 3], "global_every": [None, 2], "attn_softcap": [None, 5.0],
-                                 "logit_softcap": [None, 3.0], "dropout": [0.0, 0.1]}
+                                 "logit_softcap": [None, 3.0], "dropout": [0.0, 0.1],
+                                 # RoPE scaling: longrope needs lists sized to the head and dynamic a rotary width
+                                 # of 4 (the 0.5 fraction here gives 2); both are held against transformers instead
+                                 "rope_scaling": ["none", "linear", "llama3", "yarn"], "rope_factor": [1.0, 4.0],
+                                 "layer_types": [None, ("sliding", "full")], "attn_scale": [None, 0.3],
+                                 "rope_local_base": [None, 100.0], "nope_layers": [None, (1,)]}
 IMPLIED = {"norm_bias"}   # set by make() from norm (rmsnorm has no bias)
 
 
 def _axes() -> dict[str, list]:
     axes = {}
     for name, spec in FIELDS.items():
-        if spec.choices:
+        if name in RANGE_VALUES:
+            axes[name] = RANGE_VALUES[name]
+        elif spec.choices and spec.type is not tuple:
             axes[name] = [spec.default] + [c for c in spec.choices if c != spec.default]
         elif spec.type is bool and name not in IMPLIED:
             axes[name] = [spec.default, not spec.default]
-        elif name in RANGE_VALUES:
-            axes[name] = RANGE_VALUES[name]
     return axes
 
 

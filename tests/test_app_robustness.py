@@ -45,8 +45,9 @@ def test_every_field_bad_sidebar_value_is_a_message_and_keeps_the_view(new_app):
     at.run()
     ints = [s.name for s in FIELDS.values() if s.type is int]
     floats = [s.name for s in FIELDS.values() if s.type is float]
-    fixed = [s.name for s in FIELDS.values() if s.type is bool or s.choices or s.type is str]
-    assert sorted(ints + floats + fixed) == sorted(FIELDS)   # every field is either walked or cannot hold junk
+    lists = [s.name for s in FIELDS.values() if s.type is tuple]   # layer_types too: a list of choices
+    fixed = [s.name for s in FIELDS.values() if s.name not in lists and (s.type is bool or s.choices or s.type is str)]
+    assert sorted(ints + floats + fixed + lists) == sorted(FIELDS)   # every field is either walked or cannot hold junk
     for name in ints:   # every int field has lo = 1: zero and the box's lower bound are out of range
         box = at.sidebar.number_input(key=state.widget_key(name))
         for value in (0, -1, MIN_SAFE):
@@ -66,6 +67,13 @@ def test_every_field_bad_sidebar_value_is_a_message_and_keeps_the_view(new_app):
             assert_rejected(at, name, 10**12)
         else:   # no upper bound by design: accepted, counts unchanged (no float field changes the parameters)
             assert not at.sidebar.error and getattr(at.session_state["cfg"], name) == 1e12
+        reset(at)
+    for name in lists:   # comma-separated numbers; a bad item rejects the list, empty is null
+        for value in ("abc", "1,-1", "1,,2", "nan", "[1, inf]"):
+            at.sidebar.text_input(key=state.widget_key(name)).input(value).run()
+            assert_rejected(at, name, value)
+        at.sidebar.text_input(key=state.widget_key(name)).input("").run()
+        assert not at.sidebar.error and getattr(at.session_state["cfg"], name) is None
         reset(at)
 
 

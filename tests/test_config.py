@@ -20,7 +20,8 @@ def test_every_field_is_declared_once_with_help_group_and_a_valid_default():
     assert list(FIELDS) == [f.name for f in dataclasses.fields(ModelConfig)]
     for spec in FIELDS.values():
         assert spec.group in GROUPS and spec.help.endswith(".") and len(spec.help) > 20, spec.name
-        assert spec.type in (int, float, bool, str) and (spec.null is not None) == spec.optional, spec.name
+        scalar = spec.item if spec.type is tuple else spec.type   # list fields: tuple of one scalar type
+        assert scalar in (int, float, bool, str) and (spec.null is not None) == spec.optional, spec.name
         assert getattr(ModelConfig(), spec.name) == spec.default
 
 

@@ -78,7 +78,7 @@ class _Payload:
     (lambda p: (p / "config.json").write_text("{not json"), "cannot read it"),
     (lambda p: (p / "config.json").write_text(json.dumps({"model_type": "bert"})), "model_type: 'bert'"),
     (lambda p: (p / "config.json").write_text(json.dumps({"model_type": "llama", "rope_scaling": {
-        "rope_type": "llama3", "factor": 8.0}})), "rope_scaling: 'llama3'"),
+        "rope_type": "proportional", "factor": 8.0}})), "rope_scaling.rope_type: 'proportional'"),
     (lambda p: ((p / "config.json").write_text(json.dumps({"model_type": "llama", **LLAMA})),
                 torch.save({"x": _Payload()}, p / "pytorch_model.bin")), "cannot load weights"),
 ])
@@ -107,3 +107,18 @@ def test_weights_of_the_wrong_shape_exit_2(tmp_path, capsys):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama", **LLAMA}))
     code, _, err = _run(capsys, tmp_path, "--check")
     assert code == 2 and "do not match the config" in err and "size mismatch" in err
+
+
+@pytest.mark.parametrize("name,ignored", [
+    ("gpt2_medium", ["n_special", "predict_special_tokens"]),
+    ("smollm2_360m", ["is_llama_config", "rope_interleaved", "transformers.js_config"])])
+def test_published_configs_import_and_verbose_lists_ignored_keys(tmp_path, capsys, name, ignored):
+    from pathlib import Path
+    data = Path(__file__).parent / "data" / "hf_configs" / f"{name}.json"
+    (tmp_path / "config.json").write_text(data.read_text())
+    code, out, _ = _run(capsys, tmp_path, "--verbose")
+    assert code == 0 and ModelConfig.from_yaml(out).n_layers in (24, 32)
+    listed = [line.split(": ")[1] for line in out.splitlines() if line.startswith("# ignored:")]
+    assert listed == ignored
+    code, quiet, _ = _run(capsys, tmp_path)
+    assert code == 0 and "# ignored" not in quiet

@@ -123,19 +123,22 @@ def _problems(d):
 
 @pytest.mark.parametrize("config,key", [
     ({"model_type": "bert"}, "model_type"),
-    ({"model_type": "llama", "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, "rope_scaling"),
-    ({"model_type": "llama", "rope_parameters": {"rope_type": "linear", "factor": 2.0}}, "rope_parameters"),
+    # scaled RoPE imports now (tests/test_rope_scaling.py); a type or a parameter we do not model is refused
+    ({"model_type": "llama", "rope_scaling": {"rope_type": "proportional", "factor": 8.0}}, "rope_scaling.rope_type"),
+    ({"model_type": "llama", "rope_parameters": {"rope_type": "linear", "factor": 2.0, "mrope_section": [2, 2]}},
+     "rope_parameters.mrope_section"),
+    ({"model_type": "llama", "rope_parameters": {"rope_type": "linear"}}, "rope_parameters.factor"),
     ({"model_type": "llama", "partial_rotary_factor": 0.5}, "partial_rotary_factor"),
     ({"model_type": "llama", "attention_bias": True}, "attention_bias"),
     ({"model_type": "llama", "attention_dropout": 0.1}, "attention_dropout"),
     ({"model_type": "llama", "hidden_act": "gelu_fast"}, "hidden_act"),
     ({"model_type": "llama", "quantization_config": {"quant_method": "gptq"}}, "quantization_config"),
     ({"model_type": "qwen3", "attention_bias": True}, "attention_bias"),
-    ({"model_type": "qwen2", "num_hidden_layers": 4, "use_sliding_window": True, "max_window_layers": 1},
+    # irregular full/sliding patterns and query_pre_attn_scalar != head_dim import now (layer_types, attn_scale:
+    # tests/test_interop_families.py); an unknown layer type or a non-positive scalar is refused
+    ({"model_type": "qwen2", "num_hidden_layers": 2, "layer_types": ["full_attention", "chunked_attention"]},
      "layer_types"),
-    ({"model_type": "gemma2", "head_dim": 128, "query_pre_attn_scalar": 144}, "query_pre_attn_scalar"),
-    ({"model_type": "gemma2", "num_hidden_layers": 3, "layer_types": ["full_attention", "sliding_attention",
-                                                                        "sliding_attention"]}, "layer_types"),
+    ({"model_type": "gemma2", "head_dim": 128, "query_pre_attn_scalar": 0}, "query_pre_attn_scalar"),
     ({"model_type": "gemma", "hidden_activation": "relu"}, "hidden_activation"),
     ({"model_type": "gpt2", "scale_attn_by_inverse_layer_idx": True}, "scale_attn_by_inverse_layer_idx"),
     ({"model_type": "gpt2", "resid_pdrop": 0.0}, "resid_pdrop"),

@@ -55,3 +55,15 @@ def test_per_layer_and_parts_add_up():
     assert est.total == est.embedding + sum(est.per_layer) + est.head
     assert est.per_layer[0] > est.per_layer[1]          # layer 2 is global: no window mask
     assert sum(est.terms.values()) == est.total
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_local_rope_tables_and_nope_layers(dtype):
+    """Gemma-3 style: window layers with their own RoPE base (a second table set), a NoPE layer, an ALiBi-free
+    custom score scale; three layers so every kind occurs."""
+    cfg = make({"position": "rope", "attn_window": 3, "global_every": 2, "rope_local_base": 100.0,
+                "attn_scale": 0.3}).replace(n_layers=4, nope_layers=(4,))
+    assert [cfg.layer_rope(i) for i in range(4)] == ["local", "global", "local", None]
+    for impl in ("sdpa", "explicit"):
+        m = measure_activations(cfg, 2, 6, impl, dtype=dtype)
+        assert abs(m.error_pct) <= 2.0, (impl, m)

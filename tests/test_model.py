@@ -82,6 +82,11 @@ def test_every_parameter_learns_in_every_norm_layout_and_ffn():
         assert_every_parameter_learns(model, model(tokens(2, 5)))
 
 
+ROPE = {"position": "rope", "rope_base": 10.0}   # base 10: both of the two frequencies are in a scaled band
+LINEAR = {**ROPE, "rope_scaling": "linear"}
+LLAMA3 = {**ROPE, "rope_scaling": "llama3", "rope_factor": 8.0}
+YARN = {**ROPE, "rope_scaling": "yarn", "rope_factor": 4.0, "rope_original_context": 64, "rope_truncate": False}
+LONGROPE = {**ROPE, "rope_scaling": "longrope", "rope_short_factor": (1.0, 1.0), "rope_long_factor": (1.0, 1.0)}
 # field -> (overrides of BASE that make the knob active, a different value); each must change the model
 KNOBS = {
     "vocab_size": ({}, 12), "context_length": ({}, 9), "d_model": ({}, 12), "n_layers": ({}, 3),
@@ -94,6 +99,14 @@ KNOBS = {
     "norm_placement": ({}, "post"), "final_norm": ({}, False), "block": ({}, "parallel"),
     "parallel_shared_norm": ({"block": "parallel"}, True), "bias": ({}, False), "tie_embeddings": ({}, False),
     "embed_scale": ({}, True), "logit_softcap": ({}, 1.0),
+    "rope_scaling": ({**ROPE, "rope_factor": 2.0}, "linear"), "rope_factor": (LINEAR, 2.0),
+    "rope_original_context": (LLAMA3, 2), "rope_low_freq_factor": (LLAMA3, 0.5),
+    "rope_high_freq_factor": (LLAMA3, 8.0), "rope_beta_fast": (YARN, 8.0), "rope_beta_slow": (YARN, 0.5),
+    "rope_truncate": (YARN, True), "rope_attention_factor": (YARN, 2.0),
+    "layer_types": ({"attn_window": 3}, ("sliding", "full")), "attn_scale": ({}, 0.3),
+    "rope_local_base": ({**ROPE, "attn_window": 3}, 100.0), "nope_layers": (ROPE, (1,)),
+    "rope_short_factor": (LONGROPE, (2.0, 3.0)), "rope_long_factor": ({**LONGROPE, "rope_original_context": 4},
+                                                                       (2.0, 3.0)),
     "qk_norm_scope": ({"qk_norm": True}, "all_heads"), "n_experts": ({}, 4),
     **{name: ({"n_experts": 4, **extra}, value) for name, (extra, value) in {
         "experts_per_token": ({}, 1), "expert_d_ff": ({}, 8), "n_shared_experts": ({}, 1),

@@ -14,13 +14,15 @@ H = n_heads, V = vocab. What each op saves for backward:
   MoE layer         router, dispatch, experts on N*k rows, shared experts, router losses (moe_saved_bytes in
                     engine/layers/moe.py; the same for any spread of the tokens over the experts)
   SDPA (CPU flash)  q, k, v as passed (K-wide for GQA), output, logsumexp B*H*T fp32, window mask T*T*e
+                    (ALiBi: its additive mask H*T*T*e instead)
   SDPA + dropout    falls back to the math path, in fp32 on CPU: q, k^T, v broadcast to A, probs, dropout
                     noise, dropped probs (3 x B*H*T*T*4), and a copy of the output for o_proj
   explicit path     q, k^T, v (A-wide after repeat), bool mask T*T, (tanh of capped scores), fp32 softmax
                     output, then dropout noise + dropped probs, or the probs cast to e; output copy
   dropout (CPU)     the scaled noise tensor, e bytes per element (CUDA keeps a 1-byte mask instead)
-  RoPE              the cos and sin tables [T, rotary_dim] (fp32, shared by all layers; other dtypes cast
-                    per call: 4 tables per layer)
+  RoPE              the cos and sin tables [T, rotary_dim] (fp32, shared by all layers, one pair per table
+                    set: global, and local with rope_local_base; other dtypes cast per call: 4 tables per RoPE
+                    layer; NoPE layers none)
   cross-entropy     log-softmax output N*V*e, targets N*8, a scalar; logit soft-cap adds tanh output N*V*e
 Exact on CPU for fp32, bf16 and fp16 (the tests measure every variant pair); CUDA kernels save differently
 (flash/efficient SDPA, 1-byte dropout masks, fp32 LayerNorm statistics), so there it is an estimate.
@@ -72,11 +74,12 @@ def activation_estimate(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp
     add("token_ids", N * IDX + (T * IDX if cfg.position == "learned" else 0))
     add("embedding", (e if cfg.embed_scale else 0) + (norm_saved_bytes(cfg, N, d, e) if cfg.embed_norm else 0)
         + (tok if cfg.dropout > 0 else 0))
+    kinds = [cfg.layer_rope(i) for i in range(cfg.n_layers)]
     add("rope_tables", rope_saved_bytes(cfg, T, e)[0])
     layers = []
-    for w, moe in zip(cfg.layer_windows, cfg.moe_layers):
+    for w, kind, moe in zip(cfg.layer_windows, kinds, cfg.moe_layers):
         bucket: dict[str, int] = {}
-        block_saved_bytes(cfg, B, T, e, w, impl, adder(bucket), moe)
+        block_saved_bytes(cfg, B, T, e, w, impl, adder(bucket), moe, rope=kind is not None)
         layers.append(bucket)
     head: dict[str, int] = {}
     add = adder(head)

@@ -15,6 +15,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Print the YAML config of a local Hugging Face checkpoint folder (config.json, "
                                    "optionally model.safetensors or pytorch_model.bin). Never downloads.")
     p.add_argument("path", help="folder holding config.json")
+    p.add_argument("--verbose", action="store_true",
+                   help="also list the keys present that transformers does not read either (accepted, ignored)")
     p.add_argument("--check", action="store_true",
                    help="build the transformers model (with the folder's weights, else random ones), convert it "
                         "to ours and print the largest logits difference (needs transformers)")
@@ -24,13 +26,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _import_hf(args: argparse.Namespace) -> int:
+    from engine.interop.hf_config import import_hf_config
     from engine.interop.hf_models import read_checkpoint
     try:
         config, state, source = read_checkpoint(args.path)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    cfg = from_hf_config(config)   # ConfigError -> exit 2 with each HF key named
+    cfg, ignored = import_hf_config(config)   # ConfigError -> exit 2 with each HF key named
     print(cfg.to_yaml(), end="")
+    if args.verbose:
+        for line in ignored or ["(no ignored keys)"]:
+            print(f"# ignored: {line}")
     if not args.check:
         return 0
     if problem := int_problem("--tokens", args.tokens):

@@ -1,8 +1,9 @@
-"""Hugging Face config.json -> ModelConfig, for the families we can express exactly (MoE ones in hf_moe.py).
+"""Hugging Face config.json -> ModelConfig, for the families we can express exactly (MoE ones in hf_moe.py;
+longer than 300 lines: one short reader per family, side by side).
 
 Read the way transformers reads it: a missing key (or null) means the config class default, so hf_defaults.py
 copies those defaults. Every key is either understood, known not to change the forward pass (ids,
-bookkeeping, init), or reported: a value we cannot express (scaled RoPE, ALiBi, a query scale other than
+bookkeeping, init), or reported: a value we cannot express (a RoPE type we do not model, Falcon-ALiBi, a query scale other than
 1/sqrt(head_dim), biases on attention but not the MLP, ...) is a ConfigError naming the HF key, never a silent
 approximation. Pure stdlib: importing a config needs no transformers.
 """
@@ -11,10 +12,11 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from engine.config import ConfigError, ModelConfig
-from engine.interop.hf_defaults import DEFAULTS, DENSE_ACTS, GATED_ACTS, INERT
+from engine.interop.hf_defaults import DEFAULTS, DENSE_ACTS, GATED_ACTS, IGNORED, INERT
+from engine.interop.hf_rope import rope_fields
 
-FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gpt2", "gpt_neox", "falcon")
-_ROPE_KEYS = {"rope_type", "type", "rope_theta", "partial_rotary_factor"}
+FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "gpt2", "gpt_neox", "falcon",
+            "bloom", "stablelm", "starcoder2", "phi3", "gpt_bigcode")
 
 
 class _Reader:
@@ -24,6 +26,7 @@ class _Reader:
         self.d, self.defaults, self.family = d, DEFAULTS[family], family
         self.read: set[str] = set()
         self.problems: list[str] = []
+        self.ignored: list[str] = []
 
     def __call__(self, key: str, default: Any = None) -> Any:
         """The value, or the class default when the key is missing or null (transformers' reading)."""
@@ -43,6 +46,11 @@ class _Reader:
             self.bad(key, value, why)
         return value
 
+    def ignore(self, key: str, why: str) -> None:
+        """A key present in the config that transformers does not read either: accepted, listed."""
+        self.read.add(key)
+        self.ignored.append(f"{key}: {why}")
+
     def bad(self, key: str, value: Any, why: str) -> None:
         self.problems.append(f"{key}: {value!r} is not expressible ({why})")
 
@@ -54,41 +62,16 @@ class _Reader:
         return table[name]
 
     def unknown(self) -> list[str]:
+        for k in self.d:
+            if k in IGNORED and k not in self.read:
+                self.ignore(k, IGNORED[k])
         return [f"{k}: unknown {self.family} config key; refusing to guess what it changes"
                 for k in self.d if k not in self.read and k not in INERT]
 
 
-def _rope(r: _Reader, head_dim: int, *, theta_keys=("rope_theta",), fraction_keys=("partial_rotary_factor",),
-          fraction_default: float = 1.0, partial_ok: bool = False) -> dict[str, Any]:
-    """rope_base and rope_fraction from rope_parameters (transformers 5) or the legacy top-level keys."""
-    source = "rope_scaling" if r.d.get("rope_scaling") else "rope_parameters"
-    params = r.d.get(source) or {}
-    r.read.update({"rope_scaling", "rope_parameters", *theta_keys, *fraction_keys})
-    if not isinstance(params, dict):
-        r.bad(source, params, "expected a mapping")
-        params = {}
-    kind = params.get("rope_type", params.get("type", "default"))
-    if kind != "default":
-        r.bad(source, kind, "only plain RoPE; scaled variants (linear, dynamic, yarn, llama3, ...) change the "
-                            "frequencies")
-    for extra in sorted(set(params) - _ROPE_KEYS):
-        r.bad(f"{source}.{extra}", params[extra], "only rope_theta and partial_rotary_factor are modelled")
-    theta = params.get("rope_theta", next((r.d[k] for k in theta_keys if r.d.get(k) is not None),
-                                          r.defaults.get("rope_theta", 10000.0)))
-    fraction = params.get("partial_rotary_factor",
-                          next((r.d[k] for k in fraction_keys if r.d.get(k) is not None), fraction_default))
-    if fraction != 1.0 and not partial_ok:
-        r.bad("partial_rotary_factor", fraction, f"{r.family} rotates the whole head")
-        fraction = 1.0
-    rotary_dim = int(head_dim * fraction)   # transformers truncates
-    if rotary_dim <= 0:
-        r.bad("partial_rotary_factor", fraction, "rotates no dimension of the head")
-        return dict(rope_base=float(theta), rope_fraction=1.0)
-    return dict(rope_base=float(theta), rope_fraction=rotary_dim / head_dim)
-
-
 def windows_to_fields(r: _Reader, windows: list[int | None], key: str) -> dict[str, Any]:
-    """A per-layer window list as attn_window + global_every (full attention on layers k, 2k, ...)."""
+    """A per-layer window list as attn_window + global_every (full attention on layers k, 2k, ...), or as an
+    explicit layer_types list when the full-attention layers are not every k-th."""
     sizes = {w for w in windows if w is not None}
     if not sizes:
         return dict(attn_window=None, global_every=None)
@@ -99,8 +82,8 @@ def windows_to_fields(r: _Reader, windows: list[int | None], key: str) -> dict[s
         return dict(attn_window=w, global_every=None)
     k = windows.index(None) + 1
     if windows != [None if (i + 1) % k == 0 else w for i in range(len(windows))]:
-        pattern = "".join("G" if x is None else "L" for x in windows)
-        r.bad(key, pattern, "full-attention layers must be every k-th layer (k, 2k, ...), as global_every says")
+        return dict(attn_window=w, global_every=None,
+                    layer_types=tuple("full" if x is None else "sliding" for x in windows))
     return dict(attn_window=w, global_every=k)
 
 
@@ -112,7 +95,7 @@ def _layer_windows(r: _Reader, n_layers: int, window: int | None, default_types:
     return windows_to_fields(r, [window if t == "sliding_attention" else None for t in types], "layer_types")
 
 
-def _decoder(r: _Reader) -> dict[str, Any]:
+def _decoder(r: _Reader, theta_default: float = 10000.0, partial_ok: bool = False) -> dict[str, Any]:
     """Sizes shared by the Llama-like families (separate q/k/v/o, gated MLP, RMSNorm, RoPE)."""
     d, heads = r("hidden_size"), r("num_attention_heads")
     kv, hd = r("num_key_value_heads", heads), r("head_dim", d // heads)
@@ -121,7 +104,7 @@ def _decoder(r: _Reader) -> dict[str, Any]:
                 n_layers=r("num_hidden_layers"), n_heads=heads, n_kv_heads=None if kv == heads else kv,
                 head_dim=None if hd == d // heads else hd, d_ff=r("intermediate_size"), norm="rmsnorm",
                 norm_eps=float(r("rms_norm_eps")), norm_bias=False, position="rope",
-                tie_embeddings=bool(r("tie_word_embeddings")), **_rope(r, hd))
+                tie_embeddings=bool(r("tie_word_embeddings")), **rope_fields(r, hd, theta_default=theta_default, partial_ok=partial_ok))
 
 
 def _llama(r: _Reader) -> dict[str, Any]:
@@ -152,7 +135,7 @@ def _qwen(r: _Reader) -> dict[str, Any]:
 
 
 def _gemma(r: _Reader) -> dict[str, Any]:
-    base = _decoder(r)
+    base = _decoder(r, theta_default=1e6 if r.family == "gemma3_text" else 10000.0)
     r.expect("attention_bias", (False,), "Gemma puts it on q, k, v and o but not the MLP")
     r.expect("use_bidirectional_attention", (None, False), "the model is causal")
     base.update(bias=False, embed_scale=True)
@@ -163,11 +146,20 @@ def _gemma(r: _Reader) -> dict[str, Any]:
             r.bad("hidden_activation", legacy, f"disagrees with hidden_act, which transformers 5 uses ({ffn})")
         return dict(base, ffn=ffn)
     hd = base["head_dim"] or base["d_model"] // base["n_heads"]
-    r.expect("query_pre_attn_scalar", (hd,), f"scores are scaled by 1/sqrt(head_dim={hd})")
+    scalar = r("query_pre_attn_scalar")
+    if not scalar > 0:
+        r.bad("query_pre_attn_scalar", scalar, "scores are scaled by its inverse square root")
+        scalar = hd
     r.read.add("hidden_act")   # Gemma-2 reads hidden_activation; transformers ignores hidden_act
     n = base["n_layers"]
-    default = ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n)]
+    every = 2
+    if r.family == "gemma3_text":   # local layers: plain RoPE at rope_local_base_freq; QK-norm
+        every = _alias(r, "sliding_window_pattern", "_sliding_window_pattern")   # to_dict() writes the latter
+        base.setdefault("rope_local_base", float(r("rope_local_base_freq")))
+        base["qk_norm"] = True
+    default = ["sliding_attention" if (i + 1) % every else "full_attention" for i in range(n)]
     return dict(base, **_layer_windows(r, n, r.nullable("sliding_window"), default),
+                attn_scale=None if scalar == hd else float(scalar) ** -0.5,
                 ffn=r.act("hidden_activation", GATED_ACTS), norm_placement="sandwich",
                 attn_softcap=r.nullable("attn_logit_softcapping"), logit_softcap=r.nullable("final_logit_softcapping"))
 
@@ -191,6 +183,14 @@ def _gpt2(r: _Reader) -> dict[str, Any]:
                 tie_embeddings=bool(r("tie_word_embeddings")))
 
 
+def _gpt_bigcode(r: _Reader) -> dict[str, Any]:
+    """GPT-2 with nn.Linear layers and, usually, one key/value head (multi_query)."""
+    base = _gpt2(r)
+    r.read.update({"attention_softmax_in_fp32", "scale_attention_softmax_in_fp32",   # precision switches
+                   "num_key_value_heads"})   # derived from multi_query by the config class
+    return dict(base, n_kv_heads=1 if r("multi_query") else None)
+
+
 def _fixed_head_dim(r: _Reader, d: int, heads: int) -> None:
     if "head_dim" in r.d:
         r.expect("head_dim", (None, d // heads), f"{r.family} heads are hidden_size // num_attention_heads")
@@ -206,7 +206,7 @@ def _gpt_neox(r: _Reader) -> dict[str, Any]:
                 position="rope", bias=True, block="parallel" if r("use_parallel_residual") else "serial",
                 dropout=_same_dropout(r, ("hidden_dropout", "attention_dropout")),
                 tie_embeddings=bool(r("tie_word_embeddings")),
-                **_rope(r, d // heads, theta_keys=("rotary_emb_base", "rope_theta"), fraction_keys=("rotary_pct",),
+                **rope_fields(r, d // heads, theta_keys=("rotary_emb_base", "rope_theta"), fraction_keys=("rotary_pct",),
                         fraction_default=0.25, partial_ok=True))
 
 
@@ -237,12 +237,69 @@ def _falcon(r: _Reader) -> dict[str, Any]:
                 d_ff=r("ffn_hidden_size", 4 * d), ffn=r.act("activation", DENSE_ACTS), norm="layernorm",
                 norm_eps=float(r("layer_norm_epsilon")), position="rope", bias=bool(r("bias")),
                 block="parallel" if parallel else "serial", parallel_shared_norm=bool(parallel and shared),
-                tie_embeddings=bool(r("tie_word_embeddings")), **_rope(r, d // heads))
+                tie_embeddings=bool(r("tie_word_embeddings")), **rope_fields(r, d // heads))
+
+
+def _alias(r: _Reader, key: str, other: str) -> Any:
+    """A key transformers also accepts under another name (its attribute_map), e.g. BLOOM's n_head."""
+    r.read.add(other)
+    return r.d[other] if r.d.get(other) is not None and r.d.get(key) is None else r(key)
+
+
+def _bloom(r: _Reader) -> dict[str, Any]:
+    d = r.d.get("n_embed") or r("hidden_size")   # n_embed: the legacy name transformers still accepts
+    r.read.update({"n_embed", "slow_but_exact", "seq_length"})   # slow_but_exact: same sums, another order
+    r.expect("apply_residual_connection_post_layernorm", (False,), "the residual is the block input")
+    for key in ("hidden_dropout", "attention_dropout"):
+        r.expect(key, (0, 0.0), "BLOOM places dropout differently from our one dropout")
+    return dict(vocab_size=r("vocab_size"), context_length=int(r.d.get("seq_length") or 2048), d_model=d,
+                n_layers=_alias(r, "n_layer", "num_hidden_layers"), n_heads=_alias(r, "n_head", "num_attention_heads"),
+                d_ff=4 * d, ffn="gelu_tanh", norm="layernorm", norm_eps=float(r("layer_norm_epsilon")),
+                position="alibi", bias=True, embed_norm=True, tie_embeddings=bool(r("tie_word_embeddings")))
+
+
+def _stablelm(r: _Reader) -> dict[str, Any]:
+    d, heads = r("hidden_size"), r("num_attention_heads")
+    _fixed_head_dim(r, d, heads)
+    kv = r("num_key_value_heads", heads)
+    r.expect("qk_layernorm", (False,), "StableLM's QK-norm has separate weights for every head")
+    for key in ("hidden_dropout", "attention_dropout"):
+        r.expect(key, (0, 0.0), "StableLM drops only the MLP output; our one dropout acts everywhere")
+    parallel = bool(r("use_parallel_residual"))
+    return dict(vocab_size=r("vocab_size"), context_length=r("max_position_embeddings"), d_model=d,
+                n_layers=r("num_hidden_layers"), n_heads=heads, n_kv_heads=None if kv == heads else kv,
+                d_ff=r("intermediate_size"), ffn=r.act("hidden_act", GATED_ACTS), norm="layernorm",
+                norm_eps=float(r("layer_norm_eps")), position="rope", bias=False, qkv_bias=bool(r("use_qkv_bias")),
+                block="parallel" if parallel else "serial", parallel_shared_norm=parallel,
+                tie_embeddings=bool(r("tie_word_embeddings")),
+                **rope_fields(r, d // heads, fraction_default=0.25, partial_ok=True))
+
+
+def _starcoder2(r: _Reader) -> dict[str, Any]:
+    d, heads = r("hidden_size"), r("num_attention_heads")
+    _fixed_head_dim(r, d, heads)
+    kv = r("num_key_value_heads", heads)
+    return dict(vocab_size=r("vocab_size"), context_length=r("max_position_embeddings"), d_model=d,
+                n_layers=r("num_hidden_layers"), n_heads=heads, n_kv_heads=None if kv == heads else kv,
+                d_ff=r("intermediate_size"), ffn=r.act("hidden_act", DENSE_ACTS), norm="layernorm",
+                norm_eps=float(r("norm_epsilon")), position="rope", bias=bool(r("use_bias")),
+                attn_window=r.nullable("sliding_window"), tie_embeddings=bool(r("tie_word_embeddings")),
+                dropout=_same_dropout(r, ("residual_dropout", "embedding_dropout", "attention_dropout")),
+                **rope_fields(r, d // heads))
+
+
+def _phi3(r: _Reader) -> dict[str, Any]:
+    base = _decoder(r, partial_ok=True)   # fused qkv_proj and gate_up_proj hold the same matrices as Llama's
+    return dict(base, ffn=r.act("hidden_act", GATED_ACTS), bias=False, attn_window=r.nullable("sliding_window"),
+                dropout=_same_dropout(r, ("resid_pdrop", "embd_pdrop", "attention_dropout")))
 
 
 _READERS: dict[str, Callable[[_Reader], dict[str, Any]]] = {
     "llama": _llama, "mistral": _mistral, "qwen2": _qwen, "qwen3": _qwen, "gemma": _gemma, "gemma2": _gemma,
-    "gpt2": _gpt2, "gpt_neox": _gpt_neox, "falcon": _falcon}
+    "gemma3_text": _gemma,
+    "gpt2": _gpt2, "gpt_neox": _gpt_neox, "falcon": _falcon, "bloom": _bloom,
+    "stablelm": _stablelm, "starcoder2": _starcoder2, "phi3": _phi3,
+    "gpt_bigcode": _gpt_bigcode}
 
 from engine.interop.hf_moe import READERS as _MOE_READERS  # noqa: E402  (built on the helpers above)
 
@@ -258,11 +315,20 @@ NEUTRAL: dict[str, Any] = dict(
     n_kv_heads=None, head_dim=None, attn_window=None, global_every=None, qk_norm=False, attn_softcap=None,
     qkv_bias=False, rope_base=10000.0, rope_fraction=1.0, ffn_multiple_of=256, norm_bias=True, norm_affine=True,
     embed_norm=False, norm_placement="pre", final_norm=True, block="serial", parallel_shared_norm=False,
-    dropout=0.0, embed_scale=False, logit_softcap=None)
+    dropout=0.0, embed_scale=False, logit_softcap=None, rope_scaling="none", rope_factor=1.0,
+    rope_original_context=None, rope_low_freq_factor=1.0, rope_high_freq_factor=4.0, rope_beta_fast=32.0,
+    rope_beta_slow=1.0, rope_truncate=True, rope_attention_factor=None, rope_short_factor=None,
+    rope_long_factor=None, layer_types=None, attn_scale=None, rope_local_base=None, nope_layers=None)
 
 
 def from_hf_config(d: dict[str, Any]) -> ModelConfig:
     """A transformers config.json dict -> ModelConfig computing the same function, or ConfigError."""
+    return import_hf_config(d)[0]
+
+
+def import_hf_config(d: dict[str, Any]) -> tuple[ModelConfig, list[str]]:
+    """(config, ignored): the ModelConfig, and one line per key present that transformers does not read for
+    this model either (accepted, listed for `import-hf --verbose`), or ConfigError."""
     if not isinstance(d, dict):
         raise ConfigError([f"config.json: expected a JSON object, got {type(d).__name__}"])
     family = d.get("model_type")
@@ -278,4 +344,4 @@ def from_hf_config(d: dict[str, Any]) -> ModelConfig:
     if problems:
         raise ConfigError(problems)
     name = str(d.get("_name_or_path") or family).rstrip("/").rsplit("/", 1)[-1]
-    return ModelConfig.from_dict({**NEUTRAL, **fields, "name": name})
+    return ModelConfig.from_dict({**NEUTRAL, **fields, "name": name}), r.ignored

@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from engine.config import ModelConfig
-from engine.interop.hf_config import _rope, _Reader
+from engine.interop.hf_config import _Reader
 from engine.interop.hf_defaults import DEFAULTS, GATED_ACTS
+from engine.interop.hf_rope import rope_fields
 from engine.interop.weights import Pair
 
 # transformers 5 DeepseekV3Config defaults (the published DeepSeek-V3 sizes)
@@ -43,7 +44,11 @@ def _deepseek_v3(r: _Reader) -> dict[str, Any]:
     if r("moe_layer_freq", 1) != 1:
         r.bad("moe_layer_freq", r.d["moe_layer_freq"], "transformers makes every layer after the dense ones MoE")
     n_layers, first_dense = r("num_hidden_layers"), r("first_k_dense_replace")
-    rope = _rope(r, rope_dim)
+    rope = rope_fields(r, rope_dim)
+    if rope.get("rope_scaling", "none") != "none":
+        source = "rope_scaling" if r.d.get("rope_scaling") else "rope_parameters"
+        r.bad(source, rope["rope_scaling"], "DeepSeek's YaRN also multiplies the softmax scale by "
+                                            "mscale(mscale_all_dim)^2, which is not modelled yet")
     moe = dict(n_experts=r("n_routed_experts"), experts_per_token=r("num_experts_per_tok"),
                expert_d_ff=r("moe_intermediate_size"), n_shared_experts=r("n_shared_experts"),
                router="sigmoid", router_renorm=bool(r("norm_topk_prob")), router_selection_bias=True,

@@ -1,7 +1,7 @@
 """ModelConfig -> Hugging Face (model_type, config dict), for configs some supported family can express.
 
 Each family writer lists what it cannot express (one problem per field, e.g. `norm_placement: 'post'`); the
-first family without problems wins, in the order of FAMILIES. When none fits, the error shows the closest
+first family without problems wins, in the order of _WRITERS. When none fits, the error shows the closest
 family's problems, so the user sees which of their choices no real model family has.
 """
 from __future__ import annotations
@@ -10,7 +10,6 @@ import math
 from typing import Any, Callable
 
 from engine.config import ConfigError, ModelConfig
-from engine.interop.hf_config import FAMILIES
 from engine.validation import choice_problem
 
 _GATED = {"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_pytorch_tanh", "reglu": "relu"}
@@ -54,6 +53,10 @@ class _Writer:
             self.need("norm_bias", True)
         self.need("embed_scale", embed_scale)
         self.need("qk_norm", qk_norm)
+        self.need("rope_local_base", None, "one RoPE for every layer")
+        self.need("nope_layers", None, "RoPE in every layer")
+        if not softcaps:   # the Gemma-2 writer states query_pre_attn_scalar
+            self.need("attn_scale", None, "scores scaled by 1/sqrt(head_dim)")
         if not softcaps:
             self.need("attn_softcap", None)
             self.need("logit_softcap", None)
@@ -73,7 +76,10 @@ class _Writer:
             if int(cfg.head_width * frac) != cfg.rotary_dim:   # transformers truncates head_dim * fraction
                 frac = math.nextafter(frac, 1.0)
             params["partial_rotary_factor"] = frac
-        return {"rope_parameters": params, "max_position_embeddings": cfg.context_length}
+        if cfg.rope_scaling == "dynamic":
+            self.check(cfg.rope_original_context in (None, cfg.context_length), "rope_original_context",
+                       "dynamic scaling starts at max_position_embeddings")
+        return {"rope_parameters": {**params, **scaling_params(cfg)}, "max_position_embeddings": cfg.context_length}
 
     def no_window(self) -> None:
         self.need("attn_window", None, "no sliding window")
@@ -84,6 +90,25 @@ class _Writer:
 
     def no_dropout(self) -> None:
         self.need("dropout", 0.0, "dropout only on attention probabilities")
+
+
+def scaling_params(cfg: ModelConfig) -> dict[str, Any]:
+    """The rope_parameters entries of cfg's RoPE scaling (none: nothing)."""
+    kind = cfg.rope_scaling
+    if kind == "none":
+        return {}
+    out: dict[str, Any] = {"rope_type": kind, "factor": cfg.rope_factor}
+    if kind in ("llama3", "yarn", "longrope"):
+        out["original_max_position_embeddings"] = cfg.rope_original_context or cfg.context_length
+    if kind == "llama3":
+        out.update(low_freq_factor=cfg.rope_low_freq_factor, high_freq_factor=cfg.rope_high_freq_factor)
+    if kind == "yarn":
+        out.update(beta_fast=cfg.rope_beta_fast, beta_slow=cfg.rope_beta_slow, truncate=cfg.rope_truncate)
+    if kind == "longrope":
+        out.update(short_factor=list(cfg.rope_short_factor), long_factor=list(cfg.rope_long_factor))
+    if kind in ("yarn", "longrope") and cfg.rope_attention_factor is not None:
+        out["attention_factor"] = cfg.rope_attention_factor
+    return out
 
 
 def _decoder(w: _Writer) -> dict[str, Any]:
@@ -114,6 +139,8 @@ def _mistral(w: _Writer) -> dict[str, Any]:
     w.need("qkv_bias", False)
     w.check(w.cfg.global_every is None or w.cfg.global_every > w.cfg.n_layers, "global_every",
             "the window applies to every layer")
+    w.check(w.cfg.layer_types is None or set(w.cfg.layer_types) == {"sliding"}, "layer_types",
+            "the window applies to every layer")
     return dict(_decoder(w), hidden_act=w.act(_GATED), sliding_window=w.cfg.attn_window)
 
 
@@ -138,8 +165,9 @@ def _gemma(w: _Writer) -> dict[str, Any]:
     if not gemma2:
         w.no_window()
         return dict(_decoder(w), hidden_act=w.act(_GATED), attention_bias=False)
+    scalar = c.head_width if c.attn_scale is None else c.attn_scale ** -2
     return dict(_decoder(w), hidden_activation=w.act(_GATED), attention_bias=False,
-                query_pre_attn_scalar=c.head_width, sliding_window=c.attn_window, layer_types=_layer_types(c),
+                query_pre_attn_scalar=scalar, sliding_window=c.attn_window, layer_types=_layer_types(c),
                 attn_logit_softcapping=c.attn_softcap, final_logit_softcapping=c.logit_softcap)
 
 
@@ -213,8 +241,8 @@ def to_hf_config(cfg: ModelConfig, model_type: str | None = None) -> tuple[str, 
     """(model_type, config kwargs) of a transformers model computing what `cfg` computes, or ConfigError
     naming each feature the family (given, or the closest supported one) cannot express."""
     if model_type is not None and model_type not in _WRITERS:
-        raise ConfigError([choice_problem("model_type", model_type, FAMILIES)])
-    tried = {f: hf_problems(cfg, f) for f in ([model_type] if model_type else FAMILIES)}
+        raise ConfigError([choice_problem("model_type", model_type, _WRITERS)])
+    tried = {f: hf_problems(cfg, f) for f in ([model_type] if model_type else _WRITERS)}
     for family, (out, problems) in tried.items():
         if not problems:
             return family, out

@@ -7,6 +7,7 @@ tensors (Gemma's norm offset up to float rounding of (1 + w) - 1):
   t         GPT-2's Conv1D stores weights as [in, out]: transposed
   offset    Gemma's RMSNorm multiplies by (1 + w): our gain is 1 + w
   concat_t  GPT-2's fused c_attn: [q | k | v] along the output dim, Conv1D-transposed
+  rows_*    Phi-3's fused nn.Linear outputs: qkv_proj rows [q | k | v], gate_up_proj rows [gate | up]
   halves    MoE experts' fused gate_up_proj [E, 2f, d]: gate rows, then up rows (engine/interop/hf_moe.py)
   grouped   NeoX / Falcon fused query_key_value: output rows as [kv_heads, group + 2, head_dim], each group's
             query heads followed by its key and value head (NeoX: [heads, 3, head_dim]; Falcon MQA: [q..., k, v])
@@ -31,31 +32,52 @@ class Pair:
     raw: bool = False       # a bare tensor name (stacked expert weights), not a module with .weight / .bias
 
 
+def _phi3(cfg: ModelConfig) -> list[Pair]:
+    pairs = [Pair("model.embed_tokens", ("tok_emb",), "copy"), Pair("model.norm", ("final_norm",), "copy")]
+    for i in range(cfg.n_layers):
+        h, o = f"model.layers.{i}.", f"blocks.{i}."
+        pairs += [Pair(h + "self_attn.qkv_proj", tuple(f"{o}attn.{x}_proj" for x in "qkv"), "rows_qkv"),
+                  Pair(h + "self_attn.o_proj", (o + "attn.o_proj",), "copy"),
+                  Pair(h + "mlp.gate_up_proj", (o + "ffn.gate", o + "ffn.up"), "rows_gate_up"),
+                  Pair(h + "mlp.down_proj", (o + "ffn.down",), "copy"),
+                  Pair(h + "input_layernorm", (o + "norm1",), "copy"),
+                  Pair(h + "post_attention_layernorm", (o + "norm2",), "copy")]
+    return pairs
+
+
 def _llama_like(cfg: ModelConfig, family: str) -> list[Pair]:
-    norm = "offset" if family in ("gemma", "gemma2") else "copy"
+    norm = "offset" if family in ("gemma", "gemma2", "gemma3_text") else "copy"
     pairs = [Pair("model.embed_tokens", ("tok_emb",), "copy"), Pair("model.norm", ("final_norm",), norm)]
     for i in range(cfg.n_layers):
         h, o = f"model.layers.{i}.", f"blocks.{i}."
         pairs += [Pair(f"{h}self_attn.{x}_proj", (f"{o}attn.{x}_proj",), "copy") for x in "qkvo"]
-        pairs += [Pair(f"{h}self_attn.{x}_norm", (f"{o}attn.{x}_norm",), "copy") for x in "qk" if cfg.qk_norm]
-        pairs += [Pair(f"{h}mlp.{x}_proj", (f"{o}ffn.{x}",), "copy") for x in ("gate", "up", "down")]
+        pairs += [Pair(f"{h}self_attn.{x}_norm", (f"{o}attn.{x}_norm",), norm) for x in "qk" if cfg.qk_norm]
+        if family == "starcoder2":
+            pairs += [Pair(f"{h}mlp.c_fc", (f"{o}ffn.up",), "copy"), Pair(f"{h}mlp.c_proj", (f"{o}ffn.down",), "copy")]
+        else:
+            pairs += [Pair(f"{h}mlp.{x}_proj", (f"{o}ffn.{x}",), "copy") for x in ("gate", "up", "down")]
         norms = {"input_layernorm": "norm1", "post_attention_layernorm": "norm2"}
-        if family == "gemma2":
+        if cfg.block == "parallel":   # StableLM's parallel residual: one norm feeds both branches
+            norms = {"input_layernorm": "norm1"}
+        if family in ("gemma2", "gemma3_text"):
             norms = {"input_layernorm": "norm1", "post_attention_layernorm": "post_attn_norm",
                      "pre_feedforward_layernorm": "norm2", "post_feedforward_layernorm": "post_ffn_norm"}
         pairs += [Pair(h + k, (o + v,), norm) for k, v in norms.items()]
     return pairs
 
 
-def _gpt2(cfg: ModelConfig) -> list[Pair]:
+def _gpt2(cfg: ModelConfig, bigcode: bool = False) -> list[Pair]:
+    """GPT-2's Conv1D layers ([in, out]); GPTBigCode has the same names on nn.Linear layers, its fused c_attn
+    stacked [q | k | v] with one kv head, else [heads, 3, head_dim]."""
+    lin, qkv = ("copy", "rows_qkv" if cfg.kv_heads == 1 else "grouped") if bigcode else ("t", "concat_t")
     pairs = [Pair("transformer.wte", ("tok_emb",), "copy"), Pair("transformer.wpe", ("pos_emb",), "copy"),
              Pair("transformer.ln_f", ("final_norm",), "copy")]
     for i in range(cfg.n_layers):
         h, o = f"transformer.h.{i}.", f"blocks.{i}."
         pairs += [Pair(h + "ln_1", (o + "norm1",), "copy"), Pair(h + "ln_2", (o + "norm2",), "copy"),
-                  Pair(h + "attn.c_attn", tuple(f"{o}attn.{x}_proj" for x in "qkv"), "concat_t"),
-                  Pair(h + "attn.c_proj", (o + "attn.o_proj",), "t"),
-                  Pair(h + "mlp.c_fc", (o + "ffn.up",), "t"), Pair(h + "mlp.c_proj", (o + "ffn.down",), "t")]
+                  Pair(h + "attn.c_attn", tuple(f"{o}attn.{x}_proj" for x in "qkv"), qkv),
+                  Pair(h + "attn.c_proj", (o + "attn.o_proj",), lin),
+                  Pair(h + "mlp.c_fc", (o + "ffn.up",), lin), Pair(h + "mlp.c_proj", (o + "ffn.down",), lin)]
     return pairs
 
 
@@ -91,6 +113,14 @@ def _falcon(cfg: ModelConfig) -> list[Pair]:
         cfg, "transformer.h", dict(qkv="self_attention.query_key_value", out="self_attention.dense", norms=norms))
 
 
+def _bloom(cfg: ModelConfig) -> list[Pair]:
+    norms = {"input_layernorm": "norm1", "post_attention_layernorm": "norm2"}
+    return [Pair("transformer.word_embeddings", ("tok_emb",), "copy"),
+            Pair("transformer.word_embeddings_layernorm", ("emb_norm",), "copy"),
+            Pair("transformer.ln_f", ("final_norm",), "copy")] + _fused(
+        cfg, "transformer.h", dict(qkv="self_attention.query_key_value", out="self_attention.dense", norms=norms))
+
+
 def pairs_for(cfg: ModelConfig, family: str) -> list[Pair]:
     from engine.interop.hf_moe import READERS, moe_pairs   # imported here: hf_moe builds on Pair
     from engine.interop.hf_deepseek import deepseek_pairs
@@ -98,6 +128,12 @@ def pairs_for(cfg: ModelConfig, family: str) -> list[Pair]:
         pairs = moe_pairs(cfg, family)
     elif family == "deepseek_v3":
         pairs = deepseek_pairs(cfg)
+    elif family == "bloom":
+        pairs = _bloom(cfg)
+    elif family == "phi3":
+        pairs = _phi3(cfg)
+    elif family == "gpt_bigcode":
+        pairs = _gpt2(cfg, bigcode=True)
     elif family == "gpt2":
         pairs = _gpt2(cfg)
     elif family == "gpt_neox":
@@ -114,6 +150,10 @@ def _qkv_sizes(cfg: ModelConfig) -> list[int]:
     return [cfg.attn_width, cfg.kv_width, cfg.kv_width]
 
 
+# nn.Linear outputs stacked along rows: Phi-3's qkv_proj [q | k | v] and gate_up_proj [gate | up]
+_ROWS = {"rows_qkv": _qkv_sizes, "rows_gate_up": lambda cfg: [cfg.ffn_width, cfg.ffn_width]}
+
+
 def _split(codec: str, t: Tensor, cfg: ModelConfig) -> list[Tensor]:
     if codec == "copy":
         return [t]
@@ -125,6 +165,8 @@ def _split(codec: str, t: Tensor, cfg: ModelConfig) -> list[Tensor]:
         return [x.contiguous() for x in t.chunk(2, dim=1)]
     if codec == "concat_t":
         return [x.contiguous() for x in torch.split(t.t() if t.ndim == 2 else t, _qkv_sizes(cfg))]
+    if codec in _ROWS:
+        return [x.contiguous() for x in torch.split(t, _ROWS[codec](cfg))]
     kv, hd = cfg.kv_heads, cfg.head_width
     g = cfg.n_heads // kv
     x = t.reshape(kv, g + 2, hd, *t.shape[1:])
@@ -139,6 +181,8 @@ def _join(codec: str, ts: list[Tensor], cfg: ModelConfig) -> Tensor:
         return ts[0].t().contiguous() if ts[0].ndim == 2 else ts[0]
     if codec == "offset":
         return ts[0] - 1
+    if codec in _ROWS:
+        return torch.cat(ts)
     if codec == "halves":
         return torch.cat(ts, dim=1)
     if codec == "concat_t":

@@ -16,7 +16,7 @@ from torch import nn
 from engine.config import ModelConfig
 from engine.layers.init import init_linear, init_norm
 from engine.layers.norm import STAT, make_norm, norm_params, norm_saved_bytes
-from engine.layers.position import apply_rope, rope_saved_bytes
+from engine.layers.position import alibi_bias, apply_rope, rope_saved_bytes
 
 
 class LayerKV:
@@ -44,6 +44,8 @@ class Attention(nn.Module):
         super().__init__()
         self.n_heads, self.kv_heads, self.hd = cfg.n_heads, cfg.kv_heads, cfg.head_width
         self.window, self.softcap, self.dropout = window, cfg.attn_softcap, cfg.dropout
+        self.alibi = cfg.position == "alibi"
+        self.scale = cfg.attn_scale   # None: 1/sqrt(head_dim)
         qkv_bias = cfg.bias or cfg.qkv_bias
         self.q_proj = nn.Linear(cfg.d_model, cfg.attn_width, bias=qkv_bias)
         self.k_proj = nn.Linear(cfg.d_model, cfg.kv_width, bias=qkv_bias)
@@ -86,23 +88,28 @@ class Attention(nn.Module):
             keep = k.shape[2] if self.window is None else min(k.shape[2], self.window)
             cache.k, cache.v = k[:, :, -keep:], v[:, :, -keep:]
             cache.start = int(k_pos[-1]) + 1 - keep
-        plain_causal = cache is None and self.window is None
+        plain_causal = cache is None and self.window is None and not self.alibi
+        bias = alibi_bias(self.n_heads, pos, k_pos) if self.alibi else None
         if self.impl == "explicit" or self.softcap is not None or self.keep_probs:
-            y = self._explicit(q, k, v, visible(pos, k_pos, self.window))
+            y = self._explicit(q, k, v, visible(pos, k_pos, self.window), bias)
         else:
             mask = None if plain_causal else visible(pos, k_pos, self.window)
+            if bias is not None:   # one additive float mask [H, Tq, Tk]: the ALiBi penalty, -inf where hidden
+                mask = bias.masked_fill(~mask, float("-inf")).to(q.dtype)[None]   # 4-D keeps the fused kernel
             y = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask, is_causal=plain_causal, enable_gqa=self.kv_heads != self.n_heads,
-                dropout_p=self.dropout if self.training else 0.0)              # [B, H, T, hd]
+                scale=self.scale, dropout_p=self.dropout if self.training else 0.0)              # [B, H, T, hd]
         return self.o_proj(y.transpose(1, 2).reshape(B, T, self.n_heads * self.hd))   # [B, T, d_model]
 
-    def _explicit(self, q, k, v, allowed: torch.Tensor) -> torch.Tensor:
+    def _explicit(self, q, k, v, allowed: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         group = self.n_heads // self.kv_heads
         if group > 1:                                    # each kv head serves `group` query heads
             k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)   # [B, H, S, hd]
-        scores = (q @ k.transpose(-2, -1)) * self.hd ** -0.5                           # [B, H, T, S]
+        scores = (q @ k.transpose(-2, -1)) * (self.hd ** -0.5 if self.scale is None else self.scale)
         if self.softcap is not None:
             scores = self.softcap * torch.tanh(scores / self.softcap)   # cap first, then mask
+        if bias is not None:
+            scores = scores + bias.to(scores.dtype)
         scores = scores.masked_fill(~allowed, float("-inf"))
         probs = torch.softmax(scores, dim=-1, dtype=torch.promote_types(q.dtype, torch.float32)).to(q.dtype)
         if self.keep_probs:
@@ -192,12 +199,13 @@ def kv_bytes(cfg: ModelConfig, batch: int, tokens: int, window: int | None, e: i
 
 
 def attention_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, impl: str,
-                          add: Callable[[str, int], None]) -> None:
+                          add: Callable[[str, int], None], rope: bool = True) -> None:
     """Saved tensors of one attention layer, excluding its input (the normed residual) and its output:
     SDPA (CPU flash) keeps q, k, v as passed (K-wide for GQA), its output, the fp32 logsumexp and a window
     mask; with dropout it falls back to the math path in fp32 (q, k^T, v broadcast to A, probs, noise,
     dropped probs); the explicit path keeps q, k^T, v (A-wide), a bool mask, (tanh of capped scores), the
-    fp32 softmax output and either dropout noise + dropped probs or the probs cast to e. `add(term, bytes)`."""
+    fp32 softmax output and either dropout noise + dropped probs or the probs cast to e. ALiBi makes SDPA's
+    mask one additive [H, T, T] float mask. `rope`: whether this layer rotates q and k. `add(term, bytes)`."""
     N, A, K, H, hd = B * T, cfg.attn_width, cfg.kv_width, cfg.n_heads, cfg.head_width
     drop = cfg.dropout > 0
     all_heads = cfg.qk_norm and cfg.qk_norm_scope == "all_heads"
@@ -205,7 +213,7 @@ def attention_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int 
         add("qk_norm", norm_saved_bytes(cfg, N, A, e) + norm_saved_bytes(cfg, N, K, e))
     elif cfg.qk_norm:
         add("qk_norm", norm_saved_bytes(cfg, N * H, hd, e) + norm_saved_bytes(cfg, N * cfg.kv_heads, hd, e))
-    add("rope_tables", rope_saved_bytes(cfg, T, e)[1])
+    add("rope_tables", rope_saved_bytes(cfg, T, e)[1] if rope else 0)
     scores = B * H * T * T * e
     explicit = impl == "explicit" or cfg.attn_softcap is not None
     if not explicit and not drop:
@@ -213,10 +221,12 @@ def attention_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int 
         # the kernel's output takes q's layout: a view of q_proj ([B,T,H,hd] memory) makes o_proj's input a
         # view of it; q rebuilt by per-head QK-norm or partial RoPE is [B,H,T,hd]-contiguous, so o_proj gets a
         # copy (all-heads QK-norm runs before the split into heads and keeps the [B,T,H,hd] layout)
-        q_rebuilt = (cfg.qk_norm and not all_heads) or 0 < cfg.rotary_dim < hd
+        q_rebuilt = (cfg.qk_norm and not all_heads) or (rope and 0 < cfg.rotary_dim < hd)
         add("attn_out", N * A * e * (2 if q_rebuilt else 1))
         add("attn_lse", B * H * T * STAT)
-        if window is not None:
+        if cfg.position == "alibi":                # ALiBi: one additive float mask per head
+            add("attn_mask", H * T * T * e)
+        elif window is not None:
             add("attn_mask", T * T * e)            # the bool window mask, converted to an additive float mask
         return
     add("attn_out", N * A * e)                     # the [B,T,A] copy o_proj reads

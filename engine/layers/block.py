@@ -140,7 +140,7 @@ def block_matmul_params(cfg: ModelConfig, moe: bool = False) -> int:
 
 
 def block_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, impl: str,
-                      add: Callable[[str, int], None], moe: bool = False) -> None:
+                      add: Callable[[str, int], None], moe: bool = False, rope: bool = True) -> None:
     """Bytes autograd saves in one block, by term (`add(term, bytes)`): attention, FFN, dropout noise, and
     the norms with the tensors they read, as the layout places them (linears save their input, which is a
     norm's output or, post-norm, the residual itself)."""
@@ -151,7 +151,7 @@ def block_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int | No
     if cfg.mla:
         mla_saved_bytes(cfg, B, T, e, impl, add)
     else:
-        attention_saved_bytes(cfg, B, T, e, window, impl, add)
+        attention_saved_bytes(cfg, B, T, e, window, impl, add, rope)
     if moe:
         for term, n in moe_saved_bytes(cfg, N, e).items():
             add(term, n)

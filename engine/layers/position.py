@@ -1,8 +1,24 @@
-"""Position information: sinusoidal tables (added to the input) and rotary embedding (applied to q and k).
+"""Position information: sinusoidal tables (added to the input), rotary embedding (applied to q and k) and ALiBi
+(a per-head linear penalty on attention scores, no parameters).
 
 Learned positions are a plain nn.Embedding in the model; "none" adds nothing.
+ALiBi (Press et al. 2022, BLOOM, MPT): head h adds -m_h * (i - j) to the score of query i for key j. For n heads
+with n a power of two, m_h = 2^(-8h/n), h = 1..n; otherwise the first p = 2^floor(log2 n) slopes are those of p
+heads, and the remaining n - p are every other slope of 2p heads: 2^(-8(2k-1)/(2p)), k = 1..n-p.
 RoPE uses the rotate-half pairing (dimension i pairs with i + r/2, as in GPT-NeoX and Hugging Face Llama)
 and rotates only the first `rotary_dim` dimensions of each head (partial rotary).
+
+RoPE scaling (context extension) changes the inverse frequencies w_i = base^(-2i/r), i < r/2, and, for yarn and
+longrope, multiplies cos and sin by an attention factor m (so every rotated q.k product is scaled by m^2).
+With s = rope_factor, L0 = rope_original_context (null: context_length), T = tokens seen (max position + 1):
+  linear    w_i / s                                                    (Chen et al. 2023, position interpolation)
+  dynamic   base' = base * (s*T/L0 - (s-1))^(r/(r-2)) once T > L0, else plain          (NTK-aware, /u/emozilla)
+  llama3    wavelength 2pi/w_i above L0/low: w_i/s; below L0/high: w_i; in between
+            (1-a) w_i/s + a w_i with a = (L0/wavelength - low)/(high - low)              (Llama 3.1)
+  yarn      dims below d(beta_fast) keep w_i, dims above d(beta_slow) get w_i/s, linear ramp between, with
+            d(b) = r*ln(L0/(2pi b)) / (2 ln base) (floor/ceil when truncating); m = 0.1 ln s + 1  (Peng et al. 2023)
+  longrope  w_i / short_i while T <= L0, w_i / long_i beyond; m = sqrt(1 + ln s / ln L0)  (Ding et al. 2024)
+Written to give what transformers' rotary embeddings give (tests/test_rope_scaling.py holds them against it).
 """
 from __future__ import annotations
 
@@ -25,13 +41,92 @@ def sinusoidal_table(positions: torch.Tensor, dim: int) -> torch.Tensor:
     return table
 
 
-def rope_tables(positions: torch.Tensor, rotary_dim: int, base: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos and sin of shape [T, rotary_dim], each frequency repeated for both halves (rotate-half layout)."""
-    inv_freq = 1.0 / (base ** (torch.arange(0, rotary_dim, 2, device=positions.device, dtype=torch.float32)
-                               / rotary_dim))
+def _exponents(rotary_dim: int, device: torch.device | None = None) -> torch.Tensor:
+    return torch.arange(0, rotary_dim, 2, device=device, dtype=torch.float32) / rotary_dim
+
+
+def plain_inv_freq(rotary_dim: int, base: float | torch.Tensor, device: torch.device | None = None) -> torch.Tensor:
+    """w_i = base^(-2i/r) for i < r/2 (fp32)."""
+    return 1.0 / (base ** _exponents(rotary_dim, device))
+
+
+def rope_inv_freq(cfg: ModelConfig, tokens: int, device: torch.device | None = None,
+                  base: float | None = None) -> tuple[torch.Tensor, float]:
+    """(inverse frequencies [rotary_dim/2], cos/sin multiplier) of cfg's RoPE, scaled by cfg.rope_scaling, for a
+    sequence whose last position is tokens - 1. `base` overrides rope_base (e.g. local layers)."""
+    r, base = cfg.rotary_dim, cfg.rope_base if base is None else base
+    kind, s = cfg.rope_scaling, cfg.rope_factor
+    L0 = cfg.rope_original_context or cfg.context_length
+    if kind == "linear":
+        return plain_inv_freq(r, base, device) / s, 1.0
+    if kind == "dynamic":
+        if tokens > L0:   # fp32 like transformers, which computes the new base from a tensor
+            grown = torch.tensor(tokens, device=device)
+            base = base * (s * grown / L0 - (s - 1)) ** (r / (r - 2))
+        return plain_inv_freq(r, base, device), 1.0
+    if kind == "llama3":
+        return _llama3(plain_inv_freq(r, base, device), s, L0, cfg.rope_low_freq_factor,
+                       cfg.rope_high_freq_factor), 1.0
+    if kind == "yarn":
+        return _yarn(cfg, r, base, s, L0, device)
+    if kind == "longrope":
+        factors = cfg.rope_long_factor if tokens > L0 else cfg.rope_short_factor
+        ext = torch.tensor(factors, dtype=torch.float32, device=device)
+        m = cfg.rope_attention_factor or (1.0 if s <= 1 else math.sqrt(1 + math.log(s) / math.log(L0)))
+        return 1.0 / (ext * base ** _exponents(r, device)), m
+    return plain_inv_freq(r, base, device), 1.0
+
+
+def _llama3(w: torch.Tensor, s: float, L0: int, low: float, high: float) -> torch.Tensor:
+    wavelength = 2 * math.pi / w
+    long_waves = torch.where(wavelength > L0 / low, w / s, w)
+    a = (L0 / wavelength - low) / (high - low)
+    blended = (1 - a) * long_waves / s + a * long_waves
+    middle = (wavelength >= L0 / high) & (wavelength <= L0 / low)
+    return torch.where(middle, blended, long_waves)
+
+
+def _yarn(cfg: ModelConfig, r: int, base: float, s: float, L0: int,
+          device: torch.device | None) -> tuple[torch.Tensor, float]:
+    def dim_of(rotations: float) -> float:   # the dimension that turns `rotations` times over L0 tokens
+        return r * math.log(L0 / (rotations * 2 * math.pi)) / (2 * math.log(base))
+
+    lo, hi = dim_of(cfg.rope_beta_fast), dim_of(cfg.rope_beta_slow)
+    if cfg.rope_truncate:
+        lo, hi = math.floor(lo), math.ceil(hi)
+    lo, hi = max(lo, 0), min(hi, r - 1)
+    if lo == hi:
+        hi += 0.001   # as transformers: avoid dividing by zero
+    ramp = ((torch.arange(r // 2, dtype=torch.float32) - lo) / (hi - lo)).clamp(0, 1).to(device)
+    periods = base ** _exponents(r, device)
+    keep = 1 - ramp   # 1: keep the frequency (extrapolate), 0: divide by s (interpolate)
+    w = (1.0 / (s * periods)) * (1 - keep) + (1.0 / periods) * keep
+    m = cfg.rope_attention_factor or (1.0 if s <= 1 else 0.1 * math.log(s) + 1.0)
+    return w, m
+
+
+def tables_from(positions: torch.Tensor, inv_freq: torch.Tensor,
+                scale: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of shape [T, 2*len(inv_freq)], each frequency repeated for both halves (rotate-half layout),
+    times `scale` (the attention factor of yarn / longrope)."""
     angles = positions.float()[:, None] * inv_freq[None, :]
     angles = torch.cat([angles, angles], dim=-1)
-    return angles.cos(), angles.sin()
+    if scale == 1.0:
+        return angles.cos(), angles.sin()
+    return angles.cos() * scale, angles.sin() * scale
+
+
+def rope_tables(positions: torch.Tensor, rotary_dim: int, base: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Plain (unscaled) RoPE tables [T, rotary_dim]."""
+    return tables_from(positions, plain_inv_freq(rotary_dim, base, positions.device))
+
+
+def model_rope_tables(cfg: ModelConfig, positions: torch.Tensor, tokens: int,
+                      base: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin [T, rotary_dim] for cfg's RoPE (scaling included) at these absolute positions, the last of
+    which is tokens - 1 (passed, not read, so a meta-device forward works)."""
+    w, m = rope_inv_freq(cfg, tokens, positions.device, base)
+    return tables_from(positions, w, m)
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -41,6 +136,20 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
     a, b = rot[..., : r // 2], rot[..., r // 2:]
     rotated = rot * cos.to(x.dtype) + torch.cat([-b, a], dim=-1) * sin.to(x.dtype)
     return torch.cat([rotated, rest], dim=-1) if rest.shape[-1] else rotated
+
+
+def alibi_slopes(n_heads: int, device: torch.device | None = None) -> torch.Tensor:
+    """The n_heads ALiBi slopes m_h (fp32), geometric from 2^(-8/n) for a power-of-two head count."""
+    p = 2 ** math.floor(math.log2(n_heads))
+    first = [2.0 ** (-8.0 * h / p) for h in range(1, p + 1)]
+    rest = [2.0 ** (-8.0 * (2 * k - 1) / (2 * p)) for k in range(1, n_heads - p + 1)]
+    return torch.tensor(first + rest, dtype=torch.float32, device=device)
+
+
+def alibi_bias(n_heads: int, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor:
+    """[H, Tq, Tk] fp32: -m_h * (i - j), the penalty for looking back i - j positions."""
+    back = (q_pos[:, None] - k_pos[None, :]).float()
+    return -alibi_slopes(n_heads, q_pos.device)[:, None, None] * back
 
 
 def position_params(cfg: ModelConfig) -> int:
@@ -56,9 +165,11 @@ def seq_problem(cfg: ModelConfig, seq: int) -> str | None:
 
 
 def rope_saved_bytes(cfg: ModelConfig, T: int, e: int) -> tuple[int, int]:
-    """(shared, per layer) bytes of rotary tables autograd saves: in fp32 the cos and sin tables [T, rotary_dim]
-    are computed once and shared by all layers; other dtypes cast them per call (4 tables per layer)."""
+    """(shared, per RoPE layer) bytes of rotary tables autograd saves: in fp32 the cos and sin tables
+    [T, rotary_dim] are computed once per table set in use (global, and local with rope_local_base) and shared
+    by the layers; other dtypes cast them per call (4 tables per RoPE layer; NoPE layers none)."""
     if cfg.position != "rope":
         return 0, 0
     fp32 = DTYPE_BYTES["fp32"]
-    return (2 * T * cfg.rotary_dim * fp32, 0) if e == fp32 else (0, 4 * T * cfg.rotary_dim * e)
+    sets = len({cfg.layer_rope(i) for i in range(cfg.n_layers)} - {None})
+    return (2 * T * cfg.rotary_dim * fp32 * sets, 0) if e == fp32 else (0, 4 * T * cfg.rotary_dim * e)
