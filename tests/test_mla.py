@@ -136,3 +136,12 @@ def test_activation_estimate_refuses_what_it_does_not_cover():
     from engine.budget.activations import activation_estimate
     with pytest.raises(ValueError, match="attention: the MLA activation estimate covers sdpa"):
         activation_estimate(_tiny(), 1, 8, "fp32", "explicit")
+
+
+def test_attn_scale_replaces_the_default_one_over_sqrt_qk_head_dim():
+    idx = torch.randint(0, V, (1, T), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        default = build_model(_tiny(), seed=4)(idx)
+        same = build_model(_tiny(attn_scale=16 ** -0.5), seed=4)(idx)     # qk_head_dim = 10 + 6
+        other = build_model(_tiny(attn_scale=0.5), seed=4)(idx)
+    assert torch.equal(default, same) and (default - other).abs().max() > 1e-4

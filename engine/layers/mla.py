@@ -29,7 +29,7 @@ class MLA(nn.Module):
         self.H, self.r, self.dn, self.dr, self.dv = H, cfg.kv_lora_rank, cfg.qk_nope_head_dim, \
             cfg.qk_rope_head_dim, cfg.v_head_dim
         self.interleave, self.dropout = cfg.mla_rope_interleave, cfg.dropout
-        self.scale = cfg.qk_head_dim ** -0.5
+        self.scale = cfg.qk_head_dim ** -0.5 if cfg.attn_scale is None else cfg.attn_scale
         if cfg.q_lora_rank is None:
             self.q_proj = nn.Linear(d, H * cfg.qk_head_dim, bias=False)
             self.q_a = self.q_norm = self.q_b = None
