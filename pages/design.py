@@ -4,6 +4,7 @@ import streamlit as st
 from app import compute, diagram, export, tables
 from app.charts import design as charts
 from app.state import current_config, current_preset
+from app import widgets
 from app.widgets import page_header
 from engine.presets import PRESETS
 from engine.units import fmt_count
@@ -33,4 +34,4 @@ with right:
     st.subheader("Block diagram")
     st.caption("Drawn from the config: it changes with serial/parallel blocks, norm placement, gated FFNs, "
                "GQA/MQA, QK-norm, RoPE, windows and soft-caps.")
-    st.graphviz_chart(diagram.block_dot(cfg), width="stretch")
+    widgets.diagram(diagram.block_dot(cfg))
