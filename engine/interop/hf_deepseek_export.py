@@ -28,7 +28,7 @@ def _deepseek_v3(w: _Writer) -> dict[str, Any]:
     w.need("moe_every", 1, "every layer after the dense ones is MoE")
     w.need("expert_bias", False)
     w.need("shared_expert_gate", False)
-    w.check(c.n_shared_experts >= 1, "n_shared_experts", "DeepSeek-V3 always builds shared experts")
+    w.check((c.n_shared_experts or 0) >= 1, "n_shared_experts", "DeepSeek-V3 always builds shared experts")
     w.check(c.shared_d_ff in (None, c.expert_width), "shared_d_ff", "shared experts have the routed width")
     return dict(out, n_routed_experts=c.n_experts, num_experts_per_tok=c.experts_per_token,
                 moe_intermediate_size=c.expert_width, n_shared_experts=c.n_shared_experts,
