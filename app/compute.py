@@ -70,10 +70,12 @@ def policy_memories(cfg: ModelConfig, batch: int, seq: int, optimizer: str = "ad
 @st.cache_data(**CACHE)
 def kv_series(cfg: ModelConfig, batch: int, dtype: str = "bf16") -> tuple[tuple[int, ...], dict[str, list[int]]]:
     """The context grid up to context_length and the KV-cache bytes along it for the config and its
-    attention variants (app.budget_view.kv_variants, the current config first)."""
+    attention variants (app.budget_view.kv_variants, the current config first; MLA adds its expanded cache)."""
     grid = token_grid(cfg.context_length)
-    return grid, {label: [kv_cache_bytes(v, batch, t, dtype=dtype) for t in grid]
-                  for label, v in kv_variants(cfg).items()}
+    series = {label: [kv_cache_bytes(v, batch, t, dtype=dtype) for t in grid] for label, v in kv_variants(cfg).items()}
+    if cfg.mla:   # the per-head keys and values the latent stands for
+        series["MLA, expanded per-head K/V"] = [kv_cache_bytes(cfg, batch, t, dtype, "expanded") for t in grid]
+    return grid, series
 
 
 @st.cache_data(**CACHE)

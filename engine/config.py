@@ -74,6 +74,21 @@ class ModelConfig:
                                "heads (Qwen3), or one norm over all heads at once (OLMoE).",
                                choices=("head", "all_heads"))
 
+    # ---- multi-head latent attention (engine/layers/mla.py); kv_lora_rank null keeps MHA/GQA/MQA ----
+    kv_lora_rank: int | None = _decl(None, "attention", "MLA (DeepSeek-V2/V3): keys and values are rebuilt from "
+                                     "one latent of this width per token, which is all the cache holds (with "
+                                     "the shared rotary key).", lo=1, null="standard attention (MHA/GQA/MQA)")
+    q_lora_rank: int | None = _decl(None, "attention", "MLA: queries pass through a latent of this width "
+                                    "(down-projection, RMSNorm, up-projection).", lo=1,
+                                    null="a full query projection")
+    qk_rope_head_dim: int = _decl(64, "attention", "MLA: rotary part of each query/key head; the rotary key is "
+                                  "one head shared by all query heads.", lo=2)
+    qk_nope_head_dim: int = _decl(128, "attention", "MLA: non-rotary part of each query/key head, rebuilt "
+                                  "from the latent.", lo=1)
+    v_head_dim: int = _decl(128, "attention", "MLA: width of each value head.", lo=1)
+    mla_rope_interleave: bool = _decl(True, "attention", "MLA: the rotary dimensions rotate in adjacent pairs "
+                                      "(x0, x1), (x2, x3), ... as DeepSeek's weights expect, instead of halves.")
+
     position: str = _decl("learned", "position", "How the model knows token order: a learned table, fixed "
                           "sinusoids added to the input, rotary embedding of queries and keys, a linear "
                           "penalty on attention scores growing with distance (alibi), or nothing.",
@@ -196,6 +211,15 @@ class ModelConfig:
 
     # ---- derived values ------------------------------------------------------------------------------------
     @property
+    def mla(self) -> bool:
+        return self.kv_lora_rank is not None
+
+    @property
+    def qk_head_dim(self) -> int:
+        """MLA: width of each query/key head, the non-rotary part followed by the rotary part."""
+        return self.qk_nope_head_dim + self.qk_rope_head_dim
+
+    @property
     def kv_heads(self) -> int:
         return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
 
@@ -214,7 +238,9 @@ class ModelConfig:
 
     @property
     def rotary_dim(self) -> int:
-        return int(round(self.head_width * self.rope_fraction)) if self.position == "rope" else 0
+        if self.position != "rope":
+            return 0
+        return self.qk_rope_head_dim if self.mla else int(round(self.head_width * self.rope_fraction))
 
     def layer_rope(self, i: int) -> str | None:
         """Layer i's (0-based) RoPE: 'global', 'local' (rope_local_base on a window layer) or None (no RoPE)."""
@@ -275,6 +301,8 @@ class ModelConfig:
 
     @property
     def attention_kind(self) -> str:
+        if self.mla:
+            return "MLA"
         return "MHA" if self.kv_heads == self.n_heads else "MQA" if self.kv_heads == 1 else f"GQA-{self.kv_heads}"
 
     # ---- conversions ----------------------------------------------------------------------------------------
@@ -467,11 +495,12 @@ def _problems(c: ModelConfig) -> list[str]:
         problems.append(f"n_kv_heads: {c.n_kv_heads} does not divide n_heads={c.n_heads}")
     if ok("head_dim", "d_model", "n_heads") and c.head_dim is None and c.d_model < c.n_heads:
         problems.append(f"head_dim: d_model={c.d_model} // n_heads={c.n_heads} is 0; set head_dim or use fewer heads")
-    elif ok("position", "head_dim", "d_model", "n_heads", "rope_fraction") and c.position == "rope":
+    elif ok("position", "head_dim", "d_model", "n_heads", "rope_fraction") and c.position == "rope" and not c.mla:
         rot = c.head_width * c.rope_fraction
         if abs(rot - round(rot)) > 1e-9 or round(rot) % 2 or round(rot) == 0:
             problems.append(f"head_dim: rope needs an even rotary width (head_dim*rope_fraction), "
                             f"got {c.head_width}*{c.rope_fraction:g} = {rot:g}")
+    problems += _mla_problems(c, ok)
     problems += _moe_problems(c, ok)
     if ok("norm", "norm_bias") and not _norm.NORMS[c.norm].has_bias and c.norm_bias:
         problems.append(f"norm_bias: {c.norm} has no bias; set norm_bias: false")
@@ -529,4 +558,22 @@ def _moe_problems(c: ModelConfig, ok) -> list[str]:
         out.append("shared_expert_gate: there is no shared expert to gate; set n_shared_experts >= 1")
     if ok("moe_first_dense", "moe_every", "n_layers") and not any(c.moe_layers):
         out.append(f"moe_first_dense: with moe_every={c.moe_every} no layer of n_layers={c.n_layers} is MoE")
+    return out
+
+
+def _mla_problems(c: ModelConfig, ok) -> list[str]:
+    """MLA (kv_lora_rank set) as DeepSeek defines it: rotary positions on a decoupled key, every query head
+    with its own keys and values rebuilt from the latent, full causal attention."""
+    if c.kv_lora_rank is None or not ok("kv_lora_rank"):
+        return []
+    out = []
+    need = {"position": ("rope", c.position == "rope"), "n_kv_heads": ("null", c.n_kv_heads is None),
+            "head_dim": ("null", c.head_dim is None), "rope_fraction": ("1", c.rope_fraction == 1.0),
+            "attn_window": ("null", c.attn_window is None), "qk_norm": ("false", not c.qk_norm),
+            "attn_softcap": ("null", c.attn_softcap is None), "nope_layers": ("null", c.nope_layers is None)}
+    for name, (want, holds) in need.items():
+        if ok(name) and not holds:
+            out.append(f"{name}: MLA (kv_lora_rank set) needs {name}: {want}, got {shown(getattr(c, name))}")
+    if ok("qk_rope_head_dim") and c.qk_rope_head_dim % 2:
+        out.append(f"qk_rope_head_dim: rotary dimensions rotate in pairs; {c.qk_rope_head_dim} is odd")
     return out

@@ -144,6 +144,15 @@ PRESETS: dict[str, Preset] = {p.config.name: p for p in [
                        experts_per_token=8, expert_d_ff=1024, router_renorm=False), 6_919_161_856,
            _HF + "allenai/OLMoE-1B-7B-0924",
            "64 experts top-8, QK-norm over all heads at once: 1,282,017,280 active parameters per token."),
+    Preset(ModelConfig(name="deepseek-v3", **_LLAMA, vocab_size=129280, context_length=163840, d_model=7168,
+                       n_layers=61, n_heads=128, d_ff=18432, norm_eps=1e-6, kv_lora_rank=512, q_lora_rank=1536,
+                       qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, n_experts=256,
+                       experts_per_token=8, expert_d_ff=2048, n_shared_experts=1, moe_first_dense=3,
+                       router="sigmoid", router_selection_bias=True, router_groups=8, router_group_topk=4,
+                       routed_scale=2.5), 671_026_404_352, _HF + "deepseek-ai/DeepSeek-V3",
+           "MLA (latent 512 + rotary key 64 cached per layer) and 256 sigmoid-routed experts top-8 in 8 groups "
+           "(best 4) plus one shared: 37,552,282,624 active. Not modelled: its YaRN RoPE scaling (factor 40) "
+           "and the multi-token-prediction layer, which transformers does not build either."),
     Preset(ModelConfig(name="microgpt", vocab_size=28, context_length=16, d_model=16, n_layers=1, n_heads=4,
                        norm="rmsnorm", norm_affine=False, embed_norm=True, final_norm=False,
                        ffn="relu", bias=False, position="learned", tie_embeddings=False), 4_224,

@@ -35,6 +35,25 @@ def moe_fields(draw) -> dict:
 
 
 @st.composite
+def mla_fields(draw) -> dict:
+    """Latent attention about a third of the time, with the settings MLA requires (rope, one key/value head
+    per query head, no window, QK-norm or soft-cap); otherwise the MLA sizes are drawn but unused."""
+    values = dict(kv_lora_rank=draw(st.none() | st.integers(1, 10)), q_lora_rank=draw(st.none() | st.integers(1, 10)),
+                  qk_rope_head_dim=draw(st.sampled_from([2, 4, 6])), qk_nope_head_dim=draw(st.integers(1, 6)),
+                  v_head_dim=draw(st.integers(1, 6)), mla_rope_interleave=draw(st.booleans()))
+    if values["kv_lora_rank"] is not None and draw(st.integers(0, 2)) == 0:
+        return values
+    return dict(values, kv_lora_rank=None)
+
+
+def _mla_compatible(values: dict) -> dict:
+    if values["kv_lora_rank"] is None:
+        return values
+    return dict(values, position="rope", n_kv_heads=None, head_dim=None, rope_fraction=1.0, attn_window=None,
+                qk_norm=False, attn_softcap=None, nope_layers=None)
+
+
+@st.composite
 def configs(draw, max_d: int = 24) -> ModelConfig:
     """Any valid config at tiny sizes: sizes and every knob drawn; invalid combinations are filtered out."""
     n_heads = draw(st.integers(1, 6))
@@ -68,7 +87,9 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
         attn_scale=draw(opt(st.floats(0.01, 2))), rope_local_base=draw(opt(st.floats(2, 1e6))),
         nope_layers=draw(opt(st.lists(st.integers(1, 3), min_size=1, max_size=3).map(tuple))))
     values["norm_bias"] = values["norm"] == "layernorm" and draw(st.booleans())
-    values.update(qk_norm_scope=draw(st.sampled_from(FIELDS["qk_norm_scope"].choices)), **draw(moe_fields()))
+    values.update(qk_norm_scope=draw(st.sampled_from(FIELDS["qk_norm_scope"].choices)), **draw(moe_fields()),
+                  **draw(mla_fields()))
+    values = _mla_compatible(values)
     assert set(values) == set(FIELDS), "a new field needs a strategy here"
     try:
         return ModelConfig(**values)

@@ -27,7 +27,7 @@ def component_of(name: str) -> str:
         return {"tok_emb": "token_embedding", "pos_emb": "positions", "head": "output_head"}[path[0]]
     if "attn" in path:
         module = path[path.index("attn") + 1]
-        return "qk_norm" if module in ("q_norm", "k_norm") else f"attention_{module[0]}"
+        return "qk_norm" if module in ("q_norm", "k_norm", "kv_norm") else f"attention_{module[0]}"
     if "ffn" in path:
         sub = path[path.index("ffn") + 1]
         return {"router": "router", "experts": "routed_experts", "shared": "shared_experts",
@@ -40,6 +40,11 @@ def measured(model: torch.nn.Module) -> dict[str, int]:
     """Per-component sums over named_parameters (a tied matrix is listed once, under tok_emb)."""
     comps = dict.fromkeys(COMPONENTS, 0)
     for name, p in model.named_parameters():
+        if name.endswith("attn.kv_b.weight"):   # MLA: rows [H, dn + dv, r]: each head's key part, then value
+            rows = p.view(model.cfg.n_heads, -1, p.shape[1])
+            comps["attention_k"] += rows[:, :model.cfg.qk_nope_head_dim].numel()
+            comps["attention_v"] += rows[:, model.cfg.qk_nope_head_dim:].numel()
+            continue
         comps[component_of(name)] += p.numel()
     return comps
 

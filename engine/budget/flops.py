@@ -74,8 +74,9 @@ def flops_budget(cfg: ModelConfig, batch: int, seq: int, causal: bool = False) -
     scope = "only visible (causal/window) query-key pairs" if causal else "the full T x T square (no causal halving)"
     formulas = {
         "matmul_flops": f"2 * {weights:,} matrix params * B*T={tokens:,} tokens",
-        "attention_flops": f"2 products (QK^T, PV) * 2 * A={cfg.attn_width} * B={batch} * query-key pairs over "
-                           f"{L} layers; {scope}",
+        "attention_flops": (f"2 * H={H} * (qk_head_dim={cfg.qk_head_dim} + v_head_dim={cfg.v_head_dim}) (QK^T, PV)"
+                            if cfg.mla else f"2 products (QK^T, PV) * 2 * A={cfg.attn_width}")
+                           + f" * B={batch} * query-key pairs over {L} layers; {scope}",
         "forward_flops": "matmul_flops + attention_flops",
         "backward_flops": "2 * forward_flops (grads w.r.t. inputs and weights)",
         "flops_per_token": "(forward + backward) / (B*T)",

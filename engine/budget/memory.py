@@ -19,6 +19,7 @@ from engine.budget.activations import activation_estimate
 from engine.budget.params import count_params
 from engine.config import ModelConfig
 from engine.layers.attention import ATTENTION_IMPLS, kv_bytes
+from engine.layers.mla import mla_kv_bytes
 from engine.runtime import DTYPE_BYTES
 from engine.validation import choice_problem, require, size_problems
 
@@ -48,6 +49,7 @@ class MemoryBudget:
     logits_bytes: int                    # final norm, head input, (soft-capped) log-probs, targets
     embedding_bytes: int                 # token ids, embedding norm/dropout, rotary tables
     formulas: dict[str, str] = field(default_factory=dict)
+    kv_cache_expanded_bytes: int | None = None   # MLA: the per-head K/V a plain cache would hold instead
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -64,13 +66,21 @@ def pure_policy(dtype: str) -> str:
     return "fp32" if dtype == "fp32" else "bf16"
 
 
-def kv_cache_bytes(cfg: ModelConfig, batch: int, tokens: int, dtype: str = "bf16") -> int:
-    """Keys and values of every layer after `tokens` positions; window layers hold only the last `window`."""
+def kv_cache_bytes(cfg: ModelConfig, batch: int, tokens: int, dtype: str = "bf16", kind: str = "latent") -> int:
+    """Keys and values of every layer after `tokens` positions; window layers hold only the last `window`.
+    MLA holds the latent and the shared rotary key (kind "latent") or, for comparison, the expanded per-head
+    keys and values (kind "expanded")."""
     require(choice_problem("dtype", dtype, DTYPE_BYTES), *size_problems(batch, tokens))
+    if cfg.mla:
+        return cfg.n_layers * mla_kv_bytes(cfg, batch, tokens, DTYPE_BYTES[dtype], kind)
     return sum(kv_bytes(cfg, batch, tokens, w, DTYPE_BYTES[dtype]) for w in cfg.layer_windows)
 
 
 def _kv_formula(cfg: ModelConfig, batch: int, tokens: int, e: int) -> str:
+    if cfg.mla:
+        return (f"L={cfg.n_layers} * T={tokens} * B={batch} * (kv_lora_rank={cfg.kv_lora_rank} + "
+                f"qk_rope_head_dim={cfg.qk_rope_head_dim}) * {e} B (MLA caches the latent and one shared "
+                f"rotary key per token)")
     windows = cfg.layer_windows
     local = sum(w is not None for w in windows)
     held = (f"{len(windows) - local}*{tokens} + {local}*min({tokens}, {cfg.attn_window})" if local
@@ -107,7 +117,12 @@ def memory_budget(cfg: ModelConfig, batch: int, seq: int, dtype: str = "bf16", p
         "train_total_bytes": "weights + grads + optimizer + master + activations",
         "infer_total_bytes": f"P * {e} B ({dtype} weights) + KV cache at B={batch}, T={seq}",
     }
+    expanded = kv_cache_bytes(cfg, batch, seq, dtype, "expanded") if cfg.mla else None
+    if cfg.mla:
+        formulas["kv_cache_expanded_bytes"] = (
+            f"L={cfg.n_layers} * T={seq} * B={batch} * n_heads={cfg.n_heads} * (qk_head_dim={cfg.qk_head_dim} "
+            f"+ v_head_dim={cfg.v_head_dim}) * {e} B (per-head keys and values rebuilt from the latent)")
     return MemoryBudget(weights_bytes=weights, grads_bytes=grads, optimizer_bytes=opt, master_bytes=master,
                         activations_bytes=act.total, kv_cache_bytes=kv, train_total_bytes=train,
                         infer_total_bytes=infer, activations_per_layer=act.per_layer, logits_bytes=act.head,
-                        embedding_bytes=act.embedding, formulas=formulas)
+                        embedding_bytes=act.embedding, formulas=formulas, kv_cache_expanded_bytes=expanded)

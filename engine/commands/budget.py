@@ -62,6 +62,7 @@ def _memory(args: argparse.Namespace) -> int:
     if args.json:
         print_json({**{k: getattr(b, k) for k in MEMORY_KEYS}, "activations_per_layer": b.activations_per_layer,
                     "logits_bytes": b.logits_bytes, "embedding_bytes": b.embedding_bytes, "formulas": b.formulas,
+                    **({"kv_cache_expanded_bytes": b.kv_cache_expanded_bytes} if cfg.mla else {}),
                     **({"measurements": {k: m.as_dict() for k, m in measured.items()}, "peak_note": note}
                        if args.measure else {})})
     else:
@@ -69,6 +70,9 @@ def _memory(args: argparse.Namespace) -> int:
               f"recompute {args.recompute}")
         for k in MEMORY_KEYS:
             print(f"  {k.removesuffix('_bytes'):<12} {fmt_bytes(getattr(b, k)):>12}  {b.formulas[k]}")
+        if cfg.mla:
+            print(f"  {'kv expanded':<12} {fmt_bytes(b.kv_cache_expanded_bytes):>12}  "
+                  f"{b.formulas['kv_cache_expanded_bytes']}")
         _print_measurements(measured, fmt_bytes)
         if note:
             print(f"  peak memory: {note}")

@@ -219,6 +219,10 @@ from engine.interop.hf_moe import READERS as _MOE_READERS  # noqa: E402  (built 
 
 _READERS.update(_MOE_READERS)
 FAMILIES += tuple(_MOE_READERS)
+from engine.interop.hf_deepseek import READERS as _DEEPSEEK_READERS  # noqa: E402
+
+_READERS.update(_DEEPSEEK_READERS)
+FAMILIES += tuple(_DEEPSEEK_READERS)
 
 # Every ModelConfig field a reader does not set takes this value (not ModelConfig's GPT-2 default).
 NEUTRAL: dict[str, Any] = dict(

@@ -36,11 +36,13 @@ class _Writer:
             self.problems.append(f"{field}: {getattr(self.cfg, field)!r} is not expressible in {self.family} ({why})")
 
     def common(self, norm: str, placement: str = "pre", *, embed_scale: bool = False, qk_norm: bool = False,
-               softcaps: bool = False, moe: bool = False, qk_scope: str = "head") -> None:
+               softcaps: bool = False, moe: bool = False, qk_scope: str = "head", mla: bool = False) -> None:
         """What every supported family shares (a final norm, no embedding norm, learned gains) and the
         features only some have, off unless the family passes them."""
         if not moe:
             self.need("n_experts", None, "a dense family")
+        if not mla:
+            self.need("kv_lora_rank", None, "no latent attention (MLA)")
         if self.cfg.qk_norm:
             self.need("qk_norm_scope", qk_scope)
         self.need("norm", norm)
@@ -225,6 +227,9 @@ _WRITERS: dict[str, Callable[[_Writer], dict[str, Any]]] = {
 from engine.interop.hf_moe_export import WRITERS as _MOE_WRITERS  # noqa: E402  (built on _Writer above)
 
 _WRITERS.update(_MOE_WRITERS)
+from engine.interop.hf_deepseek_export import WRITERS as _DEEPSEEK_WRITERS  # noqa: E402
+
+_WRITERS.update(_DEEPSEEK_WRITERS)
 
 
 def hf_problems(cfg: ModelConfig, model_type: str) -> tuple[dict[str, Any], list[str]]:

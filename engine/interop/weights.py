@@ -115,8 +115,11 @@ def _bloom(cfg: ModelConfig) -> list[Pair]:
 
 def pairs_for(cfg: ModelConfig, family: str) -> list[Pair]:
     from engine.interop.hf_moe import READERS, moe_pairs
+    from engine.interop.hf_deepseek import deepseek_pairs
     if family in READERS:
         pairs = moe_pairs(cfg, family)
+    elif family == "deepseek_v3":
+        pairs = deepseek_pairs(cfg)
     elif family == "bloom":
         pairs = _bloom(cfg)
     elif family == "phi3":

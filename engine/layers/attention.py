@@ -134,7 +134,9 @@ def kv_head_choices(n_heads: int, own: int | None = None, min_group: int = 4) ->
 
 def attention_variants(cfg: ModelConfig) -> dict[str, ModelConfig]:
     """The same config as MHA, one GQA (kv_head_choices) and MQA: fewer key/value heads mean a smaller cache
-    to hold and to read at every decode step."""
+    to hold and to read at every decode step. For an MLA config, the same model with plain attention."""
+    if cfg.mla:   # plain attention beside MLA: same heads, each v_head_dim wide (keys and values alike)
+        cfg = cfg.replace(kv_lora_rank=None, head_dim=cfg.v_head_dim)
     return {kind: cfg.replace(n_kv_heads=None if k == cfg.n_heads else k)
             for kind, k in kv_head_choices(cfg.n_heads, cfg.kv_heads).items()}
 
@@ -180,8 +182,10 @@ def query_key_pairs(seq: int, window: int | None, causal: bool) -> int:
 
 
 def score_flops(cfg: ModelConfig, batch: int, pairs: int) -> int:
-    """QK^T and PV over `pairs` query-key pairs per sequence: 2 products * 2 FLOPs * A each."""
-    return 4 * cfg.attn_width * batch * pairs
+    """QK^T and PV over `pairs` query-key pairs per sequence: 2 products * 2 FLOPs * A each; MLA (whose
+    heads differ in width) 2 * H * (qk_head_dim + v_head_dim)."""
+    width = cfg.n_heads * (cfg.qk_head_dim + cfg.v_head_dim) if cfg.mla else 2 * cfg.attn_width
+    return 2 * width * batch * pairs
 
 
 def keys_held(tokens: int, window: int | None) -> int:

@@ -17,6 +17,7 @@ from engine.config import ModelConfig
 from engine.layers.attention import (Attention, LayerKV, attention_matmul_params, attention_params,
                                      attention_saved_bytes)
 from engine.layers.ffn import GATE_ACTIVATION, ffn_matmul_params, ffn_params, ffn_saved_bytes, make_ffn
+from engine.layers.mla import MLA, mla_matmul_params, mla_params, mla_saved_bytes
 from engine.layers.moe import MoE, moe_matmul_params, moe_params, moe_saved_bytes
 from engine.layers.init import init_norm
 from engine.layers.norm import make_norm, norm_params, norm_saved_bytes
@@ -82,7 +83,7 @@ class Block(nn.Module):
         super().__init__()
         lay = block_layout(cfg)
         self.parallel, self.placement, self.p = lay.parallel, lay.placement, cfg.dropout
-        self.attn = Attention(cfg, window)
+        self.attn = MLA(cfg) if cfg.mla else Attention(cfg, window)
         self.ffn = MoE(cfg) if moe else make_ffn(cfg)
         self.norm1 = make_norm(cfg)
         self.norm2 = make_norm(cfg) if 2 in (lay.input_norms, lay.residual_norms) else None
@@ -127,13 +128,14 @@ def block_params(cfg: ModelConfig, moe: bool = False) -> dict[str, int]:
     """Parameters of one block by component (the names of engine.budget.params.COMPONENTS); an MoE block
     has router, shared_experts and routed_experts instead of ffn."""
     ffn = moe_params(cfg) if moe else {"ffn": ffn_params(cfg)}
-    return {**attention_params(cfg), **ffn, "norms": block_norm_count(cfg) * norm_params(cfg, cfg.d_model)}
+    return {**(mla_params(cfg) if cfg.mla else attention_params(cfg)), **ffn, "norms": block_norm_count(cfg) * norm_params(cfg, cfg.d_model)}
 
 
 def block_matmul_params(cfg: ModelConfig, moe: bool = False) -> int:
     """Weights of one block that take part in a matrix product per token (2 FLOPs each); an MoE block
     counts the router, the shared experts and the k routed experts one token uses."""
-    return attention_matmul_params(cfg) + (moe_matmul_params(cfg) if moe else ffn_matmul_params(cfg))
+    attn = mla_matmul_params(cfg) if cfg.mla else attention_matmul_params(cfg)
+    return attn + (moe_matmul_params(cfg) if moe else ffn_matmul_params(cfg))
 
 
 def block_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, impl: str,
@@ -145,7 +147,10 @@ def block_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int | No
     N, d = B * T, cfg.d_model
     tok = N * d * e
     normed = norm_saved_bytes(cfg, N, d, e)
-    attention_saved_bytes(cfg, B, T, e, window, impl, add, rope)
+    if cfg.mla:
+        mla_saved_bytes(cfg, B, T, e, impl, add)
+    else:
+        attention_saved_bytes(cfg, B, T, e, window, impl, add, rope)
     if moe:
         for term, n in moe_saved_bytes(cfg, N, e).items():
             add(term, n)

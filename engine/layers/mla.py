@@ -1,0 +1,169 @@
+"""Multi-head latent attention (MLA, DeepSeek-V2/V3), as transformers' DeepseekV2/V3Attention computes it.
+
+Each token's keys and values come from one latent c = RMSNorm(x W_dkv) of width r = kv_lora_rank: per head, the
+non-rotary key part and the value are up-projections of c (kv_b). Position enters through a decoupled rotary key
+k_rot = RoPE(x W_kr) of width qk_rope_head_dim, one head shared by every query head. A query head is
+[q_nope | RoPE(q_rot)], from x directly or through its own latent (q_lora_rank). So a decode step needs only
+c and k_rot per past token: the latent cache. The expanded cache keeps the per-head keys and values instead
+(what a plain attention cache would hold); both give the same logits. Below the module: the closed forms.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from engine.config import ModelConfig
+from engine.layers.attention import LayerKV, keys_held, visible
+from engine.layers.init import init_linear, init_norm
+from engine.layers.norm import STAT, make_norm, norm_params, norm_saved_bytes
+from engine.layers.position import apply_rope, rope_saved_bytes
+
+CACHE_KINDS = ("latent", "expanded")
+
+
+class MLA(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        d, H = cfg.d_model, cfg.n_heads
+        self.H, self.r, self.dn, self.dr, self.dv = H, cfg.kv_lora_rank, cfg.qk_nope_head_dim, \
+            cfg.qk_rope_head_dim, cfg.v_head_dim
+        self.interleave, self.dropout = cfg.mla_rope_interleave, cfg.dropout
+        self.scale = cfg.qk_head_dim ** -0.5 if cfg.attn_scale is None else cfg.attn_scale
+        if cfg.q_lora_rank is None:
+            self.q_proj = nn.Linear(d, H * cfg.qk_head_dim, bias=False)
+            self.q_a = self.q_norm = self.q_b = None
+        else:
+            self.q_proj = None
+            self.q_a = nn.Linear(d, cfg.q_lora_rank, bias=cfg.bias)
+            self.q_norm = make_norm(cfg, cfg.q_lora_rank)
+            self.q_b = nn.Linear(cfg.q_lora_rank, H * cfg.qk_head_dim, bias=False)
+        self.kv_a = nn.Linear(d, self.r + self.dr, bias=cfg.bias)       # latent and shared rotary key
+        self.kv_norm = make_norm(cfg, self.r)
+        self.kv_b = nn.Linear(self.r, H * (self.dn + self.dv), bias=False)
+        self.o_proj = nn.Linear(H * self.dv, d, bias=cfg.bias)
+        self.cache_kind = "latent"  # what a decode cache holds: "latent" (c, k_rot) or "expanded" (k, v)
+        self.impl = "sdpa"          # "sdpa" or "explicit" (explicit can keep the probabilities for plots)
+        self.keep_probs = False
+        self.probs: torch.Tensor | None = None
+
+    def init_weights(self, std: float, out_std: float, generator: torch.Generator) -> None:
+        for proj in (self.q_proj, self.q_a, self.q_b, self.kv_a, self.kv_b):
+            if proj is not None:
+                init_linear(proj, std, generator)
+        init_linear(self.o_proj, out_std, generator)
+        init_norm(self.q_norm)
+        init_norm(self.kv_norm)
+
+    def _rope(self, x: torch.Tensor, rope: tuple) -> torch.Tensor:
+        if self.interleave:   # pairs (x0, x1), (x2, x3), ... -> halves; q and k alike, so q.k is unchanged
+            x = torch.cat([x[..., 0::2], x[..., 1::2]], dim=-1)
+        return apply_rope(x, *rope)
+
+    def expand(self, c: torch.Tensor, k_rot: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Latent c [B, 1, S, r] and rotary key [B, 1, S, dr] -> keys [B, H, S, dn + dr], values [B, H, S, dv]."""
+        B, _, S, _ = c.shape
+        kv = self.kv_b(c).view(B, S, self.H, self.dn + self.dv).transpose(1, 2)   # [B, H, S, dn + dv]
+        k_nope, v = kv.split([self.dn, self.dv], dim=-1)
+        return torch.cat([k_nope, k_rot.expand(B, self.H, S, self.dr)], dim=-1), v
+
+    def forward(self, x: torch.Tensor, pos: torch.Tensor, rope: tuple,
+                cache: LayerKV | None = None) -> torch.Tensor:
+        B, T, _ = x.shape                                                  # x: [B, T, d_model]
+        q = self.q_proj(x) if self.q_proj is not None else self.q_b(self.q_norm(self.q_a(x)))
+        q = q.view(B, T, self.H, self.dn + self.dr).transpose(1, 2)       # [B, H, T, dn + dr]
+        q_nope, q_rot = q.split([self.dn, self.dr], dim=-1)
+        c, k_rot = self.kv_a(x).split([self.r, self.dr], dim=-1)           # [B, T, r], [B, T, dr]
+        c = self.kv_norm(c).view(B, 1, T, self.r)
+        k_rot = self._rope(k_rot.view(B, 1, T, self.dr), rope)
+        q = torch.cat([q_nope, self._rope(q_rot, rope)], dim=-1)
+        if cache is not None and self.cache_kind == "latent":
+            if cache.k is not None:
+                c, k_rot = torch.cat([cache.k, c], dim=2), torch.cat([cache.v, k_rot], dim=2)
+            cache.k, cache.v = c, k_rot                                    # [B, 1, S, r], [B, 1, S, dr]
+        k, v = self.expand(c, k_rot)                                       # [B, H, S, dqk], [B, H, S, dv]
+        if cache is not None and self.cache_kind == "expanded":
+            if cache.k is not None:
+                k, v = torch.cat([cache.k, k], dim=2), torch.cat([cache.v, v], dim=2)
+            cache.k, cache.v = k, v
+        k_pos = torch.arange(k.shape[2], device=x.device) if cache is not None else pos
+        if self.impl == "explicit" or self.keep_probs:
+            scores = (q @ k.transpose(-2, -1)) * self.scale                # [B, H, T, S]
+            scores = scores.masked_fill(~visible(pos, k_pos, None), float("-inf"))
+            probs = torch.softmax(scores, dim=-1, dtype=torch.promote_types(q.dtype, torch.float32)).to(q.dtype)
+            if self.keep_probs:
+                self.probs = probs.detach()
+            y = F.dropout(probs, self.dropout, self.training) @ v
+        else:
+            mask = None if cache is None else visible(pos, k_pos, None)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=cache is None, scale=self.scale,
+                                               dropout_p=self.dropout if self.training else 0.0)
+        return self.o_proj(y.transpose(1, 2).reshape(B, T, self.H * self.dv))   # [B, T, d_model]
+
+
+# Closed forms of one MLA layer. d = d_model, H = n_heads, r = kv_lora_rank, rq = q_lora_rank,
+# dn, dr, dv = qk_nope_head_dim, qk_rope_head_dim, v_head_dim; dqk = dn + dr.
+
+def mla_params(cfg: ModelConfig) -> dict[str, int]:
+    """attention_q: d*H*dqk, or with a query latent d*rq (+rq) + rq*H*dqk; attention_k: the down-projection
+    to latent and rotary key d*(r + dr) (+(r + dr)) and the key up-projection r*H*dn; attention_v: the value
+    up-projection r*H*dv; attention_o: H*dv*d (+d); qk_norm: the RMSNorms on the latents (rq and r wide).
+    Biases (bias: true) sit where DeepSeek's attention_bias puts them: q_a, kv_a and o."""
+    d, H, r, dr = cfg.d_model, cfg.n_heads, cfg.kv_lora_rank, cfg.qk_rope_head_dim
+    b, rq = cfg.bias, cfg.q_lora_rank
+    q = d * H * cfg.qk_head_dim if rq is None else d * rq + (rq if b else 0) + rq * H * cfg.qk_head_dim
+    return {"attention_q": q,
+            "attention_k": d * (r + dr) + ((r + dr) if b else 0) + r * H * cfg.qk_nope_head_dim,
+            "attention_v": r * H * cfg.v_head_dim,
+            "attention_o": H * cfg.v_head_dim * d + (d if b else 0),
+            "qk_norm": norm_params(cfg, r) + (norm_params(cfg, rq) if rq is not None else 0)}
+
+
+def mla_matmul_params(cfg: ModelConfig) -> int:
+    """Weights in matrix products per token (2 FLOPs each): the query path, d*(r + dr), r*H*(dn + dv), H*dv*d;
+    each token's latent is up-projected once (as the module does in a full forward)."""
+    d, H, r, rq = cfg.d_model, cfg.n_heads, cfg.kv_lora_rank, cfg.q_lora_rank
+    q = d * H * cfg.qk_head_dim if rq is None else d * rq + rq * H * cfg.qk_head_dim
+    return q + d * (r + cfg.qk_rope_head_dim) + r * H * (cfg.qk_nope_head_dim + cfg.v_head_dim) + H * cfg.v_head_dim * d
+
+
+def mla_score_width(cfg: ModelConfig) -> int:
+    """Multiply-adds per query-key pair: QK^T over H*dqk, PV over H*dv."""
+    return cfg.n_heads * (cfg.qk_head_dim + cfg.v_head_dim)
+
+
+def mla_kv_bytes(cfg: ModelConfig, batch: int, tokens: int, e: int, kind: str = "latent") -> int:
+    """One layer's cache after `tokens` positions: latent held*B*(r + dr)*e, or expanded held*B*H*(dqk + dv)*e."""
+    width = cfg.kv_lora_rank + cfg.qk_rope_head_dim if kind == "latent" else mla_score_width(cfg)
+    return keys_held(tokens, None) * batch * width * e
+
+
+def mla_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, impl: str, add) -> None:
+    """Saved tensors of one MLA layer beyond its input (the normed residual), by term (`add(term, bytes)`).
+    Measured for SDPA without dropout (held by tests/test_mla.py against saved-tensor hooks):
+      latent norms  the kv latent's RMSNorm (its input is a slice of the kv_a output, so in fp32 the whole
+                    [N, r + dr] storage is held) and the up-projection's input [N, r]; with a query latent the
+                    same for the q norm ([N, rq], whole) and q_b's input; outside fp32 the rotary tables
+                    cast for this layer
+      attention     qk_head_dim != v_head_dim: SDPA's math path, in fp32 on CPU: q, k^T [B*H, ., dqk],
+                    v [B*H, S, dv] and the fp32 probabilities; equal widths: the flash kernel keeps q, k, the
+                    value slice of the up-projection (its [N, H*(dn + dv)] storage), its output and the fp32
+                    logsumexp; then o_proj's input [N, H*dv] either way"""
+    if impl != "sdpa" or cfg.dropout > 0:
+        raise ValueError(f"attention: the MLA activation estimate covers sdpa without dropout; got {impl}"
+                         f"{' with dropout' if cfg.dropout > 0 else ''}")
+    N, H, r, dr, rq = B * T, cfg.n_heads, cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.q_lora_rank
+    dqk, dv = cfg.qk_head_dim, cfg.v_head_dim
+    latent = norm_saved_bytes(cfg, N, r, e) + N * r * e + (N * dr * e if e == STAT else 0)
+    if rq is not None:
+        latent += norm_saved_bytes(cfg, N, rq, e) + N * rq * e
+    add("latent_norms", latent)
+    add("rope_tables", rope_saved_bytes(cfg, T, e)[1])
+    if dqk != dv:
+        add("attn_qkv", B * H * T * (2 * dqk + dv) * STAT)
+        add("attn_scores", B * H * T * T * STAT)
+    else:
+        add("attn_qkv", B * H * T * 2 * dqk * e + N * H * (cfg.qk_nope_head_dim + dv) * e)
+        add("attn_out", N * H * dv * e)
+        add("attn_lse", B * H * T * STAT)
+    add("attn_out", N * H * dv * e)
