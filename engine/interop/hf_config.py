@@ -16,7 +16,7 @@ from engine.interop.hf_defaults import DEFAULTS, DENSE_ACTS, GATED_ACTS, IGNORED
 from engine.interop.hf_rope import rope_fields
 
 FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "gpt2", "gpt_neox", "falcon",
-            "bloom", "stablelm", "starcoder2", "phi3", "gpt_bigcode")
+            "bloom", "stablelm", "starcoder2", "phi3", "gpt_bigcode", "phi", "olmo2")
 
 
 class _Reader:
@@ -294,11 +294,35 @@ def _phi3(r: _Reader) -> dict[str, Any]:
                 dropout=_same_dropout(r, ("resid_pdrop", "embd_pdrop", "attention_dropout")))
 
 
+def _phi(r: _Reader) -> dict[str, Any]:
+    """Phi-1/1.5/2: a parallel block under one LayerNorm, biases everywhere including the output head, rotary on
+    half of each head by default."""
+    d, heads = r("hidden_size"), r("num_attention_heads")
+    _fixed_head_dim(r, d, heads)
+    kv = r("num_key_value_heads", heads)
+    r.expect("qk_layernorm", (False,), "Phi's QK-norm is a LayerNorm with a bias per head dimension")
+    return dict(vocab_size=r("vocab_size"), context_length=r("max_position_embeddings"), d_model=d,
+                n_layers=r("num_hidden_layers"), n_heads=heads, n_kv_heads=None if kv == heads else kv,
+                d_ff=r("intermediate_size"), ffn=r.act("hidden_act", DENSE_ACTS), norm="layernorm",
+                norm_eps=float(r("layer_norm_eps")), position="rope", bias=True, block="parallel",
+                parallel_shared_norm=True, head_bias=True, tie_embeddings=bool(r("tie_word_embeddings")),
+                dropout=_same_dropout(r, ("resid_pdrop", "embd_pdrop", "attention_dropout")),
+                **rope_fields(r, d // heads, fraction_default=0.5, partial_ok=True))
+
+
+def _olmo2(r: _Reader) -> dict[str, Any]:
+    """OLMo-2: Llama sizes; each branch output is normalized before the residual add (no input norms), and
+    q and k are RMS-normalized over all heads at once, before the split into heads."""
+    r.expect("attention_bias", (False,), "OLMo-2 puts it on q, k, v and o but not the MLP")
+    return dict(_decoder(r), ffn=r.act("hidden_act", GATED_ACTS), bias=False, norm_placement="post_branch",
+                qk_norm=True, qk_norm_scope="all_heads")
+
+
 _READERS: dict[str, Callable[[_Reader], dict[str, Any]]] = {
     "llama": _llama, "mistral": _mistral, "qwen2": _qwen, "qwen3": _qwen, "gemma": _gemma, "gemma2": _gemma,
     "gemma3_text": _gemma,
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "falcon": _falcon, "bloom": _bloom,
-    "stablelm": _stablelm, "starcoder2": _starcoder2, "phi3": _phi3,
+    "stablelm": _stablelm, "starcoder2": _starcoder2, "phi3": _phi3, "phi": _phi, "olmo2": _olmo2,
     "gpt_bigcode": _gpt_bigcode}
 
 from engine.interop.hf_moe import READERS as _MOE_READERS  # noqa: E402  (built on the helpers above)
@@ -314,7 +338,8 @@ NEUTRAL: dict[str, Any] = dict(
     dropout=0.0, embed_scale=False, logit_softcap=None, rope_scaling="none", rope_factor=1.0,
     rope_original_context=None, rope_low_freq_factor=1.0, rope_high_freq_factor=4.0, rope_beta_fast=32.0,
     rope_beta_slow=1.0, rope_truncate=True, rope_attention_factor=None, rope_short_factor=None,
-    rope_long_factor=None, layer_types=None, attn_scale=None, rope_local_base=None, nope_layers=None)
+    rope_long_factor=None, layer_types=None, attn_scale=None, rope_local_base=None, nope_layers=None,
+    head_bias=False)
 
 
 def from_hf_config(d: dict[str, Any]) -> ModelConfig:

@@ -45,6 +45,17 @@ def _phi3(cfg: ModelConfig) -> list[Pair]:
     return pairs
 
 
+def _phi(cfg: ModelConfig) -> list[Pair]:
+    pairs = [Pair("model.embed_tokens", ("tok_emb",), "copy"), Pair("model.final_layernorm", ("final_norm",), "copy")]
+    for i in range(cfg.n_layers):
+        h, o = f"model.layers.{i}.", f"blocks.{i}."
+        pairs += [Pair(f"{h}self_attn.{x}_proj", (f"{o}attn.{x}_proj",), "copy") for x in "qkv"]
+        pairs += [Pair(h + "self_attn.dense", (o + "attn.o_proj",), "copy"),
+                  Pair(h + "mlp.fc1", (o + "ffn.up",), "copy"), Pair(h + "mlp.fc2", (o + "ffn.down",), "copy"),
+                  Pair(h + "input_layernorm", (o + "norm1",), "copy")]
+    return pairs
+
+
 def _llama_like(cfg: ModelConfig, family: str) -> list[Pair]:
     norm = "offset" if family in ("gemma", "gemma2", "gemma3_text") else "copy"
     pairs = [Pair("model.embed_tokens", ("tok_emb",), "copy"), Pair("model.norm", ("final_norm",), norm)]
@@ -59,6 +70,8 @@ def _llama_like(cfg: ModelConfig, family: str) -> list[Pair]:
         norms = {"input_layernorm": "norm1", "post_attention_layernorm": "norm2"}
         if cfg.block == "parallel":   # StableLM's parallel residual: one norm feeds both branches
             norms = {"input_layernorm": "norm1"}
+        if family == "olmo2":   # norms on the branch outputs only
+            norms = {"post_attention_layernorm": "post_attn_norm", "post_feedforward_layernorm": "post_ffn_norm"}
         if family in ("gemma2", "gemma3_text"):
             norms = {"input_layernorm": "norm1", "post_attention_layernorm": "post_attn_norm",
                      "pre_feedforward_layernorm": "norm2", "post_feedforward_layernorm": "post_ffn_norm"}
@@ -129,6 +142,8 @@ def pairs_for(cfg: ModelConfig, family: str) -> list[Pair]:
         pairs = _bloom(cfg)
     elif family == "phi3":
         pairs = _phi3(cfg)
+    elif family == "phi":
+        pairs = _phi(cfg)
     elif family == "gpt_bigcode":
         pairs = _gpt2(cfg, bigcode=True)
     elif family == "gpt2":
@@ -139,7 +154,8 @@ def pairs_for(cfg: ModelConfig, family: str) -> list[Pair]:
         pairs = _falcon(cfg)
     else:
         pairs = _llama_like(cfg, family)
-    return pairs if cfg.tie_embeddings else pairs + [Pair("lm_head", ("head",), "copy")]
+    untied = not cfg.tie_embeddings or cfg.head_bias   # a head bias is never tied (the weight then is)
+    return pairs + [Pair("lm_head", ("head",), "copy")] if untied else pairs
 
 
 # ---- codecs: HF tensor <-> our tensor(s) --------------------------------------------------------------------
