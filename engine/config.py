@@ -187,6 +187,8 @@ class ModelConfig:
     # output-head features of phi and cohere (issue #13)
     head_bias: bool = _decl(False, "output", "A learned bias per vocabulary entry on the output head (Phi-1/2); "
                             "not shared with a tied embedding.")
+    logit_scale: float = _decl(1.0, "output", "Multiply the output logits by this factor, before any soft cap "
+                               "(Cohere: 0.0625).", lo=0, lo_open=True)
 
     def __post_init__(self) -> None:
         for spec in FIELDS.values():   # a list given for a list field is kept as a tuple (the config is frozen)

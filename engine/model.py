@@ -123,6 +123,8 @@ class DecoderLM(nn.Module):
         if self.final_norm is not None:
             x = self.final_norm(x)
         logits = self.head(x)                            # [B, T, vocab]
+        if cfg.logit_scale != 1.0:                       # a scalar multiply: autograd saves nothing for it
+            logits = logits * cfg.logit_scale
         if cfg.logit_softcap is not None:
             logits = cfg.logit_softcap * torch.tanh(logits / cfg.logit_softcap)
         if cache is not None:

@@ -62,6 +62,15 @@ CASES = {
     "olmo2": ("olmo2", _LLAMA),
     # ... with head_dim 8 (not hidden // heads): the QK norms are 32 and 16 wide
     "olmo2_head_dim": ("olmo2", dict(_LLAMA, head_dim=8)),
+    # Cohere: parallel block under one bias-free LayerNorm, RoPE on pairs (2i, 2i+1), logits scaled by 0.0625, tied
+    "cohere": ("cohere", _LLAMA),
+    # ... with another logit scale, untied
+    "cohere_untied": ("cohere", dict(_LLAMA, logit_scale=0.5, tie_word_embeddings=False)),
+    # MPT: ALiBi (8 heads), fused Wqkv, no biases, bias-free LayerNorms, exact-GELU 4x MLP, tied
+    "mpt": ("mpt", dict(vocab_size=V, d_model=64, n_heads=8, n_layers=2, max_seq_len=64, **_IDS)),
+    # ... with a softmax scale other than 1/sqrt(head_dim), untied
+    "mpt_scale": ("mpt", dict(vocab_size=V, d_model=64, n_heads=4, n_layers=2, max_seq_len=64,
+                              tie_word_embeddings=False, attn_config={"softmax_scale": 0.1}, **_IDS)),
     # biases everywhere, dense tanh-GELU MLP (c_fc / c_proj), window 5 in every layer, tied
     "starcoder2": ("starcoder2", dict(_LLAMA, sliding_window=5)),
 }
