@@ -5,6 +5,7 @@ from app import compute, diagram, export, tables
 from app.charts import design as charts
 from app.state import current_config, current_preset
 from app.widgets import page_header
+from engine.layers.position import rope_frequency_profile
 from engine.presets import PRESETS
 from engine.units import fmt_count
 
@@ -34,3 +35,12 @@ with right:
     st.caption("Drawn from the config: it changes with serial/parallel blocks, norm placement, gated FFNs, "
                "GQA/MQA, QK-norm, RoPE, windows and soft-caps.")
     st.graphviz_chart(diagram.block_dot(cfg), width="stretch")
+
+if cfg.position == "rope":
+    st.subheader("RoPE rotation frequencies")
+    tokens = cfg.context_length
+    st.caption(f"Each pair of rotating dimensions turns by a fixed angle per token; scaling ({cfg.rope_scaling}) "
+               f"slows some of them so that {tokens:,} tokens stay within the angles seen in training.")
+    original, scaled = rope_frequency_profile(cfg, tokens)
+    export.chart(charts.rope_frequency_chart(original, scaled, cfg.rope_scaling, tokens), "design_rope",
+                 f"{cfg.name}-rope-frequencies")
