@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run test bench clean
+.PHONY: run test bench mutate clean
 
 run: $(VENV)/.runtime
 	$(BIN)/streamlit run streamlit_app.py
@@ -15,6 +15,16 @@ test: $(VENV)/.dev system-deps
 
 bench: $(VENV)/.dev
 	$(BIN)/python -m bench
+
+# Mutation testing (not part of `make test`): mutmut mutates engine/layers, budget, interop and train (see
+# [tool.mutmut] in pyproject.toml for the fast engine tests it runs) and bench/mutation.txt gets the score and the
+# survivors. MUTANTS narrows the run to name globs, e.g. MUTANTS='engine.budget.*'; MUTATE_JOBS sets the workers.
+MUTATE_JOBS ?= 2
+MUTANTS ?=
+mutate: $(VENV)/.dev requirements-mutate.txt
+	$(BIN)/python -m pip install -q -r requirements-mutate.txt
+	$(BIN)/mutmut run --max-children $(MUTATE_JOBS) $(MUTANTS)
+	$(BIN)/python -m bench.mutation_score | tee bench/mutation.txt
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,4 +49,4 @@ system-deps:
 	fi
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache mutants

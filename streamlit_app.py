@@ -8,6 +8,7 @@ from pathlib import Path
 import streamlit as st
 
 from app import editor, state
+from app.text import md
 
 ROOT = Path(__file__).parent
 PAGES = [  # (file, title, icon)
@@ -18,10 +19,16 @@ PAGES = [  # (file, title, icon)
     ("pages/training.py", "Training", ":material/model_training:"),
     ("pages/compare.py", "Compare", ":material/compare_arrows:"),
     ("pages/tradeoffs.py", "Trade-offs", ":material/ssid_chart:"),
+    ("pages/deploy.py", "Deploy", ":material/dns:"),
     ("pages/lecture.py", "Lecture", ":material/school:"),
 ]
 
-st.set_page_config(page_title="Transformer Architecture Explorer", page_icon=":material/hub:", layout="wide")
+# The favicon inline (a hub: one node joined to three), served as a data: URL. Streamlit fetches ":material/..."
+# page icons from a font CDN, and the app makes no request outside the machine.
+ICON = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" fill="#4b5fd6" stroke="#4b5fd6" '
+        'stroke-width="2"><path d="M12 12 5 5M12 12h8M12 12l-6 7"/><circle cx="12" cy="12" r="3.5"/>'
+        '<circle cx="5" cy="5" r="2.5"/><circle cx="20" cy="12" r="2.5"/><circle cx="6" cy="19" r="2.5"/></svg>')
+st.set_page_config(page_title="Transformer Architecture Explorer", page_icon=ICON, layout="wide")
 pages = [st.Page(ROOT / path, title=title, icon=icon, default=path == "pages/design.py")
          for path, title, icon in PAGES]
 page = st.navigation(pages)
@@ -29,8 +36,8 @@ with st.sidebar:
     editor.sidebar()
 state.sync_url()
 for problem in st.session_state.get(state.PROBLEMS, []):
-    st.warning(f"{problem} — ignored; showing the rest of the link's config.")
+    st.warning(f"{md(problem)} — ignored; showing the rest of the link's config.")
 if st.session_state.get(editor.EDIT_PROBLEMS):
     st.warning("Some values in the sidebar are invalid (see the messages there); the pages show the last valid "
-               f"config, **{state.current_config().name}**.", icon=":material/error:")
+               f"config, **{md(state.current_config().name)}**.", icon=":material/error:")
 page.run()

@@ -50,13 +50,16 @@ def measure_budgets(cfg: ModelConfig, batch: int, seq: int, dtype: str, attentio
     on `device`."""
     out = BudgetMeasurement()
     if cfg.n_layers <= MEASURE_MAX_LAYERS:
-        out.measured |= measure_config(cfg, batch, seq, dtype, attention, device, ("flops",), progress)
+        try:
+            out.measured |= measure_config(cfg, batch, seq, dtype, attention, device, ("flops",), progress)
+        except MemoryRefusal as e:
+            out.skipped = f"Not counting FLOPs on the meta device: {e}"
     else:
         out.skipped = (f"n_layers: not counting FLOPs on the meta device for {cfg.n_layers:,} layers (at most "
                        f"{MEASURE_MAX_LAYERS:,}, each costs tens of ms); the closed form above stands.")
     try:
-        check_live(cfg, device)
         b, s, _ = measure_sizes(batch, seq, device)
+        check_live(cfg, device, s)
         out.measured |= measure_config(cfg, b, s, dtype, attention, device, ("activations", "kv_cache"), progress)
     except (StatsRefusal, MemoryRefusal) as e:
         out.refused = f"Not building a real model: {e}"

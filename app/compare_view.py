@@ -43,7 +43,8 @@ def compare_metrics(configs: Mapping[str, ModelConfig]) -> dict[str, dict[str, l
     params = [count_params(c) for c in cs]
     flops = [headline_flops(c, 1, c.context_length) for c in cs]
     return {
-        "params": {"total": [p.total for p in params], "non-embedding": [p.non_embedding for p in params]},
+        "params": {"total": [p.total for p in params], "active per token": [p.active for p in params],
+                   "non-embedding": [p.non_embedding for p in params]},
         "memory": {"bf16 weights": [memory_budget(c, 1, c.context_length, "bf16", "bf16").weights_bytes for c in cs],
                    "KV cache": [kv_cache_bytes(c, 1, c.context_length, "bf16") for c in cs],
                    "training step": [memory_budget(c, 1, compare_train_seq(c)).train_total_bytes for c in cs]},

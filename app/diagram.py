@@ -131,12 +131,35 @@ def _ffn(d: _Dot, p: str, cfg: ModelConfig, lay: BlockLayout) -> tuple[str, str]
     return f"{p}ffn_in", down
 
 
+def _moe(d: _Dot, p: str, cfg: ModelConfig, lay: BlockLayout) -> tuple[str, str]:
+    """The router choosing k of E experts, their weighted sum, and the shared experts beside them."""
+    c, f, E, k = COLORS["ffn"], cfg.expert_width, lay.experts, lay.experts_per_token
+    kind = f"gated experts ({lay.ffn})" if lay.gated else f"dense experts ({lay.ffn})"
+    with d.cluster(f"{p}ffn", f"mixture of experts: {kind}, d_ff {f:,} each"):
+        router = d.node(f"{p}router", f"router ({cfg.router})\n{cfg.d_model:,}→{E:,} scores, keep top {k}", c)
+        chosen = d.node(f"{p}experts", f"{k} of {E:,} routed experts\n(each {cfg.d_model:,}→{f:,}→{cfg.d_model:,})",
+                        c, shape="box3d")
+        out = d.node(f"{p}wsum", "Σ weight × expert", ADD_COLOR, "circle")
+        d.chain(router, chosen, out)
+        if lay.shared_experts:
+            gate = " × sigmoid gate" if cfg.shared_expert_gate else ""
+            shared = d.node(f"{p}shared", f"{lay.shared_experts} shared expert(s){gate}\nd_ff {cfg.shared_width:,}, "
+                                          "every token", c)
+            d.edge(shared, out)
+    d.node(f"{p}ffn_in", "", DATA_COLOR, shape="point")
+    d.edge(f"{p}ffn_in", router)
+    d.edge(f"{p}ffn_in", chosen)
+    if lay.shared_experts:
+        d.edge(f"{p}ffn_in", f"{p}shared")
+    return f"{p}ffn_in", out
+
+
 def _block(d: _Dot, cfg: ModelConfig) -> tuple[str, str]:
     """One block wired as its layout says; returns (input, output) node ids."""
     lay = block_layout(cfg)
     x = d.node("x_in", "x (residual stream)")
     a_in, a_out = _attention(d, "b_", cfg, lay)
-    f_in, f_out = _ffn(d, "b_", cfg, lay)
+    f_in, f_out = (_moe if lay.experts else _ffn)(d, "b_", cfg, lay)
     norm = norm_label(cfg)
     if lay.branch_norms:
         d.edge(a_out, d.node("p1", "post-attn " + norm, NORM_COLOR))
@@ -193,7 +216,10 @@ def block_dot(cfg: ModelConfig) -> str:
     if cfg.embed_norm:
         chain.append(d.node("emb_norm", "embedding " + norm_label(cfg), NORM_COLOR))
     d.chain(*chain)
-    with d.cluster("block", f"transformer block × {cfg.n_layers} ({cfg.block}, {cfg.norm_placement}-norm)"):
+    n_moe = sum(cfg.moe_layers)
+    mixed = f"; MoE in {n_moe} of {cfg.n_layers} layers, the others a dense FFN of d_ff {cfg.ffn_width:,}" if (
+        0 < n_moe < cfg.n_layers) else ""
+    with d.cluster("block", f"transformer block × {cfg.n_layers} ({cfg.block}, {cfg.norm_placement}-norm{mixed})"):
         x, out = _block(d, cfg)
     d.edge(chain[-1], x)
     tail = [out]

@@ -9,11 +9,12 @@ import streamlit as st
 from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from app import state
+from app.text import md
 from engine.config import FIELDS, GROUPS, ConfigError, FieldSpec, ModelConfig
+from engine.limits import MAX_CONFIG_BYTES
 from engine.presets import PRESETS
 from engine.units import fmt_count
 
-MAX_YAML_BYTES = 64 * 1024
 PICK, UPLOAD, UPLOAD_PROBLEMS, EDIT_PROBLEMS = "preset_pick", "yaml_upload", "upload_problems", "edit_problems"
 GROUP_TITLES = {"sizes": "Sizes", "attention": "Attention", "position": "Position", "ffn": "Feed-forward",
                 "moe": "Mixture of experts", "normalization": "Normalization", "block": "Block", "output": "Output"}
@@ -27,13 +28,10 @@ def _load_preset() -> None:
 
 def read_yaml(upload: UploadedFile) -> tuple[ModelConfig | None, list[str]]:
     """An uploaded YAML file -> (config, []) or (None, problems): size-limited, UTF-8, safe_load."""
-    if upload.size > MAX_YAML_BYTES:
-        return None, [f"yaml: {upload.name} is {upload.size:,} bytes; the limit is {MAX_YAML_BYTES:,} bytes"]
+    if upload.size > MAX_CONFIG_BYTES:
+        return None, [f"yaml: {upload.name} is {upload.size:,} bytes; the limit is {MAX_CONFIG_BYTES:,} bytes"]
     try:
-        cfg = ModelConfig.from_yaml(upload.getvalue().decode("utf-8"))
-        if limits := state.app_limits(cfg):
-            raise ConfigError(limits)
-        return cfg, []
+        return ModelConfig.from_yaml(upload.getvalue().decode("utf-8")), []
     except UnicodeDecodeError:
         return None, [f"yaml: {upload.name} is not UTF-8 text"]
     except ConfigError as e:
@@ -64,9 +62,9 @@ def _apply_couplings(raw: dict[str, Any]) -> dict[str, str]:
     norm never leaves the config stuck on an error."""
     why = {}
     if raw["norm"] == "rmsnorm":
-        raw["norm_bias"] = False
-        st.session_state[state.widget_key("norm_bias")] = False
-        why["norm_bias"] = "RMSNorm has no bias term, so this is off."
+        if raw["norm_bias"] == "true":
+            raw["norm_bias"] = st.session_state[state.widget_key("norm_bias")] = "null"
+        why["norm_bias"] = "RMSNorm has no bias term, so this follows the norm (off)."
     if raw["block"] != "parallel":
         why["parallel_shared_norm"] = "Only used by parallel blocks."
     if raw["attn_window"] is None:
@@ -75,10 +73,6 @@ def _apply_couplings(raw: dict[str, Any]) -> dict[str, str]:
         why.update({n: "Only used with position = rope." for n in FIELDS if n.startswith("rope_")})
     if not raw["qk_norm"]:
         why["qk_norm_scope"] = "Only used with qk_norm."
-    if raw["n_experts"] is None:
-        for spec in FIELDS.values():
-            if spec.group == "moe" and spec.name != "n_experts":
-                why[spec.name] = "Only used with n_experts set (a mixture of experts)."
     return why
 
 
@@ -105,8 +99,6 @@ def _validate(raw: dict[str, Any]) -> list[str]:
         cfg = ModelConfig.from_dict(raw, base=state.preset_config(state.current_preset()))
     except ConfigError as e:
         return e.problems
-    if limits := state.app_limits(cfg):
-        return limits
     if cfg != state.current_config():
         state.set_config(cfg, load_widgets=False)
     return []
@@ -119,21 +111,26 @@ def _tooltip(spec: FieldSpec) -> str:
     return text
 
 
-def _field_widget(spec: FieldSpec, disabled: bool) -> None:
+def _field_widget(spec: FieldSpec, disabled: bool, raw: dict[str, Any]) -> None:
     key, tip = state.widget_key(spec.name), _tooltip(spec)
-    if spec.type is bool:
+    if spec.type is bool and spec.optional:   # null, true, false: null takes the value another field implies
+        follows = {"norm_bias": raw["norm"] == "layernorm"}.get(spec.name)
+        auto = "null" if follows is None else f"follow the norm ({'on' if follows else 'off'})"
+        st.selectbox(spec.name, ("null", "true", "false"), key=key, help=tip, disabled=disabled,
+                     format_func=lambda v: auto if v == "null" else v)
+    elif spec.type is bool:
         st.checkbox(spec.name, key=key, help=tip, disabled=disabled)
-    elif spec.choices:
+    elif spec.choices and spec.type is not tuple:   # a list field's choices are its items' (e.g. full, sliding)
         st.selectbox(spec.name, spec.choices, key=key, help=tip, disabled=disabled)
     elif spec.type is int:
         st.number_input(spec.name, step=1, format="%d", key=key, help=tip, disabled=disabled,
                         placeholder=f"null: {spec.null}" if spec.optional else None)
-    else:  # floats as text so 1e-06 and 500000.0 round-trip exactly; names as text
+    else:  # floats as text so 1e-06 and 500000.0 round-trip exactly; lists as comma-separated text; names as text
         st.text_input(spec.name, key=key, help=tip, disabled=disabled,
                       placeholder=f"null: {spec.null}" if spec.optional else None)
 
 
-def _editor(problems: list[str], why: dict[str, str], notes: dict[str, str]) -> None:
+def _editor(problems: list[str], why: dict[str, str], notes: dict[str, str], raw: dict[str, Any]) -> None:
     by_field: dict[str, list[str]] = {}
     for p in problems:
         by_field.setdefault(p.split(":", 1)[0], []).append(p)
@@ -142,14 +139,14 @@ def _editor(problems: list[str], why: dict[str, str], notes: dict[str, str]) -> 
         bad = any(s.name in by_field for s in specs)
         with st.expander(GROUP_TITLES[group] + (" — check values" if bad else ""), expanded=group == "sizes" or bad):
             for spec in specs:
-                _field_widget(spec, disabled=spec.name in why and spec.name not in by_field)
+                _field_widget(spec, spec.name in why and spec.name not in by_field, raw)
                 if spec.name in why or spec.name in notes:
                     st.caption(why.get(spec.name) or notes[spec.name])
                 for p in by_field.get(spec.name, []):
-                    st.error(p)
+                    st.error(md(p))
     for p in problems:
         if p.split(":", 1)[0] not in FIELDS:
-            st.error(p)
+            st.error(md(p))
 
 
 def _yaml_io(cfg: ModelConfig) -> None:
@@ -158,10 +155,10 @@ def _yaml_io(cfg: ModelConfig) -> None:
                        help="The current valid config as YAML; upload it here or pass it to "
                             "`python -m engine ... --config FILE`.")
     st.file_uploader("Upload YAML", type=["yaml", "yml"], key=UPLOAD, on_change=_load_yaml,
-                     help=f"A YAML mapping of field: value (at most {MAX_YAML_BYTES // 1024} KiB); missing fields "
+                     help=f"A YAML mapping of field: value (at most {MAX_CONFIG_BYTES // 1024} KiB); missing fields "
                           "take their defaults.")
     for p in st.session_state.get(UPLOAD_PROBLEMS, []):
-        st.error(p)
+        st.error(md(p))
 
 
 def sidebar() -> None:
@@ -177,5 +174,5 @@ def sidebar() -> None:
     why = _apply_couplings(raw)
     problems = _validate(raw)
     st.session_state[EDIT_PROBLEMS] = problems
-    _editor(problems, why, {} if raw["position"] != "rope" else _scaling_notes(raw))
+    _editor(problems, why, {} if raw["position"] != "rope" else _scaling_notes(raw), raw)
     _yaml_io(state.current_config())

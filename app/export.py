@@ -18,6 +18,7 @@ from markdown_it import MarkdownIt
 from app.charts import LABELS
 from app.diagram import block_dot
 from app.tables import config_value
+from app.text import md, plain_figure
 from engine.budget.flops import flops_budget
 from engine.budget.memory import memory_budget
 from engine.budget.params import count_params
@@ -34,6 +35,7 @@ def external_references(page: str) -> list[str]:
 
 def figure_html(fig: go.Figure) -> str:
     """The figure as a standalone page: plotly.js inlined, MathJax off, so it renders offline."""
+    plain_figure(fig)
     return fig.to_html(include_plotlyjs=True, include_mathjax=False, full_html=True,
                        config={"displaylogo": False, "toImageButtonOptions": {"format": "svg"}})
 
@@ -44,7 +46,7 @@ CHART_DOWNLOAD = "Chart as offline HTML"
 def chart(fig: go.Figure, key: str, name: str | None = None, download: bool = True) -> None:
     """st.plotly_chart plus a small link-style button that downloads the same figure as one offline HTML file
     (built only on click). The Design, Budgets, Activations, Compare and Lecture pages draw every chart with it."""
-    st.plotly_chart(fig, key=f"{key}_chart")
+    st.plotly_chart(plain_figure(fig), key=f"{key}_chart")
     if download:
         st.download_button(CHART_DOWNLOAD, data=lambda: figure_html(fig), file_name=f"{name or key}.html",
                            mime="text/html", key=f"{key}_download", on_click="ignore", type="tertiary",
@@ -76,7 +78,8 @@ def _sections(cfg: ModelConfig, batch: int, seq: int, dtype: str, policy: str, o
     pc = count_params(cfg)
     mem = memory_budget(cfg, batch, seq, dtype=dtype, policy=policy, optimizer=optimizer)
     fl = flops_budget(cfg, batch, seq, causal=True)
-    config_rows = [[f"`{name}`", config_value(getattr(cfg, name)), spec.help.replace("*", "\\*")]
+    config_rows = [[f"`{name}`", md(cfg.name) if name == "name" else config_value(getattr(cfg, name)),
+                    spec.help.replace("*", "\\*")]
                    for group in GROUPS for name, spec in FIELDS.items() if spec.group == group]
     param_rows = [[LABELS[name], fmt_count(n), f"{n / pc.total:.2%}"] for name, n in pc.components.items() if n]
     param_rows += [["**total**", f"**{fmt_count(pc.total)}**", "100.00%"],
@@ -108,7 +111,7 @@ def _sections(cfg: ModelConfig, batch: int, seq: int, dtype: str, policy: str, o
 
 
 def _title(cfg: ModelConfig) -> str:
-    return f"{cfg.name}: architecture handout"
+    return f"{md(cfg.name)}: architecture handout"
 
 
 _INTRO = "Generated offline by Transformer Architecture Explorer; every number is computed by the engine."
@@ -132,8 +135,8 @@ svg{max-width:100%;height:auto}"""
 def handout_html(cfg: ModelConfig, batch: int = 1, seq: int | None = None, dtype: str = "bf16",
                  policy: str = "mixed-bf16", optimizer: str = "adamw") -> str:
     """The same handout as one offline HTML file; the diagram is inline SVG when Graphviz is installed."""
-    md = MarkdownIt("commonmark", {"html": False}).enable("table")
-    body = [f"<h1>{html.escape(_title(cfg))}</h1>", f"<p>{_INTRO}</p>"]
+    renderer = MarkdownIt("commonmark", {"html": False}).enable("table")
+    body = [renderer.render(f"# {_title(cfg)}"), f"<p>{_INTRO}</p>"]
     for title, text in _sections(cfg, batch, seq or cfg.context_length, dtype, policy, optimizer):
         body.append(f"<h2>{html.escape(title)}</h2>")
         if title == "Diagram":
@@ -141,6 +144,6 @@ def handout_html(cfg: ModelConfig, batch: int = 1, seq: int | None = None, dtype
             body.append(svg if svg is not None else f"<p>Graphviz is not installed here; the DOT source:</p>"
                                                     f"<pre><code>{html.escape(text)}</code></pre>")
         else:
-            body.append(md.render(text))
-    return (f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(_title(cfg))}"
+            body.append(renderer.render(text))
+    return (f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(cfg.name)}: architecture handout"
             f"</title><style>{_CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")

@@ -10,7 +10,7 @@ from typing import Callable
 import plotly.graph_objects as go
 import streamlit as st
 
-from app import export, present
+from app import export, present, widgets
 from app import lecture_sweeps
 from app.charts import lecture as charts
 from app.diagram import block_dot
@@ -20,7 +20,10 @@ from engine.units import fmt_bytes, fmt_count
 
 
 def _chart(fig: go.Figure, key: str) -> None:
-    export.chart(present.scale(fig), key=f"lecture_{key}", name=f"lecture-{key}", download=not present.is_present())
+    """In present mode a section's first chart goes to the stage (right under its title, see present.stage), so
+    the back row sees it without scrolling; the inputs and numbers that produced it follow below."""
+    with present.stage():
+        export.chart(present.scale(fig), key=f"lecture_{key}", name=f"lecture-{key}", download=not present.is_present())
 
 
 def _vector(where, label: str, default: str, key: str) -> tuple[float, ...]:
@@ -103,7 +106,7 @@ def parallel() -> None:
     cols = st.columns(2)
     for col, layout in zip(cols, ("serial", "parallel")):
         col.markdown(f"**{layout} block** (current config)")
-        col.graphviz_chart(block_dot(cfg.replace(block=layout, parallel_shared_norm=True)))
+        widgets.diagram(block_dot(cfg.replace(block=layout, parallel_shared_norm=True)), col)
 
 
 def tying() -> None:
@@ -273,6 +276,23 @@ def microgpt() -> None:
     _chart(charts.microgpt_figure(tab), "microgpt")
 
 
+def moe() -> None:
+    preset = st.selectbox("MoE preset", ("mixtral-8x7b", "qwen3-30b-a3b", "olmoe-1b-7b", "qwen1.5-moe-a2.7b"),
+                          key="lec_moe_preset")
+    r = lecture.store_vs_compute(preset)
+    _metrics(("stored parameters", fmt_count(r.total), "Every expert of every layer: what memory must hold."),
+             ("used per token", fmt_count(r.active), "Embedding, head, attention, norms, router, shared experts "
+              f"and {r.per_token} of {r.experts} routed experts."),
+             ("bf16 weights", fmt_bytes(r.weights_bf16), f"a dense model of the active size: {fmt_bytes(r.active_bf16)}"),
+             ("forward FLOPs / token", f"{r.forward_flops_per_token:,}",
+              f"all experts computed: {r.dense_equivalent_flops:,}"))
+    st.caption(f"The router sends each token to {r.per_token} of {r.experts} experts, so a token computes with "
+               f"{r.active / r.total:.0%} of the weights, yet any token may pick any expert, so all of them must sit "
+               f"in memory ({r.routed_share:.0%} of the parameters are routed experts). Size memory from the "
+               "total, compute from the active count.")
+    _chart(charts.store_vs_compute_figure(r), "moe")
+
+
 SECTIONS: dict[str, tuple[str, Callable[[], None]]] = {
     "activations": ("GELU, ReLU and SiLU", activations),
     "gating": ("Parameter-matched gating", gating),
@@ -284,6 +304,7 @@ SECTIONS: dict[str, tuple[str, Callable[[], None]]] = {
     "zloss": ("z-loss: same probabilities, different log Z", zloss),
     "softcap": ("Soft-capping, then the mask", softcap),
     "kvcache": ("KV cache: MHA, GQA, MQA", kvcache),
+    "moe": ("Mixture of experts: you store every expert, you compute k", moe),
     "sweeps": ("Trade-off sweeps, one click each", lecture_sweeps.render),
     "heads": ("Heads need not divide the width", heads),
     "depth": ("Depth vs width at equal block parameters", depth),

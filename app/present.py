@@ -5,6 +5,9 @@ keeps them, so they live in st.query_params itself and a copied link reopens the
 """
 from __future__ import annotations
 
+from contextlib import contextmanager, nullcontext
+from typing import Iterator
+
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -46,6 +49,8 @@ _CSS = """<style>
 [data-testid="stSidebarCollapseButton"] {display: none !important;}
 [data-testid="stMainBlockContainer"] {max-width: 100%; padding: 4.5rem 3rem 2rem;}
 [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li {font-size: 1.7rem; line-height: 1.4;}
+[data-testid="stMarkdownContainer"] table, [data-testid="stTable"] table {font-size: 1.45rem;}
+[data-testid="stDataFrame"] {zoom: 1.45;}
 [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p {font-size: 1.45rem;}
 [data-testid="stMetricValue"], [data-testid="stMetricValue"] p {font-size: 3rem;}
 [data-testid="stMetricLabel"] p {font-size: 1.35rem;}
@@ -73,3 +78,20 @@ def scale(fig: go.Figure) -> go.Figure:
         fig.update_xaxes(**axis)
         fig.update_yaxes(**axis)
     return fig
+
+
+STAGE = "present_stage"
+
+
+def open_stage() -> None:
+    """In present mode: an empty slot here (under the section title) for the section's first chart."""
+    st.session_state[STAGE] = st.container() if is_present() else None
+
+
+@contextmanager
+def stage() -> Iterator[None]:
+    """Draw inside the stage slot if it is still empty (present mode), else where the caller is."""
+    slot = st.session_state.get(STAGE)
+    st.session_state[STAGE] = None   # one chart per stage
+    with slot if slot is not None else nullcontext():
+        yield

@@ -12,16 +12,24 @@ from typing import Any
 
 import streamlit as st
 
+from app.deploy_view import URL_KEYS as DEPLOY_URL_KEYS
 from app.sweep_view import URL_KEYS as SWEEP_URL_KEYS
 from engine.config import FIELDS, ConfigError, ModelConfig
+from engine.limits import MAX_INT, MAX_LAYERS  # noqa: F401 -- the editor's bounds are the engine's
 from engine.presets import PRESETS
 
 DEFAULT_PRESET = "gpt2"
 CFG, PRESET, PROBLEMS = "cfg", "preset", "cfg_problems"
-# URL keys that are not config fields: the Lecture's section and projector mode, the Trade-offs page's sweep
-VIEW_PARAMS = ("section", "present", *SWEEP_URL_KEYS)
-EDITOR_MAX_INT = 2**53 - 1   # JavaScript's Number.MAX_SAFE_INTEGER: the largest integer a browser number box holds
-MAX_LAYERS = 100_000         # the budgets walk the layers one by one (windows differ per layer); more stalls a page
+# URL keys that are not config fields: what a page shows (app.url_view; the Trade-offs page's sweep in app.sweep_view;
+# the Deploy page's layout in app.deploy_view)
+VIEW_PARAMS = ("section", "present",                                                   # Lecture
+               "batch", "seq", "optimizer", "recompute", "kernel", "dtype", "causal", "device",   # Budgets
+               "mode", "batches", "seqs", "budget",                                    # Latency (and dtype)
+               "pins", "log", "only",                                                  # Compare
+               "curves", "range", "tokens",                                            # Activations
+               *SWEEP_URL_KEYS,                                                        # Trade-offs
+               *DEPLOY_URL_KEYS)                                                       # Deploy
+EDITOR_MAX_INT = MAX_INT     # JavaScript's Number.MAX_SAFE_INTEGER: the largest integer a browser number box holds
 
 
 def widget_key(name: str) -> str:
@@ -49,22 +57,6 @@ def url_params(cfg: ModelConfig, preset: str) -> dict[str, str]:
     return {"preset": preset, **diff}
 
 
-def _big(n: int) -> str:
-    return f"{n:,}" if n < 10**30 else f"a {len(str(n)):,}-digit number"
-
-
-def app_limits(cfg: ModelConfig) -> list[str]:
-    """What the engine accepts (its validation has no upper bounds) but this app cannot show: an integer the
-    sidebar's number box cannot hold exactly, or a depth whose layer-by-layer budgets would stall every page."""
-    problems = [f"{name}: {_big(value)} is more than the editor can hold (at most {EDITOR_MAX_INT:,})"
-                for name, spec in FIELDS.items() if spec.type is int
-                and (value := getattr(cfg, name)) is not None and value > EDITOR_MAX_INT]
-    if MAX_LAYERS < cfg.n_layers <= EDITOR_MAX_INT:
-        problems.append(f"n_layers: {cfg.n_layers:,} is more than this app computes interactively (at most "
-                        f"{MAX_LAYERS:,}: the budgets are summed layer by layer)")
-    return problems
-
-
 def config_from_params(params: dict[str, str]) -> tuple[str, ModelConfig, list[str]]:
     """(preset, config, problems) from URL params; a bad preset or value is reported and dropped, the rest of
     the link applies (the preset alone when what is left still does not make a valid config)."""
@@ -77,8 +69,6 @@ def config_from_params(params: dict[str, str]) -> tuple[str, ModelConfig, list[s
     while True:
         try:
             cfg = ModelConfig.from_dict(overrides, base=preset_config(preset))
-            if limits := app_limits(cfg):
-                raise ConfigError(limits)
             return preset, cfg, problems
         except ConfigError as e:
             problems += [f"URL: {p}" for p in e.problems]
@@ -110,11 +100,14 @@ def set_config(cfg: ModelConfig, preset: str | None = None, load_widgets: bool =
 
 def widget_value(name: str, value: Any) -> Any:
     """The editor shows floats as text (so 1e-06 and 500000.0 round-trip exactly), lists as comma-separated
-    text; others as they are."""
-    if FIELDS[name].type is float:
+    text and optional booleans as null/true/false choices; others as they are."""
+    spec = FIELDS[name]
+    if spec.type is float:
         return "null" if value is None else repr(value)
-    if FIELDS[name].type is tuple:
+    if spec.type is tuple:
         return "null" if value is None else ", ".join(map(str, value))
+    if spec.type is bool and spec.optional:
+        return to_url_value(value)
     return value
 
 

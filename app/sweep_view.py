@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from engine.config import ConfigError, ModelConfig, parse_bool
 from engine.sweep import HOLD_FIELDS, HOLD_TARGETS, KNOBS, METRICS, Sweep, SweepSettings, parse_values, run_sweep
 from engine.sweep.measured import MEASURED
-from engine.train.loop import small_version
+from engine.train.small import small_version
 
 AXES = (*METRICS, *MEASURED)
 

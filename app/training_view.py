@@ -7,11 +7,14 @@ from typing import Any, Mapping, NamedTuple
 
 import torch
 
+from app.text import md
 from engine.config import ConfigError, ModelConfig
 from engine.guard import MemoryRefusal, check_fits
+from engine.limits import MAX_DATA_BYTES
 from engine.train.data import Dataset, load_data, load_text
 from engine.train.jobs import ab_configs
-from engine.train.loop import TrainConfig, model_for, small_version
+from engine.train.loop import TrainConfig, model_for
+from engine.train.small import small_version
 
 DATA = {"names": "first names (character level)", "stdlib": "Python standard library source (byte level)",
         "upload": "a text file you upload (character level)"}
@@ -43,6 +46,8 @@ def plan_run(cfg: ModelConfig, settings: Mapping[str, float], source: str, size:
         if upload is None:
             return "Upload a text file to train on it."
         name, raw = upload
+        if len(raw) > MAX_DATA_BYTES:
+            return f"data: {name} is {len(raw):,} bytes; the limit is {MAX_DATA_BYTES:,} bytes"
         try:
             data = load_text(raw.decode("utf-8"), name=name)
         except UnicodeDecodeError as e:
@@ -52,6 +57,7 @@ def plan_run(cfg: ModelConfig, settings: Mapping[str, float], source: str, size:
     else:
         data = load_data(source, seed=tc.seed)
     try:
+        tc.check_data(data)
         for c in configs.values():
             check_fits(model_for(c, data, tc), device, tc.batch, tc.seq, "fp32", training=True)
     except (ConfigError, MemoryRefusal) as e:
@@ -76,4 +82,4 @@ def run_labels(runs: list[dict[str, Any]]) -> dict[int, str]:
 
 def samples_caption(who: str, samples: list[str]) -> str:
     """Generated samples on one line, newlines shown as ⏎."""
-    return f"Samples from {who}: " + " · ".join(s.replace("\n", "⏎") for s in samples)
+    return f"Samples from {md(who)}: " + " · ".join(md(s.replace("\n", "⏎")) for s in samples)

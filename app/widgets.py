@@ -3,14 +3,33 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import compute
+from app import compute, export
+from app.text import md
 from engine.config import ModelConfig
 from engine.units import fmt_bytes, fmt_count, fmt_flops
 
 
+@st.cache_data(show_spinner=False, max_entries=256)
+def _svg(dot: str) -> str | None:
+    return export.dot_to_svg(dot)
+
+
+def diagram(dot: str, container=st) -> None:
+    """A Graphviz diagram laid out here by the local `dot` (cached per DOT text) and shown as a static SVG image.
+    st.graphviz_chart lays it out in the browser and animates every change: on a knob change that animation
+    was most of the browser's work (profiled: d3-graphviz path tweening, about half of the CPU time until the
+    page settled). Without a local Graphviz it is still the fallback."""
+    svg = _svg(dot)
+    if svg is None:
+        container.graphviz_chart(dot, width="stretch")
+    else:
+        container.image(svg, width="stretch")
+
+
 def page_header(title: str, cfg: ModelConfig, reference: ModelConfig | None = None) -> None:
-    """How every page opens: its title, then the metric row of the current config (deltas against `reference`)."""
-    st.title(title)
+    """How every page opens: its title (a config name in it stays plain text), then the metric row of the current
+    config (deltas against `reference`)."""
+    st.title(md(title))
     metric_row(cfg, reference)
 
 

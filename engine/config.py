@@ -20,6 +20,7 @@ import yaml
 
 from engine.layers import ffn as _ffn
 from engine.layers import norm as _norm
+from engine.limits import MAX_INT, MAX_LAYERS, InputError, RefusedYAML, yaml_load
 from engine.validation import ConfigError, FieldSpec, field_problem, parse_bool, shown
 
 __all__ = ["ConfigError", "DENSE_FFNS", "FIELDS", "FieldSpec", "GATED_FFNS", "GROUPS", "ModelConfig", "coerce",
@@ -130,15 +131,15 @@ class ModelConfig:
     experts_per_token: int = _decl(2, "moe", "k: routed experts each token uses (k <= n_experts).", lo=1)
     expert_d_ff: int | None = _decl(None, "moe", "Hidden width of one routed expert (same FFN type as `ffn`).",
                                     lo=1, null="the dense FFN width")
-    n_shared_experts: int = _decl(0, "moe", "Always-on experts every token passes through besides the routed "
+    n_shared_experts: int | None = _decl(None, "moe", "Always-on experts every token passes through besides the routed "
                                   "ones (Qwen2-MoE, DeepSeek); built as one FFN of n_shared_experts times "
-                                  "shared_d_ff.", lo=0)
+                                  "shared_d_ff.", lo=1, null="no shared expert")
     shared_d_ff: int | None = _decl(None, "moe", "Hidden width of one shared expert.", lo=1,
                                     null="expert_d_ff")
     shared_expert_gate: bool = _decl(False, "moe", "Scale the shared experts' output by sigmoid(x w), "
                                      "one learned vector w (Qwen2-MoE).")
-    moe_first_dense: int = _decl(0, "moe", "The first this-many layers keep a dense FFN (DeepSeek "
-                                 "first_k_dense_replace).", lo=0)
+    moe_first_dense: int | None = _decl(None, "moe", "The first this-many layers keep a dense FFN (DeepSeek "
+                                        "first_k_dense_replace).", lo=1, null="no leading dense layers")
     moe_every: int = _decl(1, "moe", "Only layers k, 2k, ... (counting from 1) are MoE; the others stay dense "
                            "(Qwen decoder_sparse_step).", lo=1)
     router: str = _decl("softmax_topk", "moe", "softmax_topk: softmax over all experts, keep the k largest "
@@ -164,7 +165,8 @@ class ModelConfig:
                       "deviation; RMSNorm only divides by the root mean square.", choices=tuple(_norm.NORMS))
     norm_eps: float = _decl(1e-5, "normalization", "Small number added inside the square root for stability.",
                             lo=0, lo_open=True)
-    norm_bias: bool = _decl(True, "normalization", "LayerNorm's learned shift (beta); RMSNorm has none.")
+    norm_bias: bool | None = _decl(None, "normalization", "LayerNorm's learned shift (beta); RMSNorm has none.",
+                                   null="follow the norm: on for layernorm, off for rmsnorm")
     norm_affine: bool = _decl(True, "normalization", "Learned per-channel gain after normalizing; off gives a "
                               "parameter-free norm.")
     embed_norm: bool = _decl(False, "normalization", "Normalize right after the embeddings (microgpt, BLOOM).")
@@ -248,14 +250,14 @@ class ModelConfig:
     @property
     def shared_width(self) -> int:
         """Hidden width of the one FFN that holds all shared experts (0 without shared experts)."""
-        return self.n_shared_experts * (self.expert_width if self.shared_d_ff is None else self.shared_d_ff)
+        return (self.n_shared_experts or 0) * (self.expert_width if self.shared_d_ff is None else self.shared_d_ff)
 
     @property
     def moe_layers(self) -> list[bool]:
         """Per layer (0-based list): a mixture of experts (True) or a dense FFN."""
         if self.n_experts is None:
             return [False] * self.n_layers
-        return [i >= self.moe_first_dense and (i + 1) % self.moe_every == 0 for i in range(self.n_layers)]
+        return [i >= (self.moe_first_dense or 0) and (i + 1) % self.moe_every == 0 for i in range(self.n_layers)]
 
     @property
     def layer_windows(self) -> list[int | None]:
@@ -312,10 +314,14 @@ class ModelConfig:
     @classmethod
     def from_yaml(cls, text: str) -> "ModelConfig":
         try:
-            data = yaml.safe_load(text)
+            data = yaml_load(text)
+        except InputError as e:
+            raise ConfigError([str(e)]) from None
         except yaml.YAMLError as e:
             where = getattr(e, "problem_mark", None)
             at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+            if isinstance(e, RefusedYAML):
+                raise ConfigError([f"yaml: {e.problem}{at}"]) from None
             if isinstance(e, yaml.constructor.ConstructorError):  # e.g. !!python/object: never constructed
                 raise ConfigError([f"yaml: {e.problem}{at}; only plain values are allowed "
                                    f"(numbers, strings, true/false, null)"]) from None
@@ -405,6 +411,27 @@ def _coerce_scalar(spec: FieldSpec, raw: Any, bad: ValueError) -> Any:
     return raw
 
 
+def _big(n: int) -> str:
+    return f"{n:,}" if n < 10**30 else f"a {len(str(n)):,}-digit number"
+
+
+def _bounds(c: ModelConfig, bad: set[str]) -> list[str]:
+    """engine/limits.py's bounds, the same for app and CLI: integers a browser or JSON holds exactly, and a depth
+    whose layer-by-layer budgets stay interactive. Fields that fail here are added to `bad`."""
+    problems = []
+    for spec in FIELDS.values():
+        value = getattr(c, spec.name)
+        if spec.name not in bad and spec.type is int and isinstance(value, int) and value > MAX_INT:
+            problems.append(f"{spec.name}: {_big(value)} is more than {MAX_INT:,} "
+                            f"(2^53 - 1, the largest integer a browser or JSON holds exactly)")
+            bad.add(spec.name)
+    if "n_layers" not in bad and c.n_layers > MAX_LAYERS:
+        problems.append(f"n_layers: {c.n_layers:,} is more than this app computes interactively (at most "
+                        f"{MAX_LAYERS:,}: the budgets are summed layer by layer)")
+        bad.add("n_layers")
+    return problems
+
+
 def _coerce_list(spec: FieldSpec, raw: Any, bad: ValueError) -> tuple | None:
     """A list field from a YAML list or a 'a, b, c' string (brackets allowed, as a URL or CLI value)."""
     if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("null", "none", "~", "")):
@@ -431,6 +458,7 @@ def _problems(c: ModelConfig) -> list[str]:
     def ok(*names: str) -> bool:
         return not bad.intersection(names)
 
+    problems += _bounds(c, bad)
     if ok("n_heads", "n_kv_heads") and c.n_kv_heads is not None and c.n_heads % c.n_kv_heads:
         problems.append(f"n_kv_heads: {c.n_kv_heads} does not divide n_heads={c.n_heads}")
     if ok("head_dim", "d_model", "n_heads") and c.head_dim is None and c.d_model < c.n_heads:

@@ -5,6 +5,7 @@ meta device from the model's published config.json (a tied matrix counts once).
 """
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 
 from engine.config import ModelConfig
@@ -19,7 +20,7 @@ class Preset:
     notes: str = ""
 
 
-_LLAMA = dict(norm="rmsnorm", norm_bias=False, bias=False, position="rope", ffn="swiglu", tie_embeddings=False)
+_LLAMA = dict(norm="rmsnorm", bias=False, position="rope", ffn="swiglu", tie_embeddings=False)
 _GPT2 = dict(vocab_size=50257, context_length=1024, position="learned", ffn="gelu_tanh", tie_embeddings=True)
 
 _LLAMA3_1 = dict(rope_scaling="llama3", rope_factor=8.0, rope_original_context=8192, rope_low_freq_factor=1.0,
@@ -82,7 +83,7 @@ PRESETS: dict[str, Preset] = {p.config.name: p for p in [
                        context_length=40960, d_model=1024, n_layers=28, n_heads=16, n_kv_heads=8, head_dim=128,
                        d_ff=3072, qk_norm=True, norm_eps=1e-6, rope_base=1000000.0), 596_049_920,
            _HF + "Qwen/Qwen3-0.6B", "head_dim 128 with 16 heads: attention width 2048 is twice d_model; QK-norm."),
-    Preset(ModelConfig(name="gemma-2-2b", norm="rmsnorm", norm_bias=False, bias=False, position="rope",
+    Preset(ModelConfig(name="gemma-2-2b", norm="rmsnorm", bias=False, position="rope",
                        ffn="geglu_tanh", tie_embeddings=True, vocab_size=256000, context_length=8192, d_model=2304,
                        n_layers=26, n_heads=8, n_kv_heads=4, head_dim=256, d_ff=9216, norm_eps=1e-6,
                        norm_placement="sandwich", attn_window=4096, global_every=2, attn_softcap=50.0,
@@ -94,7 +95,7 @@ PRESETS: dict[str, Preset] = {p.config.name: p for p in [
                        rope_long_factor=_PHI35_LONG), 3_821_079_552, _HF + "microsoft/Phi-3.5-mini-instruct",
            "LongRoPE: one divisor per frequency, short ones within 4,096 tokens, long ones beyond (to 128K); "
            "fused qkv and gate/up projections in the checkpoint."),
-    Preset(ModelConfig(name="gemma-3-1b", norm="rmsnorm", norm_bias=False, bias=False, position="rope",
+    Preset(ModelConfig(name="gemma-3-1b", norm="rmsnorm", bias=False, position="rope",
                        ffn="geglu_tanh", tie_embeddings=True, vocab_size=262144, context_length=32768, d_model=1152,
                        n_layers=26, n_heads=4, n_kv_heads=1, head_dim=256, d_ff=6912, norm_eps=1e-6,
                        norm_placement="sandwich", attn_window=512, global_every=6, qk_norm=True, embed_scale=True,
@@ -149,7 +150,7 @@ PRESETS: dict[str, Preset] = {p.config.name: p for p in [
            _HF + "allenai/OLMoE-1B-7B-0924",
            "64 experts top-8, QK-norm over all heads at once: 1,282,017,280 active parameters per token."),
     Preset(ModelConfig(name="microgpt", vocab_size=28, context_length=16, d_model=16, n_layers=1, n_heads=4,
-                       norm="rmsnorm", norm_bias=False, norm_affine=False, embed_norm=True, final_norm=False,
+                       norm="rmsnorm", norm_affine=False, embed_norm=True, final_norm=False,
                        ffn="relu", bias=False, position="learned", tie_embeddings=False), 4_224,
            "microgpt chapter 4 hand count (seeds/004): 448 + 256 + 448 + 1024 + 2048",
            "Pure-Python GPT on the names data set: parameter-free RMSNorm, ReLU MLP, untied head."),
@@ -164,4 +165,6 @@ def get_preset(name: str) -> Preset:
     try:
         return PRESETS[name]
     except KeyError:
-        raise KeyError(choice_problem("preset", name, PRESETS)) from None
+        near = difflib.get_close_matches(str(name).lower(), list(PRESETS), n=1, cutoff=0.6)
+        hint = f" (did you mean {near[0]}?)" if near else ""
+        raise KeyError(choice_problem("preset", name, PRESETS) + hint) from None

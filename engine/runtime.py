@@ -26,7 +26,16 @@ def default_device() -> str:
 
 def resolve_device(device: str = "auto") -> torch.device:
     """'auto' -> default_device(); a CUDA device on a machine without CUDA is a clear error, not a crash later."""
-    dev = torch.device(default_device() if device == "auto" else device)
+    allowed = "auto, cpu, cuda or cuda:N"
+    try:
+        dev = torch.device(default_device() if device == "auto" else device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device: {str(device)[:40]!r} is not {allowed}") from None
+    if dev.type not in ("cpu", "cuda"):   # meta has no data: timings and losses there would be invented
+        raise ValueError(f"device: {device!r} cannot run a model for timing or training; use {allowed}")
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device: {device!r} is not available on this machine; use auto or cpu")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ValueError(f"device: {device!r} does not exist; this machine has {torch.cuda.device_count()} "
+                         f"CUDA device(s)")
     return dev

@@ -1,9 +1,10 @@
 """Activations: the FFN nonlinearities with their derivatives, and live statistics of the built model."""
 import streamlit as st
 
-from app import compute, export
+from app import compute, export, url_view
 from app.charts import activations as charts
 from app.state import current_config
+from app.text import md
 from app.widgets import page_header
 from engine.config import DENSE_FFNS, GATED_FFNS
 from engine.measure.stats import CPU_PARAM_LIMIT, StatsRefusal, check_live
@@ -18,9 +19,11 @@ st.caption("Values and derivatives of the engine's own activation functions, der
            f"This config uses **{cfg.ffn}**.")
 c1, c2 = st.columns([3, 1])   # the controls above the chart, wide enough for all eight curve names
 default = [n for n in DENSE_FFNS] + ([cfg.ffn] if cfg.gated else [])
-names = c1.pills("Curves", DENSE_FFNS + GATED_FFNS, selection_mode="multi", default=default, key="act_names",
-                 help="Click to add or remove a curve. Gated ones (swiglu, geglu, ...) show act(x)·x.")
-lo, hi = c2.slider("Input range x", -10.0, 10.0, (-4.0, 4.0), step=0.5, key="act_range")
+names = url_view.bound("act_names", url_view.choices("curves", DENSE_FFNS + GATED_FFNS), default, c1.pills, "Curves",
+                       DENSE_FFNS + GATED_FFNS, selection_mode="multi",
+                       help="Click to add or remove a curve. Gated ones (swiglu, geglu, ...) show act(x)·x.")
+lo, hi = url_view.bound("act_range", url_view.interval("range", -10.0, 10.0), (-4.0, 4.0), c2.slider,
+                        "Input range x", -10.0, 10.0, step=0.5)
 if names and hi > lo:
     curves = compute.curves(tuple(names), lo, hi)
     export.chart(charts.values_and_slopes_figure(curves, "Activations and their slopes"), "act_curves", "activations")
@@ -39,16 +42,17 @@ st.caption(f"Builds this config on **{device}** in fp32 with seeded initial weig
            "sequence of random token ids through the explicit attention path and records the residual stream "
            "and every attention probability. Measured, not estimated. On CPU the limit is "
            f"{CPU_PARAM_LIMIT:,} parameters.")
-tokens = st.slider("Sample length (tokens)", 4, min(256, cfg.context_length), min(64, cfg.context_length),
-                   key="stats_tokens") if cfg.context_length > 4 else cfg.context_length
+top = min(256, cfg.context_length)
+tokens = url_view.bound("stats_tokens", url_view.integer("tokens", 4, top), min(64, top), st.slider,
+                        "Sample length (tokens)", 4, top) if cfg.context_length > 4 else cfg.context_length
 key = (cfg, tokens, device)
 try:
-    check_live(cfg, device)
+    check_live(cfg, device, tokens)
 except StatsRefusal as e:
-    st.error(str(e), icon=":material/block:")
+    st.error(md(e), icon=":material/block:")
 else:
     if st.button("Build and measure", type="primary") or st.session_state.get("stats_key") == key:
-        with st.status(f"Building {cfg.name} on {device} and running {tokens} tokens…") as status:
+        with st.status(f"Building {md(cfg.name)} on {device} and running {tokens} tokens…") as status:
             stats = compute.live_stats(cfg, tokens, device)
             status.update(label=f"Measured on {stats.device}: {stats.tokens} tokens", state="complete")
         st.session_state["stats_key"] = key
@@ -56,7 +60,7 @@ else:
         with a:
             export.chart(charts.residual_rms_figure(stats.residual_rms), "stats_rms", f"{cfg.name}-residual-rms")
         with b:
-            export.chart(charts.entropy_figure(stats.entropy, stats.uniform_entropy), "stats_entropy",
+            export.chart(charts.entropy_figure(stats.entropy, stats.uniform_entropy, stats.tokens), "stats_entropy",
                          f"{cfg.name}-attention-entropy")
         st.caption("Entropy in nats: 0 means a head attends to a single key; the uniform value (hover) means it "
                    "spreads evenly over all visible keys, as untrained heads do.")

@@ -1,9 +1,10 @@
 """Budgets: memory per precision policy, KV cache vs context, FLOPs split, roofline, and estimate vs measurement."""
 import streamlit as st
 
-from app import budget_measure, compute, export, tables
+from app import budget_measure, compute, export, tables, url_view
 from app.charts import budgets as charts
 from app.state import current_config
+from app.text import md
 from app.widgets import page_header
 from engine.budget.devices import DEVICE_PROFILES
 from engine.budget.flops import gap_note
@@ -16,16 +17,22 @@ cfg = current_config()
 page_header(f"Budgets: {cfg.name}", cfg)
 
 c = st.columns(6)
-batch = c[0].number_input("Batch (sequences)", 1, 4096, 1, key="b_batch")
-seq = c[1].number_input("Sequence (tokens)", 1, cfg.context_length, min(cfg.context_length, 2048), key="b_seq",
-                        help=f"At most context_length = {cfg.context_length:,}.")
-optimizer = c[2].selectbox("Optimizer", OPTIMIZERS, key="b_opt")
-recompute = c[3].selectbox("Recompute", RECOMPUTE, key="b_recompute",
+batch = url_view.bound("b_batch", url_view.integer("batch", 1, 4096), 1, c[0].number_input, "Batch (sequences)",
+                       1, 4096)
+seq = url_view.bound("b_seq", url_view.integer("seq", 1, cfg.context_length), min(cfg.context_length, 2048),
+                     c[1].number_input, "Sequence (tokens)", 1, cfg.context_length,
+                     help=f"At most context_length = {cfg.context_length:,}.")
+optimizer = url_view.bound("b_opt", url_view.choice("optimizer", OPTIMIZERS), OPTIMIZERS[0], c[2].selectbox,
+                           "Optimizer", OPTIMIZERS)
+recompute = url_view.bound("b_recompute", url_view.choice("recompute", RECOMPUTE), RECOMPUTE[0], c[3].selectbox,
+                           "Recompute", RECOMPUTE,
                            help="Activation checkpointing: selective drops the attention scores, full keeps only "
                                 "each block's input.")
-attention = c[4].selectbox("Attention kernel", ATTENTION_IMPLS, key="b_attn",
+attention = url_view.bound("b_attn", url_view.choice("kernel", ATTENTION_IMPLS), ATTENTION_IMPLS[0], c[4].selectbox,
+                           "Attention kernel", ATTENTION_IMPLS,
                            help="sdpa (fused) saves no T x T scores; explicit saves them, as the plots need.")
-infer_dtype = c[5].selectbox("Inference dtype", list(DTYPE_BYTES), index=1, key="b_dtype")
+infer_dtype = url_view.bound("b_dtype", url_view.choice("dtype", list(DTYPE_BYTES)), list(DTYPE_BYTES)[1],
+                             c[5].selectbox, "Inference dtype", list(DTYPE_BYTES))
 
 st.header("Memory")
 if cfg.n_experts is not None:
@@ -53,9 +60,10 @@ st.caption(f"Closed form: 2 x layers x tokens x kv_heads x head_dim x {DTYPE_BYT
            "proportionally; a window caps it.")
 
 st.header("FLOPs")
-causal = st.toggle("Count only the query-key pairs a causal, windowed kernel computes", value=True, key="b_causal",
-                   help="On: the headline convention (causal halving, window limits, local/global layers). Off: the "
-                        "full T x T square, as FlopCounterMode and the 12·L·H·Q·T rule count it.")
+causal = url_view.bound("b_causal", url_view.flag("causal"), True, st.toggle,
+                       "Count only the query-key pairs a causal, windowed kernel computes",
+                       help="On: the headline convention (causal halving, window limits, local/global layers). Off: "
+                            "the full T x T square, as FlopCounterMode and the 12·L·H·Q·T rule count it.")
 fb = compute.flops(cfg, batch, seq, causal)
 a, b = st.columns(2)
 with a:
@@ -68,7 +76,8 @@ st.caption("Closed form from engine/budget/flops.py: a multiply-add is 2 FLOPs, 
 
 st.header("Roofline")
 r1, r2 = st.columns([1, 3])
-device = r1.selectbox("Device", list(DEVICE_PROFILES), key="b_device")
+device = url_view.bound("b_device", url_view.choice("device", list(DEVICE_PROFILES)), next(iter(DEVICE_PROFILES)),
+                        r1.selectbox, "Device", list(DEVICE_PROFILES))
 r1.caption(DEVICE_PROFILES[device].source)
 points = compute.rooflines(cfg, device, batch, seq, infer_dtype)
 for p in points.values():
@@ -93,5 +102,5 @@ if st.button("Measure", type="primary", key="b_measure"):
         status.update(label=f"Measured {len(result.measured)} quantities" + (", the rest refused" if refused else ""),
                       state="complete" if result.measured else "error", expanded=False)
     for why in refused:         # outside the status box: a refusal is never shown as a completed measurement
-        st.warning(why, icon=":material/block:")
+        st.warning(md(why), icon=":material/block:")
     st.dataframe(tables.measurements_table(result.rows()), hide_index=True, width="stretch")

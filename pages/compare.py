@@ -1,11 +1,15 @@
 """Compare: pin up to four configs (current, presets, uploaded YAML) and see them side by side."""
 import streamlit as st
 
-from app import compare_view, export, tables
+from app import compare_view, export, tables, url_view
+from app import pins as pin_codec
 from app.charts import compare as charts
 from app.editor import read_yaml
+from app.present import set_view_param
 from app.state import current_config
+from app.text import md
 from app.widgets import page_header
+from engine.layers.moe import dense_counterpart
 from engine.presets import PRESETS
 
 PINS, NOTE = "pins", "pin_note"
@@ -26,13 +30,16 @@ def pin_upload() -> None:
             pin(f"{config.name} (YAML)", config)
 
 
-if PINS not in st.session_state:   # start with something to compare
+if PINS not in st.session_state:   # the link's pins, else something to compare
+    linked, problems = pin_codec.decode_pins(st.query_params.get("pins", ""))
     other = "llama-3-8b" if cfg.name != "llama-3-8b" else "gpt2"
-    st.session_state[PINS] = [(f"{cfg.name} (current)", cfg), (other, PRESETS[other].config)]
+    st.session_state[PINS] = linked[:compare_view.MAX_PINS] or [(f"{cfg.name} (current)", cfg), (other, PRESETS[other].config)]
+    st.session_state[NOTE] = "; ".join(problems + ([f"pins: only the first {compare_view.MAX_PINS} are kept"]
+                                                   if len(linked) > compare_view.MAX_PINS else []))
 pins = st.session_state[PINS]
 
 page_header("Compare", cfg, reference=pins[0][1])
-st.caption(f"Current config **{cfg.name}**; deltas against the first pin, **{pins[0][0]}**.")
+st.caption(f"Current config **{md(cfg.name)}**; deltas against the first pin, **{md(pins[0][0])}**.")
 
 a, b, c = st.columns(3)
 a.button("Pin the current config", on_click=pin, args=(f"{cfg.name} (current)", cfg), width="stretch")
@@ -40,8 +47,14 @@ preset = b.selectbox("Preset", list(PRESETS), key="cmp_preset", label_visibility
 b.button("Pin this preset", on_click=lambda: pin(preset, PRESETS[preset].config), width="stretch")
 c.file_uploader("Pin a YAML config", type=["yaml", "yml"], key="cmp_upload", on_change=pin_upload,
                 label_visibility="collapsed")
+if cfg.n_experts is not None and all(cfg.moe_layers):
+    dense = dense_counterpart(cfg)
+    st.button("Pin the dense model with the same active parameters", key="cmp_dense_equal",
+              on_click=pin, args=(dense.name, dense),
+              help="Each MoE FFN becomes one dense FFN as wide as the k routed plus the shared experts: the same "
+                   "compute per token (no router), a fraction of the memory.")
 if st.session_state.get(NOTE):
-    st.warning(st.session_state[NOTE])
+    st.warning(md(st.session_state[NOTE]))
 unpin = st.multiselect("Pinned (remove one to unpin)", [lab for lab, _ in pins], default=[lab for lab, _ in pins],
                        key=f"cmp_pins_{len(pins)}_{'|'.join(lab for lab, _ in pins)}")
 if len(unpin) < len(pins) and unpin:
@@ -50,10 +63,11 @@ if len(unpin) < len(pins) and unpin:
 if not unpin:
     st.info("Keep at least one pin.")
 
+set_view_param("pins", pin_codec.encode_pins(st.session_state[PINS]))
 configs = {lab: c for lab, c in st.session_state[PINS]}
 labels = list(configs)
-log = st.toggle("Logarithmic value axis", value=True, key="cmp_log",
-                help="Models of very different sizes stay readable side by side; switch off for linear bars.")
+log = url_view.bound("cmp_log", url_view.flag("log"), True, st.toggle, "Logarithmic value axis",
+                     help="Models of very different sizes stay readable side by side; switch off for linear bars.")
 values = compare_view.compare_metrics(configs)
 export.chart(charts.compare_bars("Parameters", labels, values["params"], "count", log), "cmp_params",
              "compare-parameters")
@@ -72,7 +86,7 @@ st.caption("All closed forms (engine/budget): exact parameter counts; memory at 
 st.subheader("Side by side")
 df, differing = tables.compare_table(configs)
 st.caption(f"{len(differing)} of {len(df)} fields differ (highlighted).")
-only = st.toggle("Show only differing fields", key="cmp_only")
+only = url_view.bound("cmp_only", url_view.flag("only"), False, st.toggle, "Show only differing fields")
 shown = df.loc[differing] if only else df
 st.dataframe(tables.highlight_rows(shown, differing), width="stretch", height="content",
              column_config={"_index": st.column_config.TextColumn("field", width="medium")})

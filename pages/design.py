@@ -4,6 +4,7 @@ import streamlit as st
 from app import compute, diagram, export, tables
 from app.charts import design as charts
 from app.state import current_config, current_preset
+from app import widgets
 from app.widgets import page_header
 from engine.layers.position import rope_frequency_profile
 from engine.presets import PRESETS
@@ -34,7 +35,7 @@ with right:
     st.subheader("Block diagram")
     st.caption("Drawn from the config: it changes with serial/parallel blocks, norm placement, gated FFNs, "
                "GQA/MQA, QK-norm, RoPE, windows and soft-caps.")
-    st.graphviz_chart(diagram.block_dot(cfg), width="stretch")
+    widgets.diagram(diagram.block_dot(cfg))
 
 if cfg.position == "rope":
     st.subheader("RoPE rotation frequencies")

@@ -4,9 +4,10 @@ import time
 
 import streamlit as st
 
-from app import export, latency_plan, latency_view
+from app import export, latency_plan, latency_view, url_view
 from app.charts import latency as charts
 from app.state import current_config
+from app.text import md
 from app.widgets import page_header
 from engine.guard import MemoryRefusal, check_fits
 from engine.layers.attention import attention_variants
@@ -27,22 +28,26 @@ st.caption(latency_view.device_text(dev) + " The real model in the chosen dtype 
            "one session times at a time on this machine.")
 
 c = st.columns(5)
-dtype = c[0].selectbox("dtype", list(TORCH_DTYPES) if on_gpu else ["fp32", "bf16"], key="lat_dtype",
+dtypes = list(TORCH_DTYPES) if on_gpu else ["fp32", "bf16"]
+dtype = url_view.bound("lat_dtype", url_view.choice("dtype", dtypes), dtypes[0], c[0].selectbox, "dtype", dtypes,
                        help="Weights and activations in this precision. CPUs run bf16 mostly through conversions.")
-mode = c[1].selectbox("What is timed", lat.MODES, key="lat_mode",
-                      format_func=lambda m: {"forward": "forward (inference, no grad)",
-                                             "train": "forward + backward"}[m])
-# the default grid depends on the measured peak and the load: fixed per session, so a rerun never resets a choice
+mode = url_view.bound("lat_mode", url_view.choice("mode", lat.MODES), lat.MODES[0], c[1].selectbox, "What is timed",
+                      lat.MODES, format_func=lambda m: {"forward": "forward (inference, no grad)",
+                                                        "train": "forward + backward"}[m])
+# the default grid depends on the measured peak and the load: fixed per session, so a rerun never resets a choice,
+# and always written into the link (another session could pick another default)
 defaults = st.session_state.setdefault("lat_defaults", {})
 if (cfg, dtype, mode) not in defaults:
     defaults[(cfg, dtype, mode)] = latency_plan.default_sweep(cfg, dev, dtype, mode)
 default_batches, default_seqs = defaults[(cfg, dtype, mode)]
-batches = c[2].multiselect("Batch sizes (sequences)", latency_plan.batch_choices(), default=default_batches,
-                           key="lat_batches")
-seqs = c[3].multiselect("Sequence lengths (tokens)", latency_plan.seq_choices(cfg), default=default_seqs,
-                        key="lat_seqs", help=f"At most context_length = {cfg.context_length:,}.")
-budget = c[4].number_input("Time budget (s)", 1.0, 600.0, latency_plan.SWEEP_BUDGET_S, 5.0, key="lat_budget",
-                           help="Timing rounds stop when this is spent, or earlier once every point's spread is small.")
+batches = url_view.bound("lat_batches", url_view.choices("batches", latency_plan.batch_choices()), default_batches,
+                         c[2].multiselect, "Batch sizes (sequences)", latency_plan.batch_choices(), always=True)
+seqs = url_view.bound("lat_seqs", url_view.choices("seqs", latency_plan.seq_choices(cfg)), default_seqs,
+                      c[3].multiselect, "Sequence lengths (tokens)", latency_plan.seq_choices(cfg), always=True,
+                      help=f"At most context_length = {cfg.context_length:,}.")
+budget = url_view.bound("lat_budget", url_view.number("budget", 1.0, 600.0), latency_plan.SWEEP_BUDGET_S,
+                        c[4].number_input, "Time budget (s)", 1.0, 600.0, step=5.0,
+                        help="Timing rounds stop when this is spent, or earlier once every point's spread is small.")
 
 st.header("Batch x sequence sweep")
 sweep_key = (cfg, dtype, mode, tuple(sorted(batches)), tuple(sorted(seqs)))
@@ -52,7 +57,7 @@ else:
     try:
         check_fits(cfg, dev, max(batches), max(seqs), dtype, mode == "train")
     except MemoryRefusal as e:
-        st.error(str(e), icon=":material/block:")
+        st.error(md(e), icon=":material/block:")
     else:
         est = sweep_estimate(cfg, sorted(batches), sorted(seqs), mode, dtype, dev, budget)
         st.caption(f"Estimated duration: **{est.text}** ({est.how}).")
@@ -108,7 +113,7 @@ if contexts and st.button("Measure decode: " + " vs ".join(variants), key="lat_d
     try:
         measure_decode(variants, contexts, 1, dtype, str(dev), latency_plan.DECODE_BUDGET_S, on_point=on_point)
     except MemoryRefusal as e:
-        st.warning(str(e), icon=":material/block:")
+        st.warning(md(e), icon=":material/block:")
     bar.empty()
     stop.empty()
 key, curves = st.session_state.get("lat_decode_curves", (None, {}))

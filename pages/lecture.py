@@ -8,6 +8,7 @@ import streamlit as st
 
 from app import export, present, state, widgets
 from app.lecture_sections import SECTIONS
+from app.text import md
 
 IDS = list(SECTIONS)
 PICK, TOGGLE, LAST = "lecture_pick", "lecture_present", "lecture_last_section"
@@ -35,14 +36,14 @@ def _toggled() -> None:
 cfg = state.current_config()   # first: on a fresh server's deep link this reruns through the entry point
 raw = present.view_param("section")
 if raw is not None and raw not in SECTIONS:
-    st.warning(f"section: {raw!r} is not one of {', '.join(IDS)}; showing the first section.")
+    st.warning(f"section: {md(repr(raw))} is not one of {', '.join(IDS)}; showing the first section.")
 index = _at()
 section = IDS[index]
 present.set_view_param("section", section)   # the URL always names the section shown
 st.session_state[LAST] = section
 _, problem = present.parse_present(present.view_param("present"))
 if problem:
-    st.warning(problem)
+    st.warning(md(problem))
     present.set_present(False)
 present.apply_style()
 on_stage = present.is_present()
@@ -62,14 +63,15 @@ toggle_col.toggle("Present mode", key=TOGGLE, on_change=_toggled,
 
 title, render = SECTIONS[section]
 st.header(f"{index + 1}. {title}", anchor=section)
+present.open_stage()
 try:
     render()
 except ValueError as e:   # bad input (ConfigError included): say which field and what is allowed
-    st.error(str(e))
+    st.error(md(str(e)))
 
 if not on_stage:
     with st.expander("Handout of the current config (offline HTML or Markdown)", icon=":material/description:"):
-        st.caption(f"**{cfg.name}**: parameter table, memory and FLOP budgets at batch 1 and the full context, the "
+        st.caption(f"**{md(cfg.name)}**: parameter table, memory and FLOP budgets at batch 1 and the full context, the "
                    "block diagram and the YAML. One file, no network needed to open it.")
         c1, c2 = st.columns(2)
         c1.download_button("Handout (HTML)", data=lambda: export.handout_html(cfg), file_name=f"{cfg.name}-handout.html",

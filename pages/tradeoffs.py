@@ -48,7 +48,10 @@ controls = st.expander("Sweep settings", expanded=True) if on_stage else st.cont
 with controls:
     c = st.columns([2, 3, 2, 3])
     knob = c[0].selectbox("Knob", KNOBS, key=W["knob"], disabled=running)
-    grid = default_values(view.sweep_base(cfg, view.SweepSpec(small=st.session_state[W["small"]])), knob)
+    try:
+        grid = default_values(view.sweep_base(cfg, view.SweepSpec(small=st.session_state[W["small"]])), knob)
+    except ConfigError:   # the small size does not fit this config: run_spec below reports it, naming the field
+        grid = []
     c[1].text_input("Values (comma-separated)", key=W["values"], disabled=running,
                     placeholder=", ".join("null" if v is None else str(v) for v in grid),
                     help="Empty: the default grid shown greyed. null means the field's default (e.g. full attention).")
@@ -89,7 +92,8 @@ held = (f"; {sweep.hold} solved at each point to keep {sweep.hold_target.replace
         f"{sweep.target:,}" if sweep.hold else "")
 title = f"{sweep.base.name}: {' x '.join(sweep.knobs)}{held}"
 measured = [m for m in MEASURED if any(r.get(m) is not None for r in rows)]
-shown = [m for m in (*METRICS, *measured) if m not in ("active_params", "latency_iqr_ms")]
+dense = all(r["active_params"] == r["total_params"] for r in rows)      # the active panel only says something for MoE
+shown = [m for m in (*METRICS, *measured) if m != "latency_iqr_ms" and not (dense and m == "active_params")]
 panels = charts.small_multiples(rows, sweep.knobs, shown, cols=4 if on_stage else 3, title=title)
 pareto = charts.pareto_figure(rows, sweep.knobs, spec.x, spec.y)
 
@@ -104,7 +108,10 @@ def png_button(fig, name: str) -> None:
                            icon=":material/image:", help="Projector size, large fonts; rendered offline.")
 
 
-export.chart(present.scale(panels), "sweep_panels", "sweep-panels", download=not on_stage)
+staged = present.scale(panels)
+if on_stage:   # present.scale's one height is for a single plot: give each row of panels its own
+    staged.update_layout(height=460 * ((len(staged.layout.annotations) + 3) // 4) + 120)
+export.chart(staged, "sweep_panels", "sweep-panels", download=not on_stage)
 if not on_stage:
     png_button(panels, "sweep-panels")
 export.chart(present.scale(pareto), "sweep_pareto", "sweep-pareto", download=not on_stage)
@@ -121,7 +128,9 @@ st.toggle("Present mode", key="sweep_present", value=on_stage, on_change=lambda:
 with st.expander("Measured columns: forward latency and the val loss of a short run", expanded=job is not None,
                  icon=":material/timer:"):
     c = st.columns(5)
-    what = c[0].multiselect("Measure", MEASURES, default=["latency"], key="sw_measure", disabled=running)
+    picked = {"latency": c[0].checkbox("Forward latency", True, key="sw_latency", disabled=running),
+              "loss": c[0].checkbox("Val loss of a short run", False, key="sw_loss", disabled=running)}
+    what = [m for m in MEASURES if picked[m]]
     steps = c[1].number_input("Training steps per point", 1, 100_000, 100, key="sw_steps", disabled=running)
     budget = c[2].number_input("Latency time budget (s)", 1, 600, 5, key="sw_budget", disabled=running,
                                help="Every point is timed once per round, all points in every round (load hits "

@@ -5,11 +5,12 @@ from app import export, training_view
 from app.charts import moe as moe_charts
 from app.charts import training as charts
 from app.state import current_config
+from app.text import md
 from app.widgets import page_header
 from engine.runtime import resolve_device
 from engine.train.jobs import AB_CHOICES, TrainJob
 from engine.train.loop import TrainConfig
-from engine.train.store import RunStore
+from engine.train.store import RunningError, RunStore, StoreError, move_aside
 
 JOB = "train_job"
 cfg = current_config()
@@ -55,14 +56,35 @@ with st.expander("Optimizer and run settings", expanded=False):
     ts["eval_every"] = r2[5].number_input("Val loss every k steps", 1, 100_000, d.eval_every, key="t_every",
                                           disabled=running)
 
+def store_problem(e: StoreError) -> None:
+    """The store file is unusable: say so (other pages are unaffected) and offer to move it aside."""
+    st.error(md(e), icon=":material/error:")
+    if st.button("Move the file aside and start a new store", key="t_move_aside"):
+        try:
+            st.success(f"Moved it to {md(move_aside())}; new runs go to a new store.")
+        except OSError as err:
+            st.error(f"Could not move it: {md(err)}", icon=":material/error:")
+
+
+def open_store(show: bool = True) -> RunStore | None:
+    """The shared run store, or None when its file cannot be used (the problem shown once, under Stored runs):
+    runs then train without being stored."""
+    try:
+        return RunStore()
+    except StoreError as e:
+        if show:
+            store_problem(e)
+        return None
+
+
 b1, b2, _ = st.columns([1, 1, 4])
 if b1.button("Start training", type="primary", key="t_start", disabled=running) and not running:
     prepared = training_view.plan_run(cfg, ts, source, size, ab,
                                       (upload.name, upload.getvalue()) if upload is not None else None, device)
     if isinstance(prepared, str):
-        st.error(prepared, icon=":material/error:")
+        st.error(md(prepared), icon=":material/error:")
     else:
-        st.session_state[JOB] = TrainJob(*prepared, store=RunStore(), device=str(device)).start()
+        st.session_state[JOB] = TrainJob(*prepared, store=open_store(show=False), device=str(device)).start()
         st.rerun()   # redraw with Start disabled, Stop enabled and the fragment polling
 if b2.button("Stop", key="t_stop", disabled=not running):
     job.stop.set()
@@ -100,10 +122,10 @@ def live() -> None:
     if job.running:
         return
     if job.error:
-        st.error(f"The run failed: {job.error}", icon=":material/error:")
+        st.error(f"The run failed: {md(job.error)}", icon=":material/error:")
     for name, r in job.results.items():
         show = {"finished": st.success, "stopped": st.warning, "diverged": st.error}[r.status]
-        show(f"**{name}** (run {r.run_id}, {r.params:,} params): {r.message}")
+        show(f"**{md(name)}** (run {r.run_id}, {r.params:,} params): {md(r.message)}")
         if r.samples:
             st.caption(training_view.samples_caption(name, r.samples))
     if job.results:
@@ -123,11 +145,15 @@ def live() -> None:
 live()
 
 st.header("Stored runs")
-store = RunStore()
-runs = store.list_runs()
-if not runs:
+store, runs = open_store(), []
+try:
+    runs = store.list_runs() if store is not None else []
+except StoreError as e:
+    store_problem(e)
+    store = None
+if store is not None and not runs:
     st.caption(f"No runs stored yet in {store.path}.")
-else:
+elif store is not None:
     st.dataframe(training_view.stored_runs_rows(runs), hide_index=True, width="stretch", key="t_runs")
     labels = training_view.run_labels(runs)
     kept = [i for i in st.session_state.get("t_chosen", [runs[0]["id"]]) if i in labels]   # drop deleted runs
@@ -147,7 +173,10 @@ else:
         a, b, _ = st.columns([1, 1, 3])
         a.download_button(f"CSV of run {first_id}", store.export_csv(first_id), file_name=f"run-{first_id}.csv",
                           mime="text/csv", key="t_csv", on_click="ignore", icon=":material/download:")
-        if b.button(f"Delete run {first_id}", key="t_delete", disabled=running and first["status"] == "running",
+        if b.button(f"Delete run {first_id}", key="t_delete", disabled=first["status"] == "running",
                     help="A run still being trained cannot be deleted; stop it first."):
-            store.delete_run(first_id)
-            st.rerun()
+            try:
+                store.delete_run(first_id)
+                st.rerun()
+            except (RunningError, StoreError) as e:
+                st.error(md(e), icon=":material/error:")

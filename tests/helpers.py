@@ -24,9 +24,9 @@ def moe_fields(draw) -> dict:
     groups = draw(st.sampled_from([g for g in (1, 2, 4) if n_experts and n_experts % g == 0] or [1]))
     return dict(
         n_experts=n_experts, experts_per_token=draw(st.integers(1, 4)),
-        expert_d_ff=draw(st.none() | st.integers(1, 12)), n_shared_experts=draw(st.integers(0, 2)),
+        expert_d_ff=draw(st.none() | st.integers(1, 12)), n_shared_experts=draw(st.none() | st.integers(1, 2)),
         shared_d_ff=draw(st.none() | st.integers(1, 12)), shared_expert_gate=draw(st.booleans()),
-        moe_first_dense=draw(st.integers(0, 1)), moe_every=draw(st.integers(1, 2)),
+        moe_first_dense=draw(st.none() | st.integers(1, 1)), moe_every=draw(st.integers(1, 2)),
         router=draw(st.sampled_from(FIELDS["router"].choices)), router_renorm=draw(st.booleans()),
         router_selection_bias=draw(st.booleans()), router_groups=groups,
         router_group_topk=draw(st.integers(1, groups)), routed_scale=draw(st.floats(0.5, 3)),
@@ -162,6 +162,7 @@ LECTURE_NUMBERS = {
               "log Z": "0.6931", "log Z, shifted": "10.6931"},
     "softcap": {"masked key, cap then mask": "0.0000", "engine: weight on a future key": "0.0000"},
     "kvcache": {"MHA (32 KV heads)": "4.00 GiB", "GQA-8 (8 KV heads)": "1.00 GiB", "MQA (1 KV head)": "128.00 MiB"},
+    "moe": {"stored parameters": "46,702,792,704", "used per token": "12,879,925,248", "bf16 weights": "86.99 GiB"},
     "sweeps": {"KV cache, n_kv_heads=1": "3.00 MiB", "KV cache, n_kv_heads=12": "36.00 MiB",   # gpt2: 12 layers, 1,024
                "total parameters, n_kv_heads=12": "124,439,808"},
     "heads": {"attention width A = H·d_h": "12", "D mod H": "1", "q_proj weight": "12 × 10", "o_proj weight": "10 × 12",
@@ -178,3 +179,15 @@ def settle(page, timeout_ms: int = 60000) -> None:
     page.wait_for_selector('[data-testid="stMetric"]', timeout=timeout_ms)
     page.wait_for_function('!document.querySelector(\'[data-testid="stStatusWidget"]\')', timeout=timeout_ms)
     page.wait_for_timeout(1500)
+
+
+# ---- torchrun tests (test_ddp, test_sharding): a short training run and a free local port --------------------
+TRAIN_ARGS = ["-m", "engine", "train", "--steps", "12", "--batch", "8", "--seq", "16", "--eval-every", "6",
+              "--samples", "0", "--json"]
+
+
+def free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

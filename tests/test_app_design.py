@@ -1,5 +1,6 @@
 """AppTest: the entry point, sidebar editor, URL sync and the Design page."""
 from engine.budget.params import count_params
+from engine.layers.norm import has_bias
 from engine.presets import PRESETS
 
 
@@ -53,15 +54,40 @@ def test_invalid_value_keeps_last_valid_view(new_app):
     assert any(e.value.startswith("d_model:") for e in at.sidebar.error)
 
 
-def test_rmsnorm_switch_forces_norm_bias_off(new_app):
-    at = new_app()   # gpt2: layernorm with bias
+def test_norm_bias_follows_the_norm_and_the_toggle_restores_the_count(new_app):
+    at = new_app()   # gpt2: layernorm, norm_bias null = follow the norm (on)
     at.run()
-    assert at.sidebar.checkbox(key="field_norm_bias").value is True
+    box = at.sidebar.selectbox(key="field_norm_bias")
+    assert box.value == "null" and "follow the norm (on)" in box.options
     at.sidebar.selectbox(key="field_norm").set_value("rmsnorm").run()
     assert not at.sidebar.error and not at.exception
-    box = at.sidebar.checkbox(key="field_norm_bias")
-    assert box.value is False and box.disabled
-    assert at.session_state["cfg"].norm == "rmsnorm"
+    box = at.sidebar.selectbox(key="field_norm_bias")
+    assert box.value == "null" and box.disabled and "follow the norm (off)" in box.options
+    cfg = at.session_state["cfg"]
+    assert cfg.norm == "rmsnorm" and not has_bias(cfg)
+    assert metrics(at)["Total parameters"] == f"{124_439_808 - 25 * 768:,}"   # 25 LayerNorm betas of width 768 gone
+    assert dict(at.query_params) == {"preset": "gpt2", "norm": "rmsnorm"}
+    at.sidebar.selectbox(key="field_norm").set_value("layernorm").run()
+    assert metrics(at)["Total parameters"] == "124,439,808"
+    assert dict(at.query_params) == {"preset": "gpt2"}
+
+
+def test_explicit_norm_bias_true_gives_way_to_rmsnorm(new_app):
+    at = new_app()
+    at.run()
+    at.sidebar.selectbox(key="field_norm_bias").set_value("true").run()
+    assert at.session_state["cfg"].norm_bias is True
+    at.sidebar.selectbox(key="field_norm").set_value("rmsnorm").run()
+    assert not at.sidebar.error and at.session_state["cfg"].norm_bias is None
+
+
+def test_validation_messages_are_plain_text(new_app):
+    """head_dim*rope_fraction: the `*` must reach the page escaped, or Markdown turns it into italics."""
+    at = new_app(preset="llama-3-8b")
+    at.run()
+    at.sidebar.text_input(key="field_rope_fraction").input("0.3").run()
+    [err] = [e.value for e in at.sidebar.error if e.value.startswith("head_dim:")]
+    assert "head_dim\\*rope_fraction" in err
 
 
 def test_float_and_optional_fields(new_app):

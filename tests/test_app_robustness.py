@@ -12,7 +12,7 @@ from engine.presets import PRESETS
 
 BASE = "gemma-2-2b"   # rope, a window with global layers, soft-caps: no walked field is disabled by a coupling
 BASE_TOTAL = f"{PRESETS[BASE].reference_params:,}"
-PAGES = ["design", "budgets", "activations", "latency", "training", "compare", "tradeoffs", "lecture"]
+PAGES = ["design", "budgets", "activations", "latency", "training", "compare", "tradeoffs", "deploy", "lecture"]
 MIN_SAFE, MAX_SAFE = -(2**53 - 1), 2**53 - 1   # a browser number box's bounds (JS safe integers)
 
 

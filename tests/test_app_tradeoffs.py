@@ -53,9 +53,9 @@ def test_present_mode_hides_title_and_table(new_app):
 
 
 def test_small_measured_sweep_stores_runs_shown_on_training(new_app):
-    at = new_app(PAGE, preset="microgpt", knob="n_kv_heads", values="1,4", small="true", timeout=120)
+    at = new_app(PAGE, preset="microgpt", knob="n_kv_heads", values="1,4", timeout=120)
     at.run()
-    at.multiselect(key="sw_measure").set_value(["latency", "loss"])
+    at.checkbox(key="sw_loss").check()
     at.number_input(key="sw_steps").set_value(3)
     at.number_input(key="sw_budget").set_value(1)
     at.number_input(key="sw_seq").set_value(8)

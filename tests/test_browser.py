@@ -1,16 +1,20 @@
 """Real browser: Debian's Chromium opens every page of the served app (pages discovered from the navigation).
 
 Fails on any Streamlit exception element; checks the Llama-3-8B total, a Plotly chart on the four analysis
-pages, and saves screenshots of Design and Budgets to docs/screenshots/ for the README.
+pages, and that the app asks for nothing outside this machine (every non-loopback request is blocked and
+recorded). Screenshots of Design and Budgets go to a temporary folder, or to docs/screenshots/ for the README
+with UPDATE_SCREENSHOTS=1, so the suite never rewrites tracked files.
 """
+import os
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
 from tests.helpers import settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-SHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
+DOCS_SHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
 CHART_PAGES = {"design", "budgets", "activations", "compare"}
 
 
@@ -18,8 +22,31 @@ def slug(href: str, base: str) -> str:
     return href.removeprefix(base).strip("/").split("?")[0] or "design"
 
 
-def test_every_page(served_app, browser):
+def local(url: str) -> bool:
+    parsed = urlparse(url)
+    return parsed.scheme in ("data", "blob", "about") or parsed.hostname in ("127.0.0.1", "localhost", "::1")
+
+
+def block_off_machine(page) -> list[str]:
+    """Abort every request that leaves the machine; the returned list fills with their URLs."""
+    attempted: list[str] = []
+
+    def route(r) -> None:
+        if local(r.request.url):
+            r.continue_()
+        else:
+            attempted.append(r.request.url)
+            r.abort()
+
+    page.context.route("**/*", route)
+    page.on("request", lambda req: None if local(req.url) else attempted.append(req.url))
+    return attempted
+
+
+def test_every_page(served_app, browser, tmp_path):
+    shots = DOCS_SHOTS if os.environ.get("UPDATE_SCREENSHOTS") == "1" else tmp_path
     page = browser.new_page(viewport={"width": 1600, "height": 1000})
+    off_machine = block_off_machine(page)
     # A shared link straight to a page, first request of a fresh server: still the full app with the sidebar.
     page.goto(f"{served_app}/budgets?preset=llama-3-8b&n_layers=16")
     settle(page)
@@ -32,7 +59,7 @@ def test_every_page(served_app, browser):
     hrefs = [links.nth(i).get_attribute("href") for i in range(links.count())]
     slugs = {slug(h, served_app): h for h in hrefs}
     assert CHART_PAGES <= set(slugs), slugs
-    SHOTS.mkdir(parents=True, exist_ok=True)
+    shots.mkdir(parents=True, exist_ok=True)
     for name, href in slugs.items():
         page.goto(f"{served_app}/{'' if name == 'design' else name}?preset=llama-3-8b")
         settle(page)
@@ -42,5 +69,8 @@ def test_every_page(served_app, browser):
             page.wait_for_selector(".js-plotly-plot", timeout=30000)
             assert page.locator(".js-plotly-plot").count() >= 1, name
         if name in ("design", "budgets"):
-            page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=name == "design")
+            page.screenshot(path=str(shots / f"{name}.png"), full_page=name == "design")
+        icons = page.eval_on_selector_all('link[rel~="icon"]', "els => els.map(e => e.href)")
+        assert icons and all(local(href) for href in icons), icons   # the favicon too (fetched outside the page)
+    assert not off_machine, sorted(set(off_machine))
     page.close()

@@ -117,3 +117,24 @@ def test_exports_open_without_network(browser, tmp_path):
     assert page.locator("svg").count() >= 1
     context.close()
     assert fetched == []
+
+
+CHARTED = [s for s in SECTIONS if s not in ("tying", "zloss", "heads")]   # sections that draw a Plotly chart
+
+
+@pytest.mark.parametrize("width,height", [(1600, 1000), (1920, 1080)])
+def test_present_mode_shows_each_sections_chart_without_scrolling(served_app, browser, width, height):
+    """The projector check: in present mode each section's first chart sits whole inside the first screen."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    below = {}
+    for section in CHARTED:
+        page.goto(f"{served_app}/lecture?section={section}&present=1")
+        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=LOAD)
+        idle(page)
+        top, bottom = page.eval_on_selector(".js-plotly-plot", "e => [e.getBoundingClientRect().top, "
+                                                               "e.getBoundingClientRect().bottom]")
+        if top < 0 or bottom > height:
+            below[section] = (top, bottom)
+    context.close()
+    assert not below, below

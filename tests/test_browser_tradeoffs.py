@@ -43,12 +43,8 @@ def test_small_measured_sweep_runs_show_on_training(served_app, browser):
     page.goto(f"{served_app}/tradeoffs?preset=microgpt&knob=n_kv_heads&values=1,4&small=true")
     settle(page)
     page.get_by_text("Measured columns").click()
-    pick = page.locator('[data-testid="stMultiSelect"]')
-    pick.wait_for(timeout=30000)
-    pick.click()
-    page.get_by_role("option", name="loss").click(timeout=30000)
-    page.keyboard.press("Escape")
-    page.get_by_text("loss", exact=True).first.wait_for(timeout=30000)   # the chip
+    page.get_by_text("Val loss of a short run", exact=True).click(timeout=30000)
+    page.wait_for_timeout(800)
     page.wait_for_timeout(800)
     for label, value in (("Training steps per point", "3"), ("Latency time budget (s)", "1"), ("Latency tokens", "8")):
         field = page.get_by_role("spinbutton", name=label)

@@ -1,4 +1,6 @@
 """Figure and table builders, called directly (AppTest cannot read Plotly figures)."""
+import math
+
 import pytest
 
 from app import charts, tables
@@ -100,6 +102,17 @@ def test_compare_bars_and_table():
     counts = compare_charts.compare_bars("P", ["a", "b"], {"total": [124_439_808, 8_030_261_248]}, "count", log=True)
     assert list(counts.layout.yaxis.ticktext) == ["100M", "1B", "10B"]       # as people say them, not 10G
     assert fig.layout.yaxis.tickformat == ",d"                                # linear counts: 8,000,000,000
+    assert list(counts.data[1].text) == ["8.03B"] and list(counts.data[1].customdata) == ["8,030,261,248"]
+    assert counts.layout.yaxis.range[1] > math.log10(8_030_261_248)         # room for the label above the bar
+
+
+def test_compare_bar_labels_do_not_overlap_when_crowded():
+    """Four pins x three metrics on a half-width chart leave bars ~40 px wide: labels are written upright."""
+    four = compare_charts.compare_bars("M", list("abcd"), {k: [2**30, 2**31, 2**32, 2**33] for k in "xyz"}, "bytes")
+    assert {t.textangle for t in four.data} == {-90}
+    assert four.layout.yaxis.range[1] >= 1.4 * 8   # GiB: headroom for an upright label over the tallest bar
+    two = compare_charts.compare_bars("M", ["a", "b"], {"x": [1, 2]}, "bytes")
+    assert {t.textangle for t in two.data} == {0}
 
 
 def test_fmt_count_short():
@@ -114,6 +127,7 @@ def test_activation_and_stats_figures():
     heat = activation_charts.gated_surface_figure(gated_surface("geglu", -1, 1, 3))
     assert heat.data[0].zmid == 0
     assert activation_charts.residual_rms_figure([1.0, 2.0]).layout.xaxis.title.text.startswith("layer")
-    ent = activation_charts.entropy_figure([[0.1, 0.2]], [0.7])
+    ent = activation_charts.entropy_figure([[0.1, 0.2]], [0.7], 64)
     assert ent.layout.coloraxis is not None and ent.data[0].colorbar.title.text == "nats"
+    assert (ent.data[0].zmin, ent.data[0].zmax) == (0, math.log(64))   # fixed 0..ln T, not the data's spread
     assert "layer 1, head 0" in activation_charts.attention_map_figure([[1.0, 0.0], [0.5, 0.5]], 1, 0).layout.title.text

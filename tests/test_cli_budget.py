@@ -55,7 +55,7 @@ def test_flops_measure(capsys):
 
 def test_measure_refuses_with_numbers(capsys):
     code, out, err = run(capsys, "memory", "--preset", "llama-3-70b", "--seq", "2048", "--measure")
-    assert code == 1 and "train_total" in out
+    assert code == 2 and "train_total" in out
     assert "refusing to build llama-3-70b" in err and "needs about" in err and "free" in err
 
 

@@ -77,6 +77,8 @@ def test_bad_input_exits_2_naming_the_flag(capsys):
              (("--knob", "ffn", "--context", "0"), "--context: 0 is not an integer >= 1"),
              (("--knob", "ffn", "--values", "relu", "--values", "gelu"), "--values: 2 lists for 1 --knob"),
              (("--knob", "ffn", "--measure", "speed"), "--measure: 'speed' is not one of latency, loss"),
+             (("--knob", "ffn", "--measure", "latency", "--latency-seq", "0"), "--latency-seq: 0 is not an integer"),
+             (("--knob", "ffn", "--measure", "latency", "--time-budget", "0"), "--time-budget: 0.0 is not a number > 0"),
              (("--knob", "ffn", "--n-heads", "0"), "n_heads: 0 is not an integer >= 1")]
     for args, message in cases:
         rc, out, err = run(capsys, "sweep", "--preset", "gpt2", *args)

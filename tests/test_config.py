@@ -52,7 +52,7 @@ def test_all_problems_are_reported_at_once_each_naming_its_field():
 
 
 def test_cross_field_rules():
-    assert problems(norm="rmsnorm") == ["norm_bias: rmsnorm has no bias; set norm_bias: false"]
+    assert problems(norm="rmsnorm", norm_bias=True) == ["norm_bias: rmsnorm has no bias; set norm_bias: false"]
     assert problems(d_model=4, n_heads=8) == ["head_dim: d_model=4 // n_heads=8 is 0; set head_dim or use fewer "
                                               "heads"]
     assert ModelConfig(d_model=4, n_heads=8, head_dim=2).attn_width == 16

@@ -7,7 +7,6 @@ take the same steps up to float reduction order. Tolerance: 1e-4 absolute on eve
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -15,16 +14,10 @@ from pathlib import Path
 import pytest
 
 from engine.train.store import RunStore
+from tests.helpers import TRAIN_ARGS, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
-ARGS = ["-m", "engine", "train", "--steps", "12", "--batch", "8", "--seq", "16", "--eval-every", "6",
-        "--samples", "0", "--json"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+ARGS = TRAIN_ARGS
 
 
 @pytest.mark.slow

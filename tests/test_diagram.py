@@ -62,3 +62,11 @@ def test_widths_have_thousands_separators():
     labels = " ".join(node_labels(block_dot(PRESETS["llama-3-8b"].config)))
     for text in ("4,096→14,336", "14,336→4,096", "4,096→1,024", "128,256 × 4,096", "4,096 × 128,256"):
         assert text in labels, text
+
+
+def test_moe_block_draws_the_router_choosing_k_of_e_and_the_shared_expert():
+    dot = block_dot(PRESETS["qwen1.5-moe-a2.7b"].config)
+    assert "keep top 4" in dot and "4 of 60 routed experts" in dot and "1 shared expert(s) × sigmoid gate" in dot
+    assert "d_ff 1,408 each" in dot and "b_up" not in dot        # no dense FFN drawn in its place
+    mixed = block_dot(PRESETS["mixtral-8x7b"].config.replace(moe_first_dense=1))
+    assert "MoE in 31 of 32 layers" in mixed and "2 of 8 routed experts" in mixed

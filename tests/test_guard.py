@@ -1,4 +1,6 @@
 """The refusal path: estimate vs free memory, checked before a real model is built."""
+import math
+
 import pytest
 import torch
 
@@ -22,9 +24,19 @@ def test_70b_training_is_refused_with_both_numbers():
     assert fmt_bytes(err.estimate) in str(err) and fmt_bytes(err.free) in str(err)
 
 
-def test_small_model_fits_and_meta_always_fits():
-    check_fits(get_preset("nanogpt-handout").config, "cpu", 1, 4, torch.float32, training=True)
-    check_fits(get_preset("llama-3-70b").config, "meta", 64, 8192, "fp32")
+def test_small_model_fits_and_meta_always_fits(monkeypatch):
+    cfg = get_preset("nanogpt-handout").config
+    need = needed_bytes(cfg, 1, 4, "fp32", training=True)
+    asked = []
+    monkeypatch.setattr(guard, "free_bytes", lambda device: asked.append(str(device)) or math.ceil(need / 0.9))
+    assert check_fits(cfg, "cpu", 1, 4, torch.float32, training=True) is None    # exactly at 90%: fits
+    assert asked == ["cpu"]
+    monkeypatch.setattr(guard, "free_bytes", lambda device: math.ceil(need / 0.9) - 2)
+    with pytest.raises(MemoryRefusal):                                           # a byte over: refused
+        check_fits(cfg, "cpu", 1, 4, torch.float32, training=True)
+    # meta allocates nothing, so it never even asks how much memory is free
+    monkeypatch.setattr(guard, "free_bytes", lambda device: pytest.fail("meta must not read free memory"))
+    assert check_fits(get_preset("llama-3-70b").config, "meta", 64, 8192, "fp32") is None
 
 
 def test_headroom_applies(monkeypatch):

@@ -1,6 +1,7 @@
 """Memory closed forms: reference KV-cache sizes, 16 bytes/param, policies, KV against a real cache."""
 import pytest
 
+from engine.budget.activations import activation_estimate
 from engine.budget.memory import DTYPE_BYTES, OPTIMIZERS, POLICIES, RECOMPUTE, kv_cache_bytes, memory_budget
 from engine.budget.params import count_params
 from engine.config import ModelConfig
@@ -59,13 +60,23 @@ def test_totals_and_json_keys():
         assert isinstance(d[key], int) and key in b.formulas and b.formulas[key]
 
 
-def test_every_option_combination_runs():
+def test_every_option_combination_gives_the_table_values():
     cfg = make({"attn_window": 3, "dropout": 0.1})
+    P = count_params(cfg).total
+    # policy -> bytes per parameter of (weights, grads, master, each optimizer state); optimizer -> states
+    per_param = {"fp32": (4, 4, 0, 4), "bf16": (2, 2, 0, 2), "mixed-bf16": (2, 2, 4, 4), "mixed-fp16": (2, 2, 4, 4)}
+    states = {"adamw": 2, "sgd-momentum": 1, "sgd": 0}
+    e = {"fp32": 4, "bf16": 2, "fp16": 2}
+    held = 2 * (3 + 3) * 2 * cfg.kv_width                 # K and V: both layers windowed, each keeps 3 of 6; B=2
+    assert set(per_param) == set(POLICIES) and set(states) == set(OPTIMIZERS) and set(e) == set(DTYPE_BYTES)
     for dtype in DTYPE_BYTES:
-        for policy in POLICIES:
-            for opt in OPTIMIZERS:
+        for policy, (w, g, m, sb) in per_param.items():
+            for opt, n in states.items():
                 for rc in RECOMPUTE:
-                    assert memory_budget(cfg, 2, 6, dtype, policy, opt, rc).train_total_bytes > 0
+                    b = memory_budget(cfg, 2, 6, dtype, policy, opt, rc)
+                    act = activation_estimate(cfg, 2, 6, dtype, "sdpa", rc).total
+                    assert b.train_total_bytes == (w + g + m + n * sb) * P + act, (dtype, policy, opt, rc)
+                    assert b.infer_total_bytes == e[dtype] * P + held * e[dtype], (dtype, policy, opt, rc)
 
 
 @pytest.mark.parametrize("bad,match", [(dict(dtype="fp8"), "dtype"), (dict(policy="amp"), "policy"),

@@ -66,7 +66,7 @@ def test_layer_pattern_first_dense_and_every():
 
 
 MOE_VARIANTS = list(itertools.product(("softmax_topk", "topk_softmax", "sigmoid"), ("swiglu", "gelu"),
-                                      (0, 2), (False, True), (False, True)))
+                                      (None, 2), (False, True), (False, True)))
 
 
 @pytest.mark.parametrize("router, ffn, shared, gate, bias", MOE_VARIANTS)

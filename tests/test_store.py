@@ -5,13 +5,14 @@ import csv
 import io
 import math
 import sqlite3
+from types import SimpleNamespace
 
 import pytest
 
 from engine.config import ModelConfig
 from engine.train.data import load_names
 from engine.train.loop import StepRecord, TrainConfig, train
-from engine.train.store import STEP_COLUMNS, RunStore, default_path
+from engine.train.store import STEP_COLUMNS, RunningError, RunStore, default_path
 
 TINY = ModelConfig(name="tiny", d_model=16, n_layers=1, n_heads=2, ffn_multiple_of=8)
 
@@ -48,6 +49,11 @@ def test_steps_are_on_disk_while_the_run_is_going(store):
     assert run["steps"][2]["train_loss"] == pytest.approx(r.records[2].train_loss)
 
 
+def _finished(run_id: int) -> SimpleNamespace:
+    return SimpleNamespace(run_id=run_id, status="finished", message="", initial_loss=None, final_loss=None,
+                           tokens_per_s=0.0, samples=[])
+
+
 def test_list_reload_csv_delete(store):
     ids = []
     for name in ("a", "b"):
@@ -61,6 +67,10 @@ def test_list_reload_csv_delete(store):
     rows = list(csv.DictReader(io.StringIO(store.export_csv(ids[0]))))
     assert tuple(rows[0]) == STEP_COLUMNS and [r["train_loss"] for r in rows] == ["3.0", "1.5"]
     assert rows[1]["val_loss"] == ""            # NaN is stored as NULL, exported as an empty cell
+    with pytest.raises(RunningError, match=f"run {ids[0]} is still being trained"):
+        store.delete_run(ids[0])                # this process is alive: the run is running
+    for rid in ids:
+        store.finish_run(_finished(rid))
     assert store.delete_run(ids[0]) and not store.delete_run(ids[0])
     assert [r["id"] for r in store.list_runs()] == [ids[1]]
     with sqlite3.connect(store.path) as db:
@@ -79,3 +89,56 @@ def test_a_run_whose_process_was_killed_reads_interrupted_with_its_steps(store):
     run = store.get_run(rid)
     assert run["status"] == "interrupted" and "3 stored steps" in run["message"]
     assert [s["step"] for s in run["steps"]] == [1, 2, 3]
+
+
+def test_two_trainings_and_a_reader_share_the_store(tmp_path):
+    """Two runs training at once in two threads (each with its own handle, as two sessions have) while a third
+    handle keeps reading: every step of both lands, in order, and the reader never fails."""
+    import threading
+    path = tmp_path / "shared.sqlite"
+    RunStore(path)
+    tc = TrainConfig(steps=6, batch=4, seq=8, eval_every=3, samples=0)
+    results, seen, errors = {}, [], []
+    done = threading.Event()
+
+    def trainer(name: str) -> None:
+        results[name] = train(TINY.replace(name=name), tc, load_names(), device="cpu", store=RunStore(path))
+
+    def reader() -> None:
+        store = RunStore(path)
+        while not done.is_set():
+            try:
+                seen.append(sum(r["steps"] for r in store.list_runs()))
+            except Exception as e:   # noqa: BLE001 -- any failure of a concurrent read is the finding
+                errors.append(e)
+
+    threads = [threading.Thread(target=trainer, args=(n,)) for n in ("a", "b")]
+    watcher = threading.Thread(target=reader)
+    watcher.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    done.set()
+    watcher.join()
+    assert not errors and seen == sorted(seen)          # reads never failed, never went backwards
+    store = RunStore(path)
+    for name, r in results.items():
+        run = store.get_run(r.run_id)
+        assert run["status"] == "finished" and [s["step"] for s in run["steps"]] == list(range(1, 7))
+        assert run["initial_loss"] == pytest.approx(r.initial_loss) and run["name"] == name
+
+
+def test_a_recycled_pid_does_not_keep_a_run_running(store):
+    """Liveness is pid + that process's start time: a live process with the same pid but another start time
+    (the pid was reused after the trainer died) means the run was interrupted."""
+    import os
+
+    from engine.train.store import process_start
+    rid = store.create_run(TINY, TrainConfig(), "names", 123, "cpu", initial_loss=3.25)
+    assert store.list_runs()[0]["status"] == "running" and store.list_runs()[0]["initial_loss"] == 3.25
+    assert process_start(os.getpid()) is not None
+    with sqlite3.connect(store.path) as db:
+        db.execute("UPDATE runs SET pid_start=pid_start+1 WHERE id=?", (rid,))
+    assert store.get_run(rid)["status"] == "interrupted"
+    assert store.delete_run(rid)   # an interrupted run can be deleted

@@ -7,7 +7,7 @@ import pytest
 from engine.budget.params import count_params
 from engine.config import FIELDS, ConfigError
 from engine.presets import get_preset
-from engine.sweep import METRICS, SweepSettings, d_ff_step, default_values, pareto_front, run_sweep
+from engine.sweep import KNOBS, METRICS, SweepSettings, d_ff_step, default_values, pareto_front, run_sweep
 
 LLAMA3 = get_preset("llama-3-8b").config
 GPT2 = get_preset("gpt2").config
@@ -143,3 +143,18 @@ def test_ready_sweeps_reproduce_the_lecture_facts():
     assert set(READY) == {"gqa", "gating", "depth", "window"}
     with pytest.raises(ValueError, match="sweep: 'x' is not one of gqa"):
         run_ready(GPT2, "x")
+
+
+def test_moe_sweep_active_params_and_every_default_grid():
+    from engine.presets import PRESETS
+    mixtral = get_preset("mixtral-8x7b").config
+    s = run_sweep(mixtral, {"experts_per_token": [1, 2, 8]})
+    total = [p.metrics["total_params"] for p in s.points]
+    active = [p.metrics["active_params"] for p in s.points]
+    assert total == [46_702_792_704] * 3 and active[1] == 12_879_925_248           # DESIGN: Mixtral 2 of 8
+    assert active[2] == total[2] and active[0] < active[1]                       # all 8 experts: active == total
+    held = run_sweep(mixtral, {"n_layers": [16]}, hold="d_ff").points[0]
+    assert held.problems[0].startswith("d_ff: no dense FFN in this config uses d_ff")
+    for name, preset in PRESETS.items():                                         # a grid for every knob of every preset
+        for knob in KNOBS:
+            assert default_values(preset.config, knob), (name, knob)

@@ -25,9 +25,9 @@ def test_150_steps_on_names_lower_the_loss_by_a_fifth_and_are_listed(capsys):
     assert r["final_loss"] <= 0.8 * r["initial_loss"], r
     assert r["tokens_per_s"] > 0 and len(r["samples"]) == 8
     rc, runs, _ = run_json(capsys, "runs", "--json")
-    assert rc == 0 and [(x["id"], x["status"], x["steps"]) for x in runs] == [(r["run_id"], "finished", 150)]
-    assert main(["runs"]) == 0 and f"{r['run_id']}  finished" in capsys.readouterr().out
-    assert main(["runs", "--csv", str(r["run_id"])]) == 0
+    assert rc == 0 and [(x["id"], x["status"], x["steps"]) for x in runs] == [(r["id"], "finished", 150)]
+    assert main(["runs"]) == 0 and f"{r['id']}  finished" in capsys.readouterr().out
+    assert main(["runs", "--csv", str(r["id"])]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 151
 
 
@@ -45,7 +45,7 @@ def test_preset_small_and_field_flags(capsys):
                         "--samples", "0", "--json")
     assert rc == 0 and r["steps"] == 2
     from engine.train.store import RunStore
-    cfg = RunStore().get_run(r["run_id"])["model_config"]
+    cfg = RunStore().get_run(r["id"])["model_config"]
     assert (cfg.n_layers, cfg.d_model, cfg.ffn, cfg.attention_kind) == (1, 64, "swiglu", "GQA-2")
 
 

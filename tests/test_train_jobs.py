@@ -8,7 +8,8 @@ from engine.config import ModelConfig
 from engine.presets import get_preset
 from engine.train.data import load_names
 from engine.train.jobs import AB_CHOICES, TrainJob, ab_configs, matched_gated_dff
-from engine.train.loop import TrainConfig, small_version
+from engine.train.loop import TrainConfig
+from engine.train.small import small_version
 
 SMALL = small_version(get_preset("gpt2").config)
 TC = TrainConfig(steps=6, batch=8, seq=8, eval_every=3, samples=2)

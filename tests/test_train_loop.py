@@ -10,7 +10,8 @@ import torch
 from engine.config import ConfigError, ModelConfig
 from engine.presets import get_preset
 from engine.train.data import load_names
-from engine.train.loop import TrainConfig, lr_at, sample, small_version, train
+from engine.train.loop import TrainConfig, lr_at, sample, train
+from engine.train.small import small_version
 
 TINY = ModelConfig(name="tiny", d_model=32, n_layers=1, n_heads=2, ffn_multiple_of=8, vocab_size=2,
                    context_length=2)
@@ -103,3 +104,17 @@ def test_samples_stop_at_the_separator(names):
     assert len(out) == 6 and all("\n" not in s and len(s) <= 12 for s in out)
     assert out == sample(model, names, 6, max_new=12, seed=1)
     assert torch.is_grad_enabled()
+
+
+def test_small_version_keeps_the_first_layers_pattern_and_resamples_longrope():
+    """Per-layer and per-frequency lists follow the smaller shape instead of making it invalid."""
+    base = get_preset("phi-3.5-mini").config.replace(
+        n_layers=4, attn_window=64, layer_types=("sliding", "full", "sliding", "full"), nope_layers=(2, 4))
+    small = small_version(base, n_layers=3)
+    assert small.layer_types == ("sliding", "full", "sliding")
+    assert small.nope_layers == (2,)
+    half = small.rotary_dim // 2
+    long = base.rope_long_factor
+    assert len(small.rope_long_factor) == half
+    assert small.rope_long_factor[0] == long[0] and small.rope_long_factor[-1] == long[-1]
+    assert all(f in long for f in small.rope_long_factor)

@@ -7,7 +7,8 @@ import pytest
 from engine.config import ModelConfig
 from engine.presets import get_preset
 from engine.train.data import load_names
-from engine.train.loop import TrainConfig, small_version, train
+from engine.train.loop import TrainConfig, train
+from engine.train.small import small_version
 from engine.train.store import RunStore
 
 MOE = ModelConfig(name="tiny-moe", d_model=32, n_layers=2, n_heads=2, ffn_multiple_of=8, vocab_size=2,

@@ -2,6 +2,8 @@
 built model (residual RMS, attention entropy, one attention map)."""
 from __future__ import annotations
 
+import math
+
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -46,10 +48,14 @@ def residual_rms_figure(rms: list[float]) -> go.Figure:
     return layout(fig, "Residual stream RMS per layer", height=380)
 
 
-def entropy_figure(entropy: list[list[float]], uniform: list[float]) -> go.Figure:
-    """Heatmap of mean attention entropy per layer and head, hover shows the uniform-attention reference."""
+def entropy_figure(entropy: list[list[float]], uniform: list[float], tokens: int) -> go.Figure:
+    """Heatmap of mean attention entropy per layer and head, hover shows the uniform-attention reference. The
+    colour scale is fixed from 0 (one key) to ln T (uniform over all T keys), so the small spread of an untrained
+    model's heads stays one colour instead of being stretched into apparent structure."""
     custom = [[u] * len(row) for row, u in zip(entropy, uniform)]
-    fig = go.Figure(go.Heatmap(z=entropy, customdata=custom, colorscale="Viridis", colorbar=dict(title="nats"),
+    fig = go.Figure(go.Heatmap(z=entropy, customdata=custom, colorscale="Viridis", zmin=0, zmax=math.log(tokens),
+                               colorbar=dict(title="nats", tickvals=[0, math.log(tokens)],
+                                             ticktext=["0", f"ln {tokens:,} = {math.log(tokens):.2f}"]),
                                hovertemplate="layer %{y}, head %{x}<br>entropy %{z:.3f} nats"
                                "<br>uniform %{customdata:.3f} nats<extra></extra>"))
     fig.update_xaxes(title_text="head")

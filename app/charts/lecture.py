@@ -12,6 +12,7 @@ from engine.config import DENSE_FFNS
 from engine.lecture.attention import MaskOrder
 from engine.lecture.blocks import NormComparison, SerialParallel
 from engine.lecture.ffn import GatingMatch
+from engine.lecture.moe import StoreVsCompute
 from engine.lecture.sizes import DepthWidth, KVVariant, MicroTable
 from engine.lecture.tying import AbsentTokenGrad
 from engine.units import byte_unit, fmt_bytes, fmt_count
@@ -141,3 +142,13 @@ def microgpt_figure(t: MicroTable) -> go.Figure:
     fig = go.Figure(go.Bar(x=[r.name for r in t.rows], y=[r.count for r in t.rows], marker_color=colors,
                            text=[fmt_count(r.count) for r in t.rows], textposition="outside"))
     return _layout(fig, f"microgpt by hand: {t.hand_total:,} parameters", "matrix", "parameters")
+
+
+def store_vs_compute_figure(r: StoreVsCompute) -> go.Figure:
+    """Parameters stored vs parameters one token uses, and bf16 bytes vs forward FLOPs per token."""
+    fig = go.Figure(go.Bar(x=["stored (memory)", "used per token (compute)"], y=[r.total / 1e9, r.active / 1e9],
+                           marker_color=[COLORS["ffn"], COLORS["attention"]],
+                           text=[f"{r.total:,}", f"{r.active:,}"], textposition="outside", cliponaxis=False,
+                           hovertemplate="%{x}: %{text} parameters<extra></extra>"))
+    return _layout(fig, f"{r.name}: you store every expert, you compute {r.per_token} of {r.experts}", "",
+                   "parameters (billions)", height=380)

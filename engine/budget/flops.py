@@ -52,7 +52,9 @@ class FlopBudget:
 def matmul_params(cfg: ModelConfig) -> int:
     """Weights that take part in a matrix product per token (not biases, norms, embeddings or positions);
     in an MoE layer only the router, the shared experts and the k routed experts a token is sent to."""
-    return sum(block_matmul_params(cfg, moe) for moe in cfg.moe_layers) + cfg.d_model * cfg.vocab_size
+    n_moe = sum(cfg.moe_layers)
+    moe = block_matmul_params(cfg, moe=True) if n_moe else 0
+    return (cfg.n_layers - n_moe) * block_matmul_params(cfg) + n_moe * moe + cfg.d_model * cfg.vocab_size
 
 
 def _query_key_pairs(cfg: ModelConfig, seq: int, causal: bool) -> int:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
 from engine.config import FIELDS, ModelConfig
+from engine.limits import MAX_CONFIG_BYTES, read_text
 
 
 class UsageError(Exception):
@@ -39,11 +39,7 @@ def base_config(args: argparse.Namespace) -> ModelConfig:
         except KeyError as e:
             raise UsageError(e.args[0]) from None
     elif getattr(args, "config", None):
-        try:
-            text = Path(args.config).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise UsageError(f"config: cannot read {args.config}: {e.strerror if isinstance(e, OSError) else e}")
-        base = ModelConfig.from_yaml(text)
+        base = ModelConfig.from_yaml(read_text(args.config, MAX_CONFIG_BYTES, "config"))
     else:
         base = ModelConfig()
     return base

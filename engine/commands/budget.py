@@ -72,9 +72,9 @@ def _memory(args: argparse.Namespace) -> int:
         _print_measurements(measured, fmt_bytes)
         if note:
             print(f"  peak memory: {note}")
-    if refusal:
+    if refusal:   # bad input for this machine, like every refusal: exit 2
         print(f"error: {refusal}", file=sys.stderr)
-        return 1
+        return 2
     return 0
 
 
@@ -110,7 +110,10 @@ def _flops(args: argparse.Namespace) -> int:
     measured = {}
     if args.measure:
         from engine.measure.suite import measure_config
-        measured = measure_config(cfg, B, T, impl=args.attention, steps=("flops",))
+        try:
+            measured = measure_config(cfg, B, T, impl=args.attention, steps=("flops",))
+        except MemoryRefusal as e:
+            raise UsageError(str(e)) from None
     if args.json:
         print_json({**{k: getattr(f, k) for k in FLOP_KEYS}, "train_flops": f.train_flops, "causal": f.causal,
                     "formulas": f.formulas,

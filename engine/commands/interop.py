@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from engine.commands import UsageError
 from engine.config import ModelConfig
 from engine.interop.hf_config import from_hf_config
-from engine.validation import int_problem
+
+
+MAX_CHECK_TOKENS = 65_536   # a parity check needs a few windows' worth of tokens, not a whole context
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,8 +31,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _import_hf(args: argparse.Namespace) -> int:
     from engine.interop.hf_config import import_hf_config
     from engine.interop.hf_models import read_checkpoint
+    if args.check and not 1 <= args.tokens <= MAX_CHECK_TOKENS:
+        raise UsageError(f"--tokens: {args.tokens} is not an integer >= 1 and <= {MAX_CHECK_TOKENS:,}")
+    if args.check and not (math.isfinite(args.tol) and args.tol >= 0):
+        raise UsageError(f"--tol: {args.tol} is not a finite number >= 0 (nan would pass every gap)")
     try:
-        config, state, source = read_checkpoint(args.path)
+        config, _, _ = read_checkpoint(args.path, weights=False)
     except ValueError as e:
         raise UsageError(str(e)) from None
     cfg, ignored = import_hf_config(config)   # ConfigError -> exit 2 with each HF key named
@@ -39,22 +46,30 @@ def _import_hf(args: argparse.Namespace) -> int:
             print(f"# ignored: {line}")
     if not args.check:
         return 0
-    if problem := int_problem("--tokens", args.tokens):
-        raise UsageError(problem)
-    return _parity_check(cfg, config, state, source, args)
+    return _parity_check(cfg, config, args)
 
 
-def _parity_check(cfg: ModelConfig, config: dict, state: dict | None, source: str, args: argparse.Namespace) -> int:
+def _parity_check(cfg: ModelConfig, config: dict, args: argparse.Namespace) -> int:
     try:
         import transformers
     except ImportError:
         raise UsageError("--check needs transformers: pip install -r requirements-dev.txt") from None
     import torch
 
-    from engine.interop.hf_models import from_transformers, hf_model_from_config, load_into, logits_gap, scramble_
+    from engine.interop.hf_models import (from_transformers, hf_model_from_config, load_into, logits_gap,
+                                          read_checkpoint, scramble_)
+    from engine.guard import MemoryRefusal, check_fits
     from engine.runtime import default_device
     transformers.logging.set_verbosity_error()
     kwargs = {k: v for k, v in config.items() if k != "model_type"}
+    device = default_device()
+    try:   # the checkpoint's tensors, two fp32 models (transformers' and ours) and logits for 2 x tokens
+        check_fits(cfg, device, 2, args.tokens, "fp32", training=False, copies=3)
+        _, state, source = read_checkpoint(args.path)
+    except MemoryRefusal as e:
+        raise UsageError(str(e)) from None
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     try:
         hf = hf_model_from_config(config["model_type"], kwargs, attn_implementation="eager")
     except (ValueError, TypeError) as e:
@@ -66,7 +81,6 @@ def _parity_check(cfg: ModelConfig, config: dict, state: dict | None, source: st
             load_into(hf, state)
         except ValueError as e:
             raise UsageError(str(e)) from None
-    device = default_device()
     hf.eval().float().to(device)
     ours = from_transformers(hf)
     tokens = args.tokens if cfg.position != "learned" else min(args.tokens, cfg.context_length)

@@ -9,12 +9,15 @@ import threading
 from engine.commands import UsageError, add_config_args, apply_field_flags, base_config, load_config, print_json
 from engine.config import ModelConfig
 
+BENCH_SEQ = 128
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="measured forward (or forward+backward) latency, tokens/s and MFU")
     add_config_args(p)
     p.add_argument("--batch", type=int, default=1)
-    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--seq", type=int, default=None, help=f"tokens per sequence (default: {BENCH_SEQ}, or "
+                                                              "context_length when shorter)")
     p.add_argument("--device", default="auto", help="auto (CUDA when present, else CPU), cpu, cuda, cuda:N")
     p.add_argument("--dtype", default="fp32", help="fp32, bf16 or fp16")
     p.add_argument("--mode", default="forward", help="forward, or train (forward + backward)")
@@ -41,7 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("runs", help="list, export or delete stored training runs")
     p.add_argument("--json", action="store_true")
     p.add_argument("--csv", type=int, metavar="ID", help="print run ID's steps as CSV")
-    p.add_argument("--delete", type=int, metavar="ID", help="delete run ID")
+    p.add_argument("--delete", type=int, metavar="ID", help="delete run ID (refused while it is running)")
+    p.add_argument("--move-aside", action="store_true",
+                   help="rename an unusable run store to runs.sqlite.unusable-TIMESTAMP (never deleted)")
     p.set_defaults(run=_runs)
 
 
@@ -49,8 +54,9 @@ def _bench(args: argparse.Namespace) -> None:
     from engine.guard import MemoryRefusal
     from engine.measure.latency import measure_latency
     cfg = load_config(args)
+    seq = min(BENCH_SEQ, cfg.context_length) if args.seq is None else args.seq
     try:
-        r = measure_latency(cfg, args.batch, args.seq, args.dtype, args.device, args.mode, args.time_budget)
+        r = measure_latency(cfg, args.batch, seq, args.dtype, args.device, args.mode, args.time_budget)
     except (ValueError, MemoryRefusal) as e:
         raise UsageError(str(e)) from None
     if args.json:
@@ -74,13 +80,14 @@ def _bench(args: argparse.Namespace) -> None:
 def train_model_config(args: argparse.Namespace) -> ModelConfig:
     """--preset/--config as given; with --small, or with neither, that architecture at the small size.
     Field flags apply last."""
-    from engine.train.loop import small_version
+    from engine.train.small import small_version
     if (args.preset or args.config) and not args.small:
         return load_config(args)
     return apply_field_flags(args, small_version(base_config(args)))
 
 
 def _train(args: argparse.Namespace) -> int:
+    from engine.guard import MemoryRefusal
     from engine.train import ddp
     from engine.train.data import load_data
     from engine.runtime import resolve_device
@@ -98,14 +105,16 @@ def _train(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())   # Ctrl-C ends the run as "stopped"
     try:
         with ddp.session(device.type) as info:
-            store = RunStore() if info.main else None
+            store = _store() if info.main else None
             on_step = None if args.json or not info.main else _print_step(tc)
             r = train(cfg, tc, data, device=str(device), on_step=on_step, stop=stop, store=store, info=info)
+    except MemoryRefusal as e:
+        raise UsageError(str(e)) from None
     finally:
         signal.signal(signal.SIGINT, previous)
     if not info.main:
         return 0 if r.status != "diverged" else 1
-    out = {"run_id": r.run_id, "initial_loss": r.initial_loss, "final_loss": r.final_loss,
+    out = {"id": r.run_id, "initial_loss": r.initial_loss, "final_loss": r.final_loss,
            "tokens_per_s": r.tokens_per_s, "status": r.status, "message": r.message, "steps": len(r.records),
            "params": r.params, "processes": info.world, "samples": r.samples}
     if args.json:
@@ -120,6 +129,14 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _store():
+    from engine.train.store import RunStore, StoreError
+    try:
+        return RunStore()
+    except StoreError as e:
+        raise UsageError(str(e)) from None
+
+
 def _print_step(tc):
     def show(rec) -> None:
         if rec.val_loss is not None or rec.step == 1:
@@ -130,18 +147,25 @@ def _print_step(tc):
 
 
 def _runs(args: argparse.Namespace) -> None:
-    from engine.train.store import RunStore
-    store = RunStore()
+    from engine.train.store import RunningError, RunStore, StoreError, default_path, move_aside
+    if args.move_aside:
+        try:
+            return print(f"moved {default_path()} to {move_aside()}; the next run starts a new store")
+        except OSError as e:
+            raise UsageError(str(e)) from None
     try:
+        store = RunStore()
         if args.csv is not None:
             return print(store.export_csv(args.csv), end="")
         if args.delete is not None:
             if not store.delete_run(args.delete):
                 raise KeyError(f"run {args.delete} does not exist")
             return print(f"deleted run {args.delete}")
+        runs = store.list_runs()
     except KeyError as e:
         raise UsageError(f"{e.args[0]} (see `python -m engine runs`)") from None
-    runs = store.list_runs()
+    except (RunningError, StoreError) as e:
+        raise UsageError(str(e)) from None
     if args.json:
         return print_json(runs)
     if not runs:

@@ -41,6 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--measure", metavar="latency,loss", help="also measure: forward latency and/or the val loss "
                                                              "of a short training run per point (stored runs)")
     p.add_argument("--steps", type=int, default=100, help="training steps per point for --measure loss")
+    p.add_argument("--latency-seq", type=int, default=64, help="tokens of the timed forward (--measure latency)")
+    p.add_argument("--time-budget", type=float, default=5.0, help="seconds of interleaved latency rounds")
     p.add_argument("--device", default="auto")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true")
@@ -55,7 +57,7 @@ def _usage(e: ConfigError) -> UsageError:
 
 def build(args: argparse.Namespace):
     """(sweep, base) from the flags; bad flags raise UsageError naming the flag."""
-    from engine.train.loop import small_version
+    from engine.train.small import small_version
     base = base_config(args)
     base = apply_field_flags(args, small_version(base) if args.small else base)
     if len(args.knob) > 2:
@@ -151,9 +153,12 @@ def _measure(args: argparse.Namespace, sweep) -> list[dict]:
     from engine.train.store import RunStore
     what = tuple(w.strip() for w in args.measure.split(",") if w.strip())
     try:
-        ms = MeasureSettings(what=what, steps=args.steps, device=args.device)
-    except ConfigError as e:
-        raise _usage(e) from None
+        ms = MeasureSettings(what=what, seq=args.latency_seq, budget_s=args.time_budget, steps=args.steps,
+                             device=args.device)
+    except ConfigError as e:   # the settings' names -> their flags
+        flags = {"seq:": "latency-seq:", "budget_s:": "time-budget:"}
+        raise _usage(ConfigError([next((f + p[len(k):] for k, f in flags.items() if p.startswith(k)), p)
+                                  for p in e.problems])) from None
 
     est = estimate_duration(sweep, ms)
     print(f"measuring {', '.join(ms.what)}: {est.text} ({est.how}); Ctrl-C stops after the current round or step",

@@ -14,6 +14,7 @@ from typing import Any, Callable
 from engine.config import ConfigError, ModelConfig
 from engine.interop.hf_defaults import DEFAULTS, DENSE_ACTS, GATED_ACTS, IGNORED, INERT
 from engine.interop.hf_rope import rope_fields
+from engine.interop.hf_types import type_problems
 
 FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "gpt2", "gpt_neox", "falcon",
             "bloom", "stablelm", "starcoder2", "phi3", "gpt_bigcode", "phi", "olmo2", "cohere", "mpt")
@@ -103,7 +104,7 @@ def _decoder(r: _Reader, theta_default: float = 10000.0, partial_ok: bool = Fals
     return dict(vocab_size=r("vocab_size"), context_length=r("max_position_embeddings"), d_model=d,
                 n_layers=r("num_hidden_layers"), n_heads=heads, n_kv_heads=None if kv == heads else kv,
                 head_dim=None if hd == d // heads else hd, d_ff=r("intermediate_size"), norm="rmsnorm",
-                norm_eps=float(r("rms_norm_eps")), norm_bias=False, position="rope",
+                norm_eps=float(r("rms_norm_eps")), position="rope",
                 tie_embeddings=bool(r("tie_word_embeddings")), **rope_fields(r, hd, theta_default=theta_default, partial_ok=partial_ok))
 
 
@@ -379,7 +380,7 @@ FAMILIES += tuple(_MOE_READERS)
 # Every ModelConfig field a reader does not set takes this value (not ModelConfig's GPT-2 default).
 NEUTRAL: dict[str, Any] = dict(
     n_kv_heads=None, head_dim=None, attn_window=None, global_every=None, qk_norm=False, attn_softcap=None,
-    qkv_bias=False, rope_base=10000.0, rope_fraction=1.0, ffn_multiple_of=256, norm_bias=True, norm_affine=True,
+    qkv_bias=False, rope_base=10000.0, rope_fraction=1.0, ffn_multiple_of=256, norm_bias=None, norm_affine=True,
     embed_norm=False, norm_placement="pre", final_norm=True, block="serial", parallel_shared_norm=False,
     dropout=0.0, embed_scale=False, logit_softcap=None, rope_scaling="none", rope_factor=1.0,
     rope_original_context=None, rope_low_freq_factor=1.0, rope_high_freq_factor=4.0, rope_beta_fast=32.0,
@@ -398,6 +399,8 @@ def import_hf_config(d: dict[str, Any]) -> tuple[ModelConfig, list[str]]:
     this model either (accepted, listed for `import-hf --verbose`), or ConfigError."""
     if not isinstance(d, dict):
         raise ConfigError([f"config.json: expected a JSON object, got {type(d).__name__}"])
+    if problems := type_problems(d):
+        raise ConfigError(problems)
     family = d.get("model_type")
     if family not in _READERS:
         raise ConfigError([f"model_type: {family!r} is not one of the families we import exactly: "

@@ -10,6 +10,7 @@ import math
 from typing import Any, Callable
 
 from engine.config import ConfigError, ModelConfig
+from engine.layers.norm import has_bias as norm_has_bias
 from engine.validation import choice_problem
 
 _GATED = {"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_pytorch_tanh", "reglu": "relu"}
@@ -48,7 +49,7 @@ class _Writer:
         self.need("embed_norm", False)
         self.need("norm_affine", True)
         if norm == "layernorm":
-            self.need("norm_bias", True)
+            self.check(norm_has_bias(self.cfg), "norm_bias", "its LayerNorms have a bias")
         self.need("embed_scale", embed_scale)
         self.need("head_bias", False, "no bias on the output head")
         self.need("logit_scale", 1.0, "logits are not rescaled")

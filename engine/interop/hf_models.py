@@ -7,7 +7,6 @@ transformers 5 (e.g. `rope_parameters`, GPT-NeoX's `lm_head`); older checkpoints
 """
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from torch import nn
 from engine.interop.hf_config import from_hf_config
 from engine.interop.hf_export import to_hf_config
 from engine.interop.weights import hf_to_ours, ours_to_hf
+from engine.limits import MAX_CONFIG_BYTES, json_loads, read_text
 from engine.model import DecoderLM, build_model
 
 # Buffers that old checkpoints saved although nothing reads them (GPT-2's causal-mask tables, rotary caches),
@@ -87,19 +87,20 @@ def scramble_(model: nn.Module, seed: int = 0, spread: float = 0.5) -> None:
                 p.add_(draw(p, spread))
 
 
-def read_checkpoint(folder: str | Path) -> tuple[dict[str, Any], dict[str, torch.Tensor] | None, str]:
+def read_checkpoint(folder: str | Path, weights: bool = True
+                    ) -> tuple[dict[str, Any], dict[str, torch.Tensor] | None, str]:
     """(config.json dict, state dict or None, where the weights came from) of a local checkpoint folder.
+    weights=False reads only config.json (so the memory guard can run before any tensor is loaded).
     Raises ValueError with a readable message for anything missing or malformed."""
     folder = Path(folder)
     if not folder.is_dir():
         raise ValueError(f"{folder}: not a folder")
-    try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"{folder}: no config.json") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"{folder / 'config.json'}: cannot read it: {e}") from None
-    files = _weight_files(folder)
+    if not (folder / "config.json").exists():
+        raise ValueError(f"{folder}: no config.json")
+    config = json_loads(read_text(folder / "config.json", MAX_CONFIG_BYTES, "config.json"), "config.json")
+    files = _weight_files(folder) if weights else []
+    if not weights:
+        return config, None, "not read"
     if not files:
         return config, None, "random init (no weights in the folder)"
     state: dict[str, torch.Tensor] = {}
@@ -121,12 +122,24 @@ def _weight_files(folder: Path) -> list[Path]:
         if (folder / single).is_file():
             return [folder / single]
         if (folder / index).is_file():
-            try:
-                shards = sorted(set(json.loads((folder / index).read_text())["weight_map"].values()))
-            except (OSError, ValueError, KeyError, AttributeError) as e:
-                raise ValueError(f"{folder / index}: not a weight index: {e}") from None
-            return [folder / s for s in shards]
+            return _index_shards(folder, index)
     return []
+
+
+def _index_shards(folder: Path, index: str) -> list[Path]:
+    """The shard files a weight index names, each confined to `folder` (no absolute paths, no `..`)."""
+    data = json_loads(read_text(folder / index, MAX_CONFIG_BYTES * 64, index), index)
+    shards = data.get("weight_map") if isinstance(data, dict) else None
+    if not isinstance(shards, dict) or not all(isinstance(v, str) for v in shards.values()):
+        raise ValueError(f"{index}: weight_map: expected a JSON object of tensor name -> shard file name")
+    root = folder.resolve()
+    paths = []
+    for name in sorted(set(shards.values())):
+        path = (folder / name).resolve()
+        if not path.is_relative_to(root) or path == root:
+            raise ValueError(f"{index}: weight_map: shard {name[:80]!r} is outside the model folder {folder}")
+        paths.append(path)
+    return paths
 
 
 def load_into(hf_model: nn.Module, state: dict[str, torch.Tensor]) -> None:

@@ -32,7 +32,7 @@ def _sparse_layers(r: _Reader, n_layers: int) -> dict[str, Any]:
         r.bad("mlp_only_layers", dense, "dense layers must be the first ones (moe_first_dense)")
     if len(dense) >= n_layers:
         r.bad("mlp_only_layers", dense, "leaves no MoE layer")
-    return dict(moe_every=step, moe_first_dense=len(dense))
+    return dict(moe_every=step, moe_first_dense=len(dense) or None)
 
 
 def _no_window(r: _Reader) -> None:
@@ -57,7 +57,7 @@ def _qwen_moe(r: _Reader) -> dict[str, Any]:
         r.expect("attention_bias", (False,), "Qwen3-MoE puts it on q, k, v and o but not the MLP")
         return dict(out, qk_norm=True)
     shared = r("shared_expert_intermediate_size")
-    return dict(out, qkv_bias=bool(r("qkv_bias")), n_shared_experts=1 if shared else 0,
+    return dict(out, qkv_bias=bool(r("qkv_bias")), n_shared_experts=1 if shared else None,
                 shared_d_ff=shared or None, shared_expert_gate=bool(shared))
 
 

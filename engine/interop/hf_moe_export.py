@@ -22,12 +22,12 @@ def _routing(w: _Writer, renorm: bool | None) -> dict[str, Any]:
 
 
 def _all_layers_moe(w: _Writer) -> None:
-    w.need("moe_first_dense", 0, "every layer is MoE")
+    w.need("moe_first_dense", None, "every layer is MoE")
     w.need("moe_every", 1, "every layer is MoE")
 
 
 def _no_shared(w: _Writer) -> None:
-    w.need("n_shared_experts", 0, "no shared experts")
+    w.need("n_shared_experts", None, "no shared experts")
 
 
 def _mixtral(w: _Writer) -> dict[str, Any]:
@@ -51,7 +51,7 @@ def _qwen_moe(w: _Writer) -> dict[str, Any]:
     w.need("bias", False)
     w.need("attn_window", None, "sliding windows are not modelled for Qwen MoE")
     out = dict(_routing(w, None), num_experts=c.n_experts, moe_intermediate_size=c.expert_width,
-               decoder_sparse_step=c.moe_every, mlp_only_layers=list(range(c.moe_first_dense)),
+               decoder_sparse_step=c.moe_every, mlp_only_layers=list(range(c.moe_first_dense or 0)),
                use_sliding_window=False)
     if qwen3:
         w.need("qkv_bias", False)

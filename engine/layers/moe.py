@@ -35,8 +35,8 @@ class Router(nn.Module):
         self.selection_bias = nn.Buffer(torch.zeros(E)) if cfg.router_selection_bias else None
 
     @torch.no_grad()
-    def init_(self, g: torch.Generator, std: float) -> None:
-        self.weight.normal_(0.0, std, generator=g)
+    def init_weights(self, std: float, generator: torch.Generator) -> None:
+        self.weight.normal_(0.0, std, generator=generator)
         if self.bias is not None:
             self.bias.zero_()
         if self.selection_bias is not None:
@@ -85,32 +85,34 @@ class Experts(nn.Module):
         self.down_bias = nn.Parameter(torch.empty(E, d)) if bias else None
 
     @torch.no_grad()
-    def init_(self, g: torch.Generator, std: float, out_std: float) -> None:
+    def init_weights(self, std: float, out_std: float, generator: torch.Generator) -> None:
         """As a dense FFN: N(0, std) in, N(0, out_std) for the projection into the residual stream, zero biases."""
         for w in (self.gate, self.up):
             if w is not None:
-                w.normal_(0.0, std, generator=g)
-        self.down.normal_(0.0, out_std, generator=g)
+                w.normal_(0.0, std, generator=generator)
+        self.down.normal_(0.0, out_std, generator=generator)
         for b in (self.gate_bias, self.up_bias, self.down_bias):
             if b is not None:
                 b.zero_()
 
     @staticmethod
-    def _b(bias: torch.Tensor | None, e: int) -> torch.Tensor | None:
-        return None if bias is None else bias[e]
+    def _per_expert(t: torch.Tensor | None, n: int) -> list:
+        """One view per expert. unbind, not t[e]: indexing a parameter E times makes backward build E full
+        [E, out, in] gradients and add them (quadratic in E); unbind's backward stacks the E pieces once."""
+        return [None] * n if t is None else t.unbind(0)
 
     def run(self, rows: torch.Tensor, counts: list[int]) -> torch.Tensor:
         """rows [sum(counts), d], sorted by expert; counts[e] rows belong to expert e."""
+        E = len(counts)
+        gate, up, down = (self._per_expert(w, E) for w in (self.gate, self.up, self.down))
+        gb, ub, db = (self._per_expert(b, E) for b in (self.gate_bias, self.up_bias, self.down_bias))
         outs = []
         for e, chunk in enumerate(rows.split(counts)):
             if not counts[e]:
                 continue
-            h = F.linear(chunk, self.up[e], self._b(self.up_bias, e))
-            if self.gate is not None:
-                h = self.act(F.linear(chunk, self.gate[e], self._b(self.gate_bias, e))) * h
-            else:
-                h = self.act(h)
-            outs.append(F.linear(h, self.down[e], self._b(self.down_bias, e)))
+            h = F.linear(chunk, up[e], ub[e])
+            h = self.act(F.linear(chunk, gate[e], gb[e])) * h if self.gate is not None else self.act(h)
+            outs.append(F.linear(h, down[e], db[e]))
         return torch.cat(outs)
 
 
@@ -133,8 +135,8 @@ class MoE(nn.Module):
         self.z_loss: torch.Tensor | None = None
 
     def init_weights(self, std: float, out_std: float, generator: torch.Generator) -> None:
-        self.router.init_(generator, std)
-        self.experts.init_(generator, std, out_std)
+        self.router.init_weights(std, generator)
+        self.experts.init_weights(std, out_std, generator)
         if self.shared is not None:
             self.shared.init_weights(std, out_std, generator)
         if self.shared_gate is not None:
@@ -256,3 +258,13 @@ def moe_saved_bytes(cfg: ModelConfig, tokens: int, e: int) -> dict[str, int]:
 def ffn_saved(cfg: ModelConfig, rows: int, width: int, e: int) -> int:
     """What the dense FFN family saves (ffn_saved_bytes) for `rows` tokens, at another hidden width."""
     return ffn_saved_bytes(cfg, rows, e) // cfg.ffn_width * width   # linear in the width
+
+
+def dense_counterpart(cfg: ModelConfig) -> ModelConfig:
+    """The dense model computing as much per token: every MoE layer's FFN replaced by one dense FFN as wide as
+    the k routed plus the shared experts together. Its total (= active) equals the MoE's active parameters
+    minus the router (and shared-expert gate), which a dense model has no use for."""
+    width = cfg.experts_per_token * cfg.expert_width + cfg.shared_width
+    return cfg.replace(name=f"{cfg.name}-dense-equal-active", n_experts=None, d_ff=width, moe_first_dense=None,
+                       moe_every=1, n_shared_experts=None, shared_d_ff=None, shared_expert_gate=False,
+                       expert_d_ff=None, bias=cfg.bias or cfg.expert_bias, expert_bias=False)

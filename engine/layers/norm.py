@@ -45,15 +45,21 @@ class RMSNorm(nn.Module):
 NORMS: dict[str, type[LayerNorm] | type[RMSNorm]] = {"layernorm": LayerNorm, "rmsnorm": RMSNorm}
 
 
+def has_bias(cfg: ModelConfig) -> bool:
+    """norm_bias resolved, for the modules and the closed forms alike: explicit, else what the norm has
+    (LayerNorm a shift, RMSNorm none)."""
+    return NORMS[cfg.norm].has_bias if cfg.norm_bias is None else cfg.norm_bias
+
+
 def make_norm(cfg: ModelConfig, dim: int | None = None) -> nn.Module:
-    return NORMS[cfg.norm](dim or cfg.d_model, cfg.norm_eps, cfg.norm_affine, cfg.norm_bias)
+    return NORMS[cfg.norm](dim or cfg.d_model, cfg.norm_eps, cfg.norm_affine, has_bias(cfg))
 
 
 def norm_params(cfg: ModelConfig, dim: int) -> int:
     """Parameters of one norm of width `dim` (the closed form matching the classes above)."""
     if not cfg.norm_affine:
         return 0
-    return dim * (2 if NORMS[cfg.norm].has_bias and cfg.norm_bias else 1)
+    return dim * (2 if has_bias(cfg) else 1)
 
 
 STAT = 4   # bytes of an fp32 statistic (rstd, mean on CUDA, logsumexp)

@@ -4,6 +4,8 @@ CPU has no allocator statistics in torch, so on CPU this reports that it is unav
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 import torch.nn.functional as F
 
@@ -50,3 +52,21 @@ def measure_peak(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp32", de
     est = memory_budget(cfg, batch, seq, dtype, pure_policy(dtype), "adamw").train_total_bytes
     return Measurement("peak training memory", est, peak,
                        f"torch.cuda.max_memory_allocated over one AdamW step, {dtype} on {dev}")
+
+
+def allocator_peak(fn: Callable[[], object]) -> int:
+    """Peak bytes held by torch's CPU allocator while fn() runs, above what was held when it started.
+
+    From the profiler's memory events (profile_memory=True): every CPU tensor allocation and free, kernel
+    workspaces included, in time order; the peak of their running sum is the most fn() held at once."""
+    from torch._C._autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    events = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
+                    if e.name() == "[memory]" and e.device_type() == DeviceType.CPU)
+    held = peak = 0
+    for _, n in events:
+        held += n
+        peak = max(peak, held)
+    return peak

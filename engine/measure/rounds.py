@@ -111,12 +111,22 @@ def _timer(dev: torch.device) -> Callable[[Callable[[], object]], float]:
     return cpu_time
 
 
+MAX_BUDGET_S = 600.0   # seconds of timing for one measurement; more is a typo, not a measurement
+
+
+def check_budget(budget_s: float) -> None:
+    """The time budget must be a finite number of seconds in (0, MAX_BUDGET_S]: nan would never end the rounds."""
+    if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) or not 0 < budget_s <= MAX_BUDGET_S:
+        raise ValueError(f"time_budget: {budget_s!r} is not a number of seconds > 0 and <= {MAX_BUDGET_S:g}")
+
+
 def interleaved(fns: Sequence[Callable[[], object]], dev: torch.device, budget_s: float, warmup: int = 1,
                 min_rounds: int = MIN_ROUNDS, on_round: Callable[[Progress], None] | None = None,
                 stop: threading.Event | None = None, target_spread: float = TARGET_SPREAD) -> list[Timing]:
     """Median and IQR (seconds) of each fn, timed in interleaved rounds (callers hold a timing_session).
     Stops after min_rounds once every spread is <= target_spread, or once budget_s is spent, or when `stop` is
     set (after at least one round)."""
+    check_budget(budget_s)
     timer = _timer(dev)
     times: list[list[float]] = [[] for _ in fns]
     for fn in fns:

@@ -15,6 +15,7 @@ import torch
 
 from engine.budget.params import count_params
 from engine.config import ModelConfig
+from engine.guard import MemoryRefusal, check_fits
 from engine.model import build_model
 from engine.runtime import default_device
 from engine.units import fmt_bytes
@@ -38,21 +39,27 @@ class ModelStats:
     probs: torch.Tensor               # [layer, head, query, key] float32 on CPU, batch element 0
 
 
-def check_live(cfg: ModelConfig, device: str) -> None:
-    """Refuse configs too big to build on CPU in a few seconds (a GPU takes any size that fits in memory;
-    engine.guard.check_fits refuses the rest)."""
+def check_live(cfg: ModelConfig, device: str, tokens: int = 64) -> None:
+    """Refuse configs too big to build on CPU in a few seconds (a GPU takes any size that fits in memory),
+    and, through engine.guard, whatever would not fit on `device`: one sequence of `tokens` on the explicit
+    path, every layer's attention probabilities kept."""
     total = count_params(cfg).total
     if torch.device(device).type == "cpu" and total > CPU_PARAM_LIMIT:
         raise StatsRefusal(f"{cfg.name} has {total:,} parameters; building a real model on CPU is limited to "
                            f"{CPU_PARAM_LIMIT:,} here (it would hold {fmt_bytes(4 * total)} of fp32 weights and "
                            f"take minutes to initialise). Use a GPU, or fewer layers / a smaller d_model.")
+    try:
+        check_fits(cfg, device, 1, max(1, min(tokens, cfg.context_length)), "fp32", training=False,
+                   attention="explicit", keep_probs=True)
+    except MemoryRefusal as e:
+        raise StatsRefusal(str(e)) from None
 
 
 @torch.no_grad()
 def model_stats(cfg: ModelConfig, tokens: int = 64, seed: int = 0, device: str | None = None) -> ModelStats:
     """Build `cfg` (fp32, seeded), run one batch of `tokens` random ids, and collect the statistics."""
     device = device or default_device()
-    check_live(cfg, device)
+    check_live(cfg, device, tokens)
     T = min(tokens, cfg.context_length)
     if T < 1:
         require(int_problem("tokens", tokens))

@@ -35,8 +35,8 @@ def measure_config(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp32", 
         raise ValueError(f"steps: {', '.join(sorted(unknown))} not among {', '.join(STEPS)}")
     if "peak" in want and (why := peak_unavailable(device)):
         raise MeasurementUnavailable(why)
-    if want & REAL:
-        check_fits(cfg, device, batch, seq, dtype, training=bool(want & TRAINING))
+    check_fits(cfg, device if want & REAL else "meta", batch, seq, dtype, training=bool(want & TRAINING),
+               attention=impl)
     say = progress or (lambda label: None)
     out: dict[str, Measurement] = {}
     if "flops" in want:

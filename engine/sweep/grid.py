@@ -11,7 +11,8 @@ from typing import Any
 
 from engine.config import FIELDS, ModelConfig
 
-KNOBS = tuple(name for name in FIELDS if name != "name")   # every declared field but the label
+# every declared scalar field but the label (per-layer lists such as layer_types are not one value to sweep)
+KNOBS = tuple(name for name, spec in FIELDS.items() if name != "name" and spec.type in (int, float, bool, str))
 MAX_WINDOWS = 8                                            # the largest powers of two below the context
 _SOFTCAPS = (None, 10.0, 30.0, 50.0)                       # Gemma-2 uses 50 (attention) and 30 (logits)
 _FRACTIONS = (0.25, 0.5, 1.0)
@@ -62,7 +63,13 @@ def default_values(base: ModelConfig, knob: str) -> list[Any]:
         return _scaled_ints(base.ffn_width, spec.lo)
     if knob == "head_dim":
         return _scaled_ints(base.head_width, spec.lo)
+    if knob == "n_experts":
+        return [None, 4, 8, 16, 32, 64]
+    if knob == "experts_per_token":
+        return [1, 2, 4, 8]
     current = getattr(base, knob)
+    if current is None:                       # an optional size left at its default (e.g. expert_d_ff)
+        return [None] + _scaled_ints(base.ffn_width, spec.lo)
     if spec.type is int:
         return _scaled_ints(current, spec.lo)
     return [current * f for f in (0.1, 1.0, 10.0)]
@@ -72,7 +79,7 @@ def value_label(knob: str, value: Any) -> str:
     """How a knob value reads on an axis or in a table: null says what it means (attn_window=null is full)."""
     if value is None:
         return {"attn_window": "full", "n_kv_heads": "MHA", "global_every": "none", "d_ff": "auto",
-                "head_dim": "auto"}.get(knob, "off")
+                "head_dim": "auto", "n_experts": "dense"}.get(knob, "auto" if FIELDS[knob].type is int else "off")
     if isinstance(value, bool):
         return "on" if value else "off"
     if isinstance(value, float):

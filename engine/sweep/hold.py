@@ -29,6 +29,8 @@ def d_ff_step(cfg: ModelConfig, target: str = "total") -> int:
 def _solve_d_ff(cfg: ModelConfig, target_name: str, target: int) -> ModelConfig:
     at1 = held_count(cfg.replace(d_ff=1), target_name)
     slope = held_count(cfg.replace(d_ff=2), target_name) - at1
+    if slope == 0:
+        raise ConfigError(["d_ff: no dense FFN in this config uses d_ff (every layer is MoE); hold d_model instead"])
     exact = 1 + (target - at1) / slope
     m = cfg.ffn_multiple_of
     f = m * round(exact / m)

@@ -4,7 +4,7 @@ Every point is `base` with the knob values applied (and, in equal-parameter mode
 total or non-embedding count stays at the base's). A point the config rejects is kept, with the field-named
 messages of that rejection, so a table never hides a value silently. Metrics (all exact closed forms):
   total_params, non_embedding_params   count_params (== the built model's parameters())
-  active_params                        parameters one token passes through (== total for a dense FFN)
+  active_params                        parameters one token passes through (MoE: top-k experts; dense: total)
   weights_bytes                        total_params * bytes of `dtype`
   kv_cache_bytes                       2 * layer-tokens held * batch * kv_heads * head_dim * bytes, at `context`
   flops_per_token                      training (forward + backward) FLOPs per token of a batch x context step,
@@ -19,7 +19,7 @@ from typing import Any
 
 from engine.budget.flops import headline_flops
 from engine.budget.memory import OPTIMIZERS, POLICIES, memory_budget
-from engine.budget.params import ParamCount, count_params
+from engine.budget.params import count_params
 from engine.config import ConfigError, ModelConfig, coerce
 from engine.runtime import DTYPE_BYTES
 from engine.sweep.grid import KNOBS, default_values, value_label
@@ -40,7 +40,7 @@ METRICS: dict[str, Metric] = {
     "non_embedding_params": Metric("non-embedding parameters", "parameters",
                                    "total minus token embedding, learned positions and an untied head"),
     "active_params": Metric("active parameters per token", "parameters",
-                            "parameters one token passes through (equal to the total for a dense FFN)"),
+                            "parameters one token passes through: total minus the routed experts it skips"),
     "weights_bytes": Metric("weights", "bytes", "total parameters x bytes per element of the dtype"),
     "kv_cache_bytes": Metric("KV cache", "bytes", "2 x layer-tokens held x batch x kv_heads x head_dim x bytes "
                                                   "(a window layer holds at most its window)"),
@@ -111,16 +111,11 @@ class Sweep:
         return out
 
 
-def active_params(count: ParamCount) -> int:
-    """Parameters used per token: MoE counts (issue #11) carry `active`; a dense model uses all of them."""
-    return getattr(count, "active", count.total)
-
-
 def metrics(cfg: ModelConfig, s: SweepSettings) -> dict[str, float]:
     context = cfg.context_length if s.context is None else s.context
     pc = count_params(cfg)
     mem = memory_budget(cfg, s.batch, context, s.dtype, s.policy, s.optimizer)
-    return {"total_params": pc.total, "non_embedding_params": pc.non_embedding, "active_params": active_params(pc),
+    return {"total_params": pc.total, "non_embedding_params": pc.non_embedding, "active_params": pc.active,
             "weights_bytes": pc.total * DTYPE_BYTES[s.dtype], "kv_cache_bytes": mem.kv_cache_bytes,
             "flops_per_token": headline_flops(cfg, s.batch, context).flops_per_token,
             "train_memory_bytes": mem.train_total_bytes}

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import torch
 
+from engine.limits import MAX_DATA_BYTES, InputError, read_text
+
 SOURCES = ("names", "stdlib")
 BOS = "\x00"  # the document separator; shown as a line break when decoding
 
@@ -114,10 +116,9 @@ def load_data(source: str, seed: int = 0) -> Dataset:
         return load_stdlib()
     path = Path(source)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        reason = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
-        raise ValueError(f"data: cannot read {source!r} ({reason}); use names, stdlib or a text file") from None
+        text = read_text(path, MAX_DATA_BYTES, "data")
+    except InputError as e:
+        raise ValueError(f"{e}; use names, stdlib or a text file") from None
     return load_text(text, name=path.name)
 
 

@@ -16,11 +16,13 @@ import torch
 import torch.nn.functional as F
 
 from engine.config import ConfigError, ModelConfig
-from engine.layers.attention import kv_head_choices
+from engine.guard import check_fits
+from engine.limits import MAX_INT
 from engine.model import DecoderLM, build_model
 from engine.runtime import resolve_device
 from engine.train.data import Dataset, get_batch, load_data
-from engine.train.ddp import SINGLE, DistInfo, wrap
+from engine.train.ddp import SINGLE, DistInfo
+from engine.train.sharding import MODES, clip_grad_norm, data_slice, parallelize
 from engine.validation import int_problem
 
 DIVERGE_FACTOR = 3.0  # a train loss this many times the initial loss counts as diverged
@@ -33,7 +35,7 @@ class TrainConfig:
     batch: int = 32
     seq: int = 16
     lr: float = 3e-3
-    min_lr_ratio: float = 0.1    # the cosine ends at lr * min_lr_ratio
+    min_lr_ratio: float = 0.1    # the cosine's floor, lr * min_lr_ratio, reached at step `steps` (see lr_at)
     warmup: int = 10
     weight_decay: float = 0.1
     grad_clip: float = 1.0       # 0 turns clipping off
@@ -44,6 +46,7 @@ class TrainConfig:
     eval_batches: int = 4
     samples: int = 8
     data: str = "names"
+    parallel: str = "ddp"        # under torchrun: ddp, fsdp (FSDP2, ZeRO-3) or tp (tensor parallel)
 
     def __post_init__(self) -> None:
         p = []
@@ -51,14 +54,30 @@ class TrainConfig:
                          ("eval_batches", 1), ("samples", 0), ("seed", 0)):
             if problem := int_problem(name, getattr(self, name), lo):
                 p.append(problem)
+            elif getattr(self, name) > MAX_INT:
+                p.append(f"{name}: the value is more than {MAX_INT:,} (2^53 - 1)")
         for name, lo, hi in (("lr", 0, math.inf), ("min_lr_ratio", 0, 1), ("weight_decay", 0, math.inf),
                              ("grad_clip", 0, math.inf), ("z_loss", 0, math.inf), ("dropout", 0, 0.999)):
             v = getattr(self, name)
-            if not isinstance(v, (int, float)) or not (lo <= v <= hi) or (name == "lr" and v == 0):
-                rng = "a number > 0" if name == "lr" else f"a number in [{lo}, {hi}]"
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (lo <= v <= hi) \
+                    or not math.isfinite(v) or (name == "lr" and v == 0):
+                rng = "a finite number > 0" if name == "lr" else (
+                    f"a finite number >= {lo}" if hi == math.inf else f"a number in [{lo}, {hi}]")
                 p.append(f"{name}: {v!r} is not {rng}")
+        if self.parallel not in MODES:
+            p.append(f"parallel: {self.parallel!r} is not one of {', '.join(MODES)}")
         if p:
             raise ConfigError(p)
+
+    def check_data(self, data: Dataset) -> None:
+        """ConfigError naming seq when either split of `data` is too short for windows of seq + 1 tokens."""
+        shortest = min(len(data.train), len(data.val))
+        if shortest <= self.seq + 1:
+            most = shortest - 2
+            fix = f"use seq <= {most:,}" if most >= 2 else "use a longer text"
+            raise ConfigError([f"seq: {self.seq:,} needs more than {self.seq + 1:,} tokens in each split, but "
+                               f"the {data.name} data's {'train' if len(data.train) == shortest else 'val'} split has "
+                               f"{shortest:,}; {fix}"])
 
     def replace(self, **kw) -> "TrainConfig":
         return TrainConfig(**{**asdict(self), **kw})
@@ -96,27 +115,14 @@ class RunResult:
     run_id: int | None = None
 
 
-def small_version(cfg: ModelConfig, d_model: int = 64, n_layers: int = 2, n_heads: int = 4) -> ModelConfig:
-    """The config's architecture knobs (norms, FFN, positions, attention kind, layout) at a size a CPU trains
-    in seconds: MHA stays MHA, MQA stays MQA, GQA becomes kv_head_choices' GQA at n_heads, with groups of 2
-    query heads allowed (4 heads -> GQA-2)."""
-    kind = cfg.attention_kind[:3]
-    choices = kv_head_choices(n_heads, min_group=2)
-    kv = next((k for name, k in choices.items() if name.startswith(kind)), n_heads)
-    kv = None if kv == n_heads else kv
-    return cfg.replace(name=f"{cfg.name}-small", d_model=d_model, n_layers=n_layers, n_heads=n_heads,
-                       n_kv_heads=kv, head_dim=None, d_ff=None, ffn_multiple_of=8, expert_d_ff=None,
-                       shared_d_ff=None, moe_first_dense=min(cfg.moe_first_dense, n_layers - 1),
-                       moe_every=min(cfg.moe_every, n_layers))
-
-
 def model_for(cfg: ModelConfig, data: Dataset, tc: TrainConfig) -> ModelConfig:
     """The model trained: vocab from the data, context = the training sequence length, the run's dropout."""
     return cfg.replace(vocab_size=data.vocab_size, context_length=tc.seq, dropout=tc.dropout)
 
 
 def lr_at(step: int, tc: TrainConfig) -> float:
-    """Linear warmup over `warmup` steps, then cosine decay to lr * min_lr_ratio at the last step."""
+    """Linear warmup over `warmup` steps, then cosine decay over steps warmup..steps (nanoGPT's schedule with
+    lr_decay_iters = steps): it reaches lr * min_lr_ratio at step `steps`, one past the last step trained."""
     if step < tc.warmup:
         return tc.lr * (step + 1) / tc.warmup
     span = max(1, tc.steps - tc.warmup)
@@ -177,25 +183,30 @@ def train(cfg: ModelConfig, tc: TrainConfig, data: Dataset | None = None, *, dev
     """Train `cfg` (resized to the data) for tc.steps steps. `store` (a RunStore) gets every step as it
     happens; `on_step` sees each record (for live charts); setting `stop` ends the run after the current step."""
     data = data or load_data(tc.data, seed=tc.seed)
-    if tc.batch % info.world:
-        raise ConfigError([f"batch: {tc.batch} must be divisible by the number of processes ({info.world})"])
+    rank, world = data_slice(info, tc.parallel)
+    if tc.batch % world:
+        raise ConfigError([f"batch: {tc.batch} must be divisible by the number of processes ({world})"])
+    tc.check_data(data)
     dev = resolve_device(device)
     if dev.type == "cuda" and info.world > 1:
         dev = torch.device("cuda", info.local_rank)
     mcfg = model_for(cfg, data, tc)
+    check_fits(mcfg, dev, tc.batch // world, tc.seq, "fp32", training=True)   # this rank's share of the batch
     torch.manual_seed(tc.seed)
     model = build_model(mcfg, device=dev, seed=tc.seed)
     model.train()
-    net = wrap(model, info)
+    net = parallelize(model, info, tc.parallel)
+    sharded = tc.parallel != "ddp" and info.world > 1   # parameters are DTensor shards
     opt = _optimizer(model, tc)
     n_params = sum(p.numel() for p in model.parameters())
     gen, val_gen = torch.Generator().manual_seed(tc.seed), torch.Generator().manual_seed(tc.seed + 1)
-    val_batches = [tuple(t.to(dev) for t in get_batch(data.val, tc.batch, tc.seq, val_gen, info.rank, info.world))
+    val_batches = [tuple(t.to(dev) for t in get_batch(data.val, tc.batch, tc.seq, val_gen, rank, world))
                    for _ in range(tc.eval_batches)]
     result = RunResult("finished", "", [], mcfg, n_params)
     result.initial_loss = _evaluate(model, val_batches, info)
     if store is not None and info.main:
-        result.run_id = store.create_run(mcfg, tc, data.name, n_params, dev.type, info.world)
+        result.run_id = store.create_run(mcfg, tc, data.name, n_params, dev.type, info.world,
+                                         initial_loss=result.initial_loss)
     tokens, seconds = 0, 0.0
     for step in range(1, tc.steps + 1):
         if stop is not None and stop.is_set():
@@ -204,7 +215,7 @@ def train(cfg: ModelConfig, tc: TrainConfig, data: Dataset | None = None, *, dev
         lr = lr_at(step - 1, tc)
         for g in opt.param_groups:
             g["lr"] = lr
-        x, y = (t.to(dev) for t in get_batch(data.train, tc.batch, tc.seq, gen, info.rank, info.world))
+        x, y = (t.to(dev) for t in get_batch(data.train, tc.batch, tc.seq, gen, rank, world))
         t0 = time.perf_counter()
         logits = net(x).float()
         ce = F.cross_entropy(logits.flatten(0, 1), y.flatten())
@@ -215,7 +226,8 @@ def train(cfg: ModelConfig, tc: TrainConfig, data: Dataset | None = None, *, dev
             loss = loss + moe["regularizer"]
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip or math.inf)
+        grad_norm = (torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip or math.inf)
+                     if not sharded else clip_grad_norm(list(model.parameters()), tc.grad_clip or math.inf))
         stats = info.mean(torch.stack([ce.detach(), log_z.detach().mean()]))
         max_logit = float(info.max(logits.detach().max()))
         train_loss, gn = float(stats[0]), float(grad_norm)
@@ -250,7 +262,7 @@ def train(cfg: ModelConfig, tc: TrainConfig, data: Dataset | None = None, *, dev
         last = result.records[-1] if result.records else None
         result.final_loss = last.val_loss if last and last.val_loss is not None else _evaluate(
             model, val_batches, info)
-        if info.main:
+        if info.main or sharded:   # sharded: every rank takes part in each forward
             result.samples = sample(model, data, tc.samples, seed=tc.seed)
         if result.status == "finished":
             result.message = (f"{len(result.records)} steps: val loss {result.initial_loss:.3f} -> "

@@ -1,0 +1,137 @@
+"""Per-GPU memory of a training step or of inference under a parallel layout, component by component.
+
+For one GPU (stage s, tensor rank, data rank r), with its tensors from engine/plan/parallel.py and the policy's
+bytes per parameter (engine/budget/memory.py: weights wb, grads gb, fp32 master mb, optimizer state sb each):
+  weights      frozen or trainable base tensors in wb (or their quantized bytes), LoRA adapters in wb;
+               ZeRO-3: only this rank's dim-0 chunk
+  grads        trainable elements * gb; ZeRO-2/3: chunked
+  optimizer    trainable elements * (states * sb + mb) + 4 B step counter per trainable tensor (AdamW);
+               ZeRO-1/2/3: chunked (the master copy counts here, as DeepSpeed does)
+  activations  engine/budget/activations.py per block at the micro-batch, for this stage's blocks (+ embedding on
+               the first, head on the last stage), times the micro-batches in flight under 1F1B: min(pp - s, m)
+               (Narayanan et al. 2021). TP (Korthikanti et al. 2022): everything but the d_model-wide norm
+               inputs divides by tp; with sequence parallelism those divide too. Recompute "full" adds one
+               block's rebuilt activations. Inference: the [B, V] logits of one decode step.
+  kv_cache     inference: K and V of this stage's layers, kv heads / tp, quantized per engine/plan/quant.py
+  working_set  ZeRO-3 only (modelled): the gathered weights of the largest block, twice (the one computing and
+               the one prefetched), plus its gathered gradients in training
+  total        the sum
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from engine.budget.activations import activation_estimate
+from engine.budget.memory import _OPTIMIZER_STATES, _POLICY_BYTES, POLICY_DTYPE
+from engine.config import ModelConfig
+from engine.layers.attention import keys_held
+from engine.layers.block import block_norm_count
+from engine.layers.norm import norm_saved_bytes
+from engine.plan.finetune import adapter_tensors
+from engine.plan.parallel import Layout, chunk_shape, stage_layers, stage_tensors, tp_shape
+from engine.plan.quant import HIGH, kv_quant_bytes, tensor_bytes
+from engine.plan.tensors import EXPERTS, Tensor
+from engine.runtime import DTYPE_BYTES
+
+COMPONENTS = ("weights", "grads", "optimizer", "activations", "kv_cache", "working_set")
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Everything besides the model and the layout that decides the bytes."""
+    mode: str = "train"                 # "train" or "infer"
+    policy: str = "mixed-bf16"
+    optimizer: str = "adamw"
+    recompute: str = "none"
+    micro_batch: int = 1                # sequences per micro-batch (training) or batch (inference)
+    micro_batches: int = 1              # m: micro-batches per step (pipeline / accumulation)
+    seq: int = 2048                     # training sequence, or tokens held in the KV cache
+    finetune: str = "full"
+    lora_rank: int = 16
+    lora_targets: tuple[str, ...] = ("q", "v")
+    quant: str = "none"                 # weight quantization of the block matrices
+    quantize_also: tuple[str, ...] = () # "embeddings", "head": quantized too
+    kv_quant: str = "none"
+
+
+def high_dtype(policy: str) -> str:
+    """The precision of weights that are not quantized: the policy's weight dtype."""
+    return {4: "fp32"}.get(_POLICY_BYTES[policy][0], POLICY_DTYPE[policy])
+
+
+def gpu_memory(cfg: ModelConfig, lay: Layout, s: Setup, stage: int = 0, dp_rank: int = 0) -> dict[str, int]:
+    """Bytes per component on the GPU at pipeline `stage` and data rank `dp_rank` (any tensor rank: equal)."""
+    wb, gb, mb, sb = _POLICY_BYTES[s.policy]
+    high = high_dtype(s.policy)
+    train = s.mode == "train"
+    lora = s.finetune in ("lora", "qlora")
+    base = stage_tensors(cfg, lay.pp, stage)
+    adapters = [x for _, a, b in adapter_tensors(cfg, s.lora_rank, s.lora_targets) if a.layer in
+                stage_layers(cfg, lay.pp, stage) for x in (a, b)] if lora else []
+    trainable = adapters if lora else (base if train else [])
+
+    def local(t: Tensor, shard: bool) -> tuple[int, ...]:
+        shape = tp_shape(t, lay.tp, lay.ep)
+        if not shard:
+            return shape
+        return chunk_shape(shape, lay.dp // lay.ep, dp_rank % (lay.dp // lay.ep)) if t.role in EXPERTS else \
+            chunk_shape(shape, lay.dp, dp_rank)
+
+    shard_w = lay.zero >= 3
+    weights = sum(tensor_bytes(t, local(t, shard_w), s.quant, high, s.quantize_also) for t in base)
+    weights += sum(math.prod(local(t, shard_w)) * wb for t in adapters)
+    out = dict.fromkeys(COMPONENTS, 0)
+    out["weights"] = weights
+    if train:
+        out["grads"] = sum(math.prod(local(t, lay.zero >= 2)) for t in trainable) * gb
+        states = _OPTIMIZER_STATES[s.optimizer]
+        out["optimizer"] = (sum(math.prod(local(t, lay.zero >= 1)) for t in trainable) * (states * sb + mb)
+                            + (4 * len(trainable) if s.optimizer == "adamw" else 0))
+        out["activations"] = _activations(cfg, lay, s, stage)
+    else:
+        out["activations"] = (s.micro_batch * cfg.vocab_size * DTYPE_BYTES[POLICY_DTYPE[s.policy]]
+                              if stage == lay.pp - 1 else 0)
+        out["kv_cache"] = _kv_cache(cfg, lay, s, stage)
+    if shard_w:
+        out["working_set"] = _working_set(cfg, lay, s, stage, base, trainable, high)
+    out["total"] = sum(out[c] for c in COMPONENTS)
+    return out
+
+
+def _activations(cfg: ModelConfig, lay: Layout, s: Setup, stage: int) -> int:
+    dtype = POLICY_DTYPE[s.policy]
+    act = activation_estimate(cfg, s.micro_batch, s.seq, dtype, "sdpa", s.recompute)
+    layers = stage_layers(cfg, lay.pp, stage)
+    per_layer = sum(act.per_layer[i] for i in layers)
+    if lay.tp > 1:
+        whole = sum(activation_estimate(cfg, s.micro_batch, s.seq, dtype, "sdpa", "none").per_layer[i]
+                    for i in layers)
+        kept = per_layer / whole if whole else 1.0     # recompute keeps this share of each block
+        norms = len(layers) * block_norm_count(cfg) * norm_saved_bytes(cfg, s.micro_batch * s.seq, cfg.d_model,
+                                                                       DTYPE_BYTES[dtype])
+        split = per_layer - (0 if lay.sequence_parallel else round(norms * kept))
+        per_layer = per_layer - split + math.ceil(split / lay.tp)
+    edges = (act.embedding if stage == 0 else 0) + (act.head if stage == lay.pp - 1 else 0)
+    in_flight = min(lay.pp - stage, s.micro_batches)
+    peak = math.ceil(act.recompute_peak / lay.tp) if s.recompute == "full" else 0
+    return in_flight * (per_layer + edges) + peak
+
+
+def _kv_cache(cfg: ModelConfig, lay: Layout, s: Setup, stage: int) -> int:
+    heads = cfg.kv_heads // lay.tp
+    windows = [cfg.layer_windows[i] for i in stage_layers(cfg, lay.pp, stage)]
+    vectors = [2 * s.micro_batch * keys_held(s.seq, w) * heads for w in windows]
+    return kv_quant_bytes([v * cfg.head_width for v in vectors], vectors, s.kv_quant, POLICY_DTYPE[s.policy])
+
+
+def _working_set(cfg, lay, s, stage, base, trainable, high) -> int:
+    """2 gathered blocks of weights (+ one block's gathered gradients when training)."""
+    _, gb, _, _ = _POLICY_BYTES[s.policy]
+    best = 0
+    shape = lambda t: tp_shape(t, lay.tp, lay.ep)   # noqa: E731
+    for i in stage_layers(cfg, lay.pp, stage):
+        w = sum(tensor_bytes(t, shape(t), s.quant, high, s.quantize_also) for t in base if t.layer == i)
+        g = sum(math.prod(shape(t)) for t in trainable if t.layer == i) * gb if s.mode == "train" else 0
+        best = max(best, 2 * w + g)
+    return best

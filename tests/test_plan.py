@@ -1,0 +1,161 @@
+"""The planner (engine/plan) against independent few-line references: quantized bytes from the schemes'
+published layouts, LoRA's r*(in+out), the training-state table of engine/budget/memory.py, Megatron's and
+ZeRO's divisions, 1F1B's micro-batches in flight, Chinchilla's 20 tokens per parameter."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from engine.budget.memory import memory_budget
+from engine.budget.params import count_params
+from engine.config import ModelConfig
+from engine.model import DecoderLM
+from engine.plan import Layout, Setup, plan, smallest_layout
+from engine.plan.finetune import lora_trainable
+from engine.plan.memory import gpu_memory
+from engine.plan.quant import kv_quant_bytes, quantized_bytes
+from engine.plan.tensors import param_tensors
+from engine.presets import get_preset
+
+LLAMA8 = get_preset("llama-3-8b").config
+LLAMA70 = get_preset("llama-3-70b").config
+SMALL = ModelConfig(name="small", vocab_size=64, context_length=32, d_model=32, n_layers=4, n_heads=4,
+                    n_kv_heads=2, ffn="swiglu", d_ff=64, norm="rmsnorm", norm_bias=False, bias=False,
+                    position="rope", tie_embeddings=False)
+
+
+@pytest.mark.parametrize("cfg", [ModelConfig(), SMALL, get_preset("gemma-2-2b").config.replace(n_layers=2)])
+def test_tensor_list_is_the_built_model(cfg):
+    with torch.device("meta"):
+        model = DecoderLM(cfg)
+    assert [(t.name, t.shape) for t in param_tensors(cfg)] == [(n, tuple(p.shape)) for n, p in model.named_parameters()]
+    assert sum(t.numel for t in param_tensors(cfg)) == count_params(cfg).total
+
+
+def test_quantized_bytes_follow_the_published_layouts():
+    n = 4096 * 4096
+    assert quantized_bytes((4096, 4096), "int8") == n + 4096 * 2                   # fp16 scale per row
+    assert quantized_bytes((4096, 4096), "fp8") == n + 4
+    groups = 4096 * 4096 // 128
+    assert quantized_bytes((4096, 4096), "int4-g128") == n // 2 + groups * 2 + groups // 2
+    # QLoRA paper: NF4 + double quantization costs 4 + 8/64 + 32/(64*256) bits per weight (+ one fp32 offset)
+    assert quantized_bytes((4096, 4096), "nf4-dq") * 8 == n * (4 + 8 / 64 + 32 / (64 * 256)) + 32
+    assert quantized_bytes((4096, 4096), "nf4") * 8 == n * (4 + 32 / 64)
+    assert quantized_bytes((4096, 4096), "mxfp4") * 8 == n * 4.25
+    assert quantized_bytes((3, 5), "int4-g4") == math.ceil(15 / 2) + 6 * 2 + 3   # 2 groups per row, odd sizes
+
+
+def test_quantized_weights_keep_embeddings_head_and_norms_high():
+    s = Setup(mode="infer", quant="int4-g128", seq=1)
+    got = gpu_memory(LLAMA8, Layout(), s)["weights"]
+    ref = 0
+    for t in param_tensors(LLAMA8):
+        if t.role in ("q", "k", "v", "o", "gate", "up", "down"):
+            rows, cols = t.shape
+            ref += rows * cols // 2 + rows * cols // 128 * 2 + rows * cols // 128 // 2
+        else:
+            ref += 2 * t.numel
+    assert got == ref
+    p = plan(LLAMA8, "h100-80gb", Layout(), s)
+    assert p.high_precision == ["norms (bf16)", "biases (bf16)", "embeddings (bf16)", "head (bf16)"]
+
+
+def test_quantized_kv_cache_counts_its_scales():
+    L, B, T, K, hd = LLAMA8.n_layers, 2, 1000, LLAMA8.kv_heads, LLAMA8.head_width
+    vectors = 2 * B * T * K                            # K and V, per token and kv head
+    assert gpu_memory(LLAMA8, Layout(), Setup(mode="infer", micro_batch=B, seq=T))["kv_cache"] == L * vectors * hd * 2
+    assert gpu_memory(LLAMA8, Layout(), Setup(mode="infer", micro_batch=B, seq=T, kv_quant="int8"))["kv_cache"] == \
+        L * vectors * (hd + 2)
+    assert gpu_memory(LLAMA8, Layout(), Setup(mode="infer", micro_batch=B, seq=T, kv_quant="int4"))["kv_cache"] == \
+        L * vectors * (hd // 2 + 4)
+    assert kv_quant_bytes([100, 100], [1, 1], "fp8", "bf16") == 200 + 16
+
+
+def test_lora_count_is_the_design_fact():
+    assert lora_trainable(LLAMA8, 16, ("q", "v")) == 6_815_744
+    d, K, f, L = 4096, 1024, 14336, 32
+    every = 16 * L * ((d + d) * 2 + (d + K) * 2 + (d + f) * 3)
+    assert lora_trainable(LLAMA8, 16, ("q", "k", "v", "o", "gate", "up", "down")) == every
+
+
+def test_full_training_on_one_gpu_is_the_memory_budget_plus_step_counters():
+    s = Setup(micro_batch=2, seq=32)
+    mine = gpu_memory(SMALL, Layout(), s)
+    ref = memory_budget(SMALL, 2, 32, "bf16", "mixed-bf16", "adamw")
+    assert mine["weights"] == ref.weights_bytes and mine["grads"] == ref.grads_bytes
+    assert mine["optimizer"] == ref.optimizer_bytes + ref.master_bytes + 4 * len(param_tensors(SMALL))
+    assert mine["activations"] == ref.activations_bytes
+
+
+def test_zero_stages_shard_what_they_promise():
+    P, n = count_params(LLAMA8).total, len(param_tensors(LLAMA8))
+    per = {z: gpu_memory(LLAMA8, Layout(8, zero=z), Setup(seq=128)) for z in range(4)}
+    assert per[0]["weights"] == per[3]["weights"] * 8 == 2 * P      # every dim 0 of Llama divides by 8
+    assert per[1]["grads"] == 2 * P and per[2]["grads"] == 2 * P // 8
+    assert per[0]["optimizer"] == 12 * P + 4 * n and per[1]["optimizer"] == 12 * P // 8 + 4 * n
+    assert per[3]["working_set"] > 0 == per[2]["working_set"]
+
+
+def test_tensor_parallel_splits_matrices_and_replicates_the_rest():
+    s = Setup(mode="infer", seq=1)
+    matrices = sum(t.numel for t in param_tensors(LLAMA8) if t.layer is not None and t.role != "norm")
+    rest = count_params(LLAMA8).total - matrices
+    assert gpu_memory(LLAMA8, Layout(4, tp=4), s)["weights"] == 2 * (matrices // 4 + rest)
+
+
+def test_pipeline_stages_and_one_f_one_b():
+    s = Setup(micro_batch=1, seq=16, micro_batches=8)
+    stages = [gpu_memory(SMALL, Layout(2, pp=2), s, st) for st in range(2)]
+    assert sum(m["weights"] for m in stages) == gpu_memory(SMALL, Layout(), s)["weights"]   # untied: no copy
+    one = gpu_memory(SMALL, Layout(2, pp=2), Setup(micro_batch=1, seq=16, micro_batches=1), 0)
+    assert stages[0]["activations"] == 2 * one["activations"]       # stage 0 of 2 holds 2 micro-batches in flight
+
+
+@pytest.mark.parametrize("layout, field", [(Layout(8, tp=3), "tp"), (Layout(8, pp=8), "pp"),
+                                           (Layout(6, tp=4), "gpus"), (Layout(8, zero=4), "zero")])
+def test_impossible_layouts_name_the_field(layout, field):
+    with pytest.raises(ValueError, match=rf"\b{field}: "):
+        plan(SMALL.replace(n_layers=4, n_heads=4, n_kv_heads=4), "h100-80gb", layout, Setup(seq=16))
+
+
+def test_cost_chinchilla_and_memory_bound_decode():
+    p = plan(LLAMA8, "h100-80gb", Layout(8), Setup(mode="infer", seq=1024, micro_batch=1))
+    assert p.cost.chinchilla_tokens == 20 * count_params(LLAMA8).total
+    weights, kv = p.per_gpu["weights"], p.per_gpu["kv_cache"]
+    assert p.cost.decode_tokens_per_s == pytest.approx(3.35e12 / (weights + kv))   # one token per bytes/bandwidth
+    t = plan(LLAMA8, "h100-80gb", Layout(8), Setup(seq=1024), tokens=10**9, mfu=0.5)
+    assert t.cost.train_seconds == pytest.approx(t.cost.flops_per_token * 1e9 / (8 * 989.4e12 * 0.5))
+    assert 6 * count_params(LLAMA8).non_embedding < t.cost.flops_per_token   # 6N plus attention
+
+
+def test_qlora_70b_fits_one_h100_with_recompute_and_smallest_layout_fits():
+    s = Setup(finetune="qlora", seq=1024, recompute="full")
+    p = plan(LLAMA70, "h100-80gb", Layout(), s)
+    assert p.setup.quant == "nf4-dq" and p.fits and p.margin_bytes == p.memory_bytes - p.per_gpu["total"]
+    full = Setup(seq=2048, recompute="full")
+    best = smallest_layout(LLAMA8, "h100-80gb", full)
+    assert best is not None and best.fits and best.layout.gpus == 2
+    assert not plan(LLAMA8, "h100-80gb", Layout(), full).fits
+
+
+def test_moe_experts_are_quantized_and_split_by_expert_parallelism():
+    cfg = get_preset("mixtral-8x7b").config
+    experts = [t for t in param_tensors(cfg) if t.role.startswith("expert_")]
+    routers = [t for t in param_tensors(cfg) if t.role == "router"]
+    assert len(experts) == 3 * cfg.n_layers and len(routers) == cfg.n_layers
+    E, f, d = experts[0].shape
+    s = Setup(mode="infer", seq=1, quant="int8")
+    one, ep8 = (gpu_memory(cfg, Layout(8, ep=ep), s)["weights"] for ep in (1, 8))
+    # int8: one byte per value + an fp16 scale per output row (gate, up: f rows; down: d rows)
+    assert one - ep8 == cfg.n_layers * (E - E // 8) * (3 * f * d + 2 * (2 * f + d))
+    assert routers[0].shape == (8, 4096) and not any(r.role in ("q", "up") for r in routers)
+    with pytest.raises(ValueError, match=r"ep: 3 must divide n_experts = 8"):
+        plan(cfg, "h100-80gb", Layout(3, ep=3), s)
+
+
+def test_lora_training_compute_has_no_weight_gradients():
+    full = plan(LLAMA8, "h100-80gb", Layout(8), Setup(seq=1024), tokens=10**9).cost
+    lora = plan(LLAMA8, "h100-80gb", Layout(8), Setup(seq=1024, finetune="lora"), tokens=10**9).cost
+    assert lora.flops_per_token * 3 == pytest.approx(full.flops_per_token * 2)   # 2 passes of 3

@@ -1,0 +1,314 @@
+"""An independent reference for every variant choice: a hand-written forward from the formulas.
+
+`reference_logits` re-derives the whole model from the config's help texts and the lecture formulas with plain
+torch ops on the built model's own weights (read by name from its state dict); it imports nothing from the
+engine's layers. Held against the model on the whole variant grid (every pair of choices, both attention
+paths), so a post-norm block whose FFN half went pre-norm, or a sinusoidal table with sin and cos swapped,
+fails here even where no transformers family has the variant. The reference's tables name each choice it
+implements; a test holds them equal to FIELDS[...].choices, so a new choice without a reference fails.
+Plus properties only the right code has: post-norm block outputs are normalized, sinusoidal entries are
+sin(p / 10000^(2i/d)) and cos(p / 10000^(2i/d)).
+"""
+import math
+
+import pytest
+import torch
+
+from engine.config import FIELDS
+from engine.layers.position import sinusoidal_table
+from engine.model import build_model
+from tests.helpers import AXES, make, variant_configs
+
+ROOT2, C = math.sqrt(2.0), math.sqrt(2.0 / math.pi)
+REF_ACT = {"relu": lambda x: x.clamp_min(0),
+           "gelu": lambda x: 0.5 * x * (1 + torch.erf(x / ROOT2)),
+           "gelu_tanh": lambda x: 0.5 * x * (1 + torch.tanh(C * (x + 0.044715 * x ** 3))),
+           "silu": lambda x: x / (1 + torch.exp(-x))}
+REF_GATE = {"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh", "reglu": "relu"}
+REF_NORMS = ("layernorm", "rmsnorm")
+REF_POSITIONS = ("learned", "sinusoidal", "rope", "none")
+REF_PLACEMENTS = ("pre", "post", "sandwich")
+REF_BLOCKS = ("serial", "parallel")
+REF_QK_SCOPES = {"head": "head", "all_heads": "projection"}
+REF_LAYER_TYPES = ("full", "sliding")
+# choices held against transformers instead of a hand-written forward (their formulas are long; each family's
+# own code is the independent reference): RoPE scaling in tests/test_rope_scaling.py, ALiBi in
+# tests/test_interop_families.py
+HELD_BY_TRANSFORMERS = {"rope_scaling": {"linear", "dynamic", "llama3", "yarn", "longrope"}, "position": {"alibi"}}
+REF_ROUTERS = ("softmax_topk", "topk_softmax", "sigmoid")
+HANDLED = {"ffn": set(REF_ACT) | set(REF_GATE), "norm": set(REF_NORMS), "position": set(REF_POSITIONS),
+           "norm_placement": set(REF_PLACEMENTS), "block": set(REF_BLOCKS), "qk_norm_scope": set(REF_QK_SCOPES),
+           "router": set(REF_ROUTERS), "layer_types": set(REF_LAYER_TYPES), "rope_scaling": {"none"}}
+CONFIGS = variant_configs()
+MOE = dict(n_experts=4, experts_per_token=2, expert_d_ff=8)
+MOE_CONFIGS = [make(MOE | c) for c in (
+    {}, {"router_renorm": False}, {"router": "topk_softmax"}, {"router": "sigmoid", "routed_scale": 2.5},
+    {"router": "sigmoid", "router_selection_bias": True, "router_groups": 2, "router_group_topk": 1},
+    {"n_shared_experts": 2, "shared_d_ff": 4, "shared_expert_gate": True, "expert_bias": True, "ffn": "swiglu"},
+    {"moe_first_dense": 1, "ffn": "relu", "n_shared_experts": 1, "qk_norm": True, "qk_norm_scope": "all_heads"},
+    {"moe_every": 2, "experts_per_token": 1, "ffn": "geglu", "block": "parallel", "norm_placement": "sandwich"})]
+SEQ = 8          # longer than the grid's window (3) and global_every (2): both matter
+
+
+def _linear(sd, name, x):
+    y = x @ sd[name + ".weight"].T
+    return y + sd[name + ".bias"] if name + ".bias" in sd else y
+
+
+def _norm(cfg, sd, name, x):
+    if cfg.norm == "layernorm":
+        mu = x.mean(-1, keepdim=True)
+        y = (x - mu) / torch.sqrt(((x - mu) ** 2).mean(-1, keepdim=True) + cfg.norm_eps)
+    else:
+        y = x / torch.sqrt((x ** 2).mean(-1, keepdim=True) + cfg.norm_eps)
+    if cfg.norm_affine:
+        y = y * sd[name + ".weight"]
+        if cfg.norm == "layernorm" and cfg.norm_bias:
+            y = y + sd[name + ".bias"]
+    return y
+
+
+def _sinusoids(T, d):
+    pe = torch.zeros(T, d, dtype=torch.float64)
+    for p in range(T):
+        for i in range(0, d, 2):
+            pe[p, i] = math.sin(p / 10000 ** (i / d))
+            if i + 1 < d:
+                pe[p, i + 1] = math.cos(p / 10000 ** (i / d))
+    return pe
+
+
+def _rope(cfg, x, base):
+    """Rotate-half RoPE on the first r dims of x [B, H, T, hd]: pair (i, i + r/2) turns by p * base^(-2i/r)."""
+    r, T = cfg.rotary_dim, x.shape[2]
+    out = x.clone()
+    for i in range(r // 2):
+        theta = torch.arange(T, dtype=torch.float64) * base ** (-2 * i / r)
+        a, b = x[..., i], x[..., i + r // 2]
+        out[..., i] = a * torch.cos(theta) - b * torch.sin(theta)
+        out[..., i + r // 2] = b * torch.cos(theta) + a * torch.sin(theta)
+    return out
+
+
+def _attention(cfg, sd, name, x, layer):
+    B, T, _ = x.shape
+    H, Hkv, hd = cfg.n_heads, cfg.kv_heads, cfg.head_width
+    q, k = _linear(sd, name + ".q_proj", x), _linear(sd, name + ".k_proj", x)
+    if cfg.qk_norm and REF_QK_SCOPES[cfg.qk_norm_scope] == "projection":    # one norm over all heads at once
+        q, k = _norm(cfg, sd, name + ".q_norm", q), _norm(cfg, sd, name + ".k_norm", k)
+    q = q.view(B, T, H, hd).transpose(1, 2)
+    k = k.view(B, T, Hkv, hd).transpose(1, 2)
+    v = _linear(sd, name + ".v_proj", x).view(B, T, Hkv, hd).transpose(1, 2)
+    if cfg.qk_norm and REF_QK_SCOPES[cfg.qk_norm_scope] == "head":          # one gain shared by the heads
+        q, k = _norm(cfg, sd, name + ".q_norm", q), _norm(cfg, sd, name + ".k_norm", k)
+    if cfg.layer_types is not None:                           # explicit per-layer kinds win over global_every
+        local = cfg.attn_window is not None and cfg.layer_types[layer] == "sliding"
+    else:
+        local = cfg.attn_window is not None and not (cfg.global_every and (layer + 1) % cfg.global_every == 0)
+    if cfg.position == "rope" and layer + 1 not in (cfg.nope_layers or ()):    # NoPE layers skip the rotation
+        base = cfg.rope_local_base if local and cfg.rope_local_base is not None else cfg.rope_base
+        q, k = _rope(cfg, q, base), _rope(cfg, k, base)
+    i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
+    allowed = (j <= i) & ((i - j < cfg.attn_window) if local else True)
+    heads = []
+    for h in range(H):
+        kv = h // (H // Hkv)                                  # query head h reads key/value head h // group
+        s = q[:, h] @ k[:, kv].transpose(-1, -2) * (1 / math.sqrt(hd) if cfg.attn_scale is None else cfg.attn_scale)
+        if cfg.attn_softcap is not None:
+            s = cfg.attn_softcap * torch.tanh(s / cfg.attn_softcap)
+        s = s.masked_fill(~allowed, float("-inf"))
+        heads.append(torch.softmax(s, -1) @ v[:, kv])
+    return _linear(sd, name + ".o_proj", torch.cat(heads, -1))
+
+
+def _ffn(cfg, sd, name, x):
+    if cfg.ffn in REF_GATE:
+        h = REF_ACT[REF_GATE[cfg.ffn]](_linear(sd, name + ".gate", x)) * _linear(sd, name + ".up", x)
+    else:
+        h = REF_ACT[cfg.ffn](_linear(sd, name + ".up", x))
+    return _linear(sd, name + ".down", h)
+
+
+def _expert(cfg, sd, name, e, x):
+    b = lambda part: sd[f"{name}.{part}_bias"][e] if f"{name}.{part}_bias" in sd else 0  # noqa: E731
+    h = sd[name + ".up"][e] @ x + b("up")
+    if cfg.ffn in REF_GATE:
+        h = REF_ACT[REF_GATE[cfg.ffn]](sd[name + ".gate"][e] @ x + b("gate")) * h
+    else:
+        h = REF_ACT[cfg.ffn](h)
+    return sd[name + ".down"][e] @ h + b("down")
+
+
+def _route(cfg, sd, name, x):
+    """One token x [d] -> (experts, weights) as the router help text describes each choice."""
+    logits = sd[name + ".weight"] @ x + (sd[name + ".bias"] if name + ".bias" in sd else 0)
+    k = cfg.experts_per_token
+    if cfg.router == "topk_softmax":                     # softmax over the k largest logits
+        idx = sorted(range(len(logits)), key=lambda e: -logits[e])[:k]
+        return idx, torch.softmax(logits[idx], -1)
+    scores = torch.softmax(logits, -1) if cfg.router == "softmax_topk" else torch.sigmoid(logits)
+    choice = scores + sd[name + ".selection_bias"] if cfg.router_selection_bias else scores.clone()
+    if cfg.router_groups > 1:                            # only experts inside the best groups may be chosen
+        size = len(choice) // cfg.router_groups
+        group_score = [sorted(choice[g * size:(g + 1) * size].tolist())[-2:] for g in range(cfg.router_groups)]
+        best = sorted(range(cfg.router_groups), key=lambda g: -sum(group_score[g]))[:cfg.router_group_topk]
+        for g in set(range(cfg.router_groups)) - set(best):
+            choice[g * size:(g + 1) * size] = 0
+    idx = sorted(range(len(choice)), key=lambda e: -choice[e])[:k]
+    w = scores[idx]
+    if cfg.router_renorm:
+        w = w / w.sum()
+    return idx, w * cfg.routed_scale
+
+
+def _moe(cfg, sd, name, x):
+    out = torch.zeros_like(x)
+    for b in range(x.shape[0]):
+        for t in range(x.shape[1]):
+            xt = x[b, t]
+            idx, w = _route(cfg, sd, name + ".router", xt)
+            y = sum(w[j] * _expert(cfg, sd, name + ".experts", e, xt) for j, e in enumerate(idx))
+            if cfg.n_shared_experts:
+                s = _ffn(cfg, sd, name + ".shared", xt)
+                if cfg.shared_expert_gate:
+                    s = torch.sigmoid(sd[name + ".shared_gate.weight"] @ xt) * s
+                y = y + s
+            out[b, t] = y
+    return out
+
+
+def _block(cfg, sd, b, x, layer):
+    A = lambda h: _attention(cfg, sd, b + ".attn", h, layer)  # noqa: E731
+    moe = cfg.n_experts is not None and layer >= cfg.moe_first_dense and (layer + 1) % cfg.moe_every == 0
+    F = lambda h: (_moe if moe else _ffn)(cfg, sd, b + ".ffn", h)  # noqa: E731
+    N = lambda n, h: _norm(cfg, sd, f"{b}.{n}", h)  # noqa: E731
+    parallel = cfg.block == "parallel"
+    if cfg.norm_placement == "post":                          # N(x + F(x))
+        if parallel:
+            return N("norm1", x + A(x) + F(x))
+        x = N("norm1", x + A(x))
+        return N("norm2", x + F(x))
+    wrap_a = (lambda y: N("post_attn_norm", y)) if cfg.norm_placement == "sandwich" else (lambda y: y)
+    wrap_f = (lambda y: N("post_ffn_norm", y)) if cfg.norm_placement == "sandwich" else (lambda y: y)
+    if parallel:                                              # x + A(N1(x)) + F(N2(x)), N2 = N1 when shared
+        h1 = N("norm1", x)
+        h2 = h1 if cfg.parallel_shared_norm else N("norm2", x)
+        return x + wrap_a(A(h1)) + wrap_f(F(h2))
+    x = x + wrap_a(A(N("norm1", x)))
+    return x + wrap_f(F(N("norm2", x)))
+
+
+def reference_logits(cfg, sd, idx):
+    """The whole forward in float64 from the formulas; `sd` is the model's state dict (tied head included)."""
+    T = idx.shape[1]
+    x = sd["tok_emb.weight"][idx]
+    if cfg.embed_scale:
+        x = x * math.sqrt(cfg.d_model)
+    if cfg.position == "learned":
+        x = x + sd["pos_emb.weight"][:T]
+    elif cfg.position == "sinusoidal":
+        x = x + _sinusoids(T, cfg.d_model)
+    if cfg.embed_norm:
+        x = _norm(cfg, sd, "emb_norm", x)
+    for layer in range(cfg.n_layers):
+        x = _block(cfg, sd, f"blocks.{layer}", x, layer)
+    if cfg.final_norm:
+        x = _norm(cfg, sd, "final_norm", x)
+    z = x @ sd["head.weight"].T
+    return cfg.logit_softcap * torch.tanh(z / cfg.logit_softcap) if cfg.logit_softcap is not None else z
+
+
+def _random_model(cfg, seed=0):
+    """float64 model with every weight redrawn so each matters: gains away from 1, biases away from 0."""
+    model = build_model(cfg, dtype=torch.float64, seed=seed).eval()
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in list(model.parameters()) + list(model.buffers()):   # buffers: the MoE selection bias
+            p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float64) * 0.4)
+    return model
+
+
+def test_reference_implements_every_declared_choice():
+    for name, spec in FIELDS.items():
+        if spec.choices:
+            covered = HANDLED.get(name, set()) | HELD_BY_TRANSFORMERS.get(name, set())
+            assert set(spec.choices) == covered, f"{name}: a choice without a reference forward"
+
+
+def test_grid_reaches_every_choice_and_switch():
+    for name, values in AXES.items():
+        configs = MOE_CONFIGS if FIELDS[name].group == "moe" else CONFIGS   # MoE knobs act only with experts
+        for value in values:
+            assert any(getattr(c, name) == value for c in configs), (name, value)
+
+
+@pytest.mark.parametrize("impl", ["sdpa", "explicit"])
+@pytest.mark.parametrize("i", range(len(MOE_CONFIGS)))
+def test_moe_model_equals_reference_forward(i, impl):
+    cfg = MOE_CONFIGS[i]
+    model = _random_model(cfg, seed=100 + i)
+    model.set_attention(impl)
+    idx = torch.randint(0, cfg.vocab_size, (2, SEQ), generator=torch.Generator().manual_seed(i))
+    with torch.no_grad():
+        got, want = model(idx), reference_logits(cfg, model.state_dict(), idx)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, msg=lambda m: f"{cfg}\n{m}")   # as above
+
+
+@pytest.mark.parametrize("impl", ["sdpa", "explicit"])
+@pytest.mark.parametrize("i", range(len(CONFIGS)))
+def test_model_equals_reference_forward(i, impl):
+    cfg = CONFIGS[i]
+    if cfg.rope_scaling != "none" or cfg.position == "alibi":   # held against transformers: the config's
+        cfg = cfg.replace(rope_scaling="none", rope_factor=1.0,  # other choices still meet the reference
+                          position="none" if cfg.position == "alibi" else cfg.position)
+    model = _random_model(cfg, seed=i)
+    model.set_attention(impl)
+    idx = torch.randint(0, cfg.vocab_size, (2, SEQ), generator=torch.Generator().manual_seed(i))
+    with torch.no_grad():
+        got, want = model(idx), reference_logits(cfg, model.state_dict(), idx)
+    # float64 weights on both sides, but the model builds its sinusoidal and RoPE tables in fp32 by design
+    # (angles ~1e-7 off, up to ~3e-6 in the logits of the grid); a wrong formula moves them by ~1e-1
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, msg=lambda m: f"{cfg}\n{m}")
+
+
+@pytest.mark.parametrize("d", [6, 7, 16])
+def test_sinusoidal_entries_are_sin_and_cos_of_p_over_10000_pow(d):
+    table = sinusoidal_table(torch.arange(12), d)
+    for p in range(12):
+        for i in range(0, d, 2):
+            angle = p / 10000 ** (i / d)
+            assert table[p, i].item() == pytest.approx(math.sin(angle), abs=1e-6)      # fp32 table
+            if i + 1 < d:
+                assert table[p, i + 1].item() == pytest.approx(math.cos(angle), abs=1e-6)
+
+
+@pytest.mark.parametrize("norm", REF_NORMS)
+@pytest.mark.parametrize("block", REF_BLOCKS)
+def test_post_norm_block_outputs_are_normalized(norm, block):
+    cfg = make({"norm_placement": "post", "norm": norm, "norm_affine": False, "block": block})
+    model = _random_model(cfg)
+    outs = []
+    for b in model.blocks:
+        b.register_forward_hook(lambda mod, args, out: outs.append(out))
+    with torch.no_grad():
+        model(torch.randint(0, cfg.vocab_size, (2, SEQ), generator=torch.Generator().manual_seed(1)))
+    assert len(outs) == cfg.n_layers
+    for y in outs:
+        ms = (y ** 2).mean(-1)
+        if norm == "layernorm":
+            torch.testing.assert_close(y.mean(-1), torch.zeros_like(ms), rtol=0, atol=1e-12)
+        # mean square 1 up to the eps inside the square root: var / (var + eps) with var of order 1
+        torch.testing.assert_close(ms, torch.ones_like(ms), rtol=0, atol=1e-4)
+
+
+@pytest.mark.parametrize("norm", REF_NORMS)
+def test_parameter_free_norm_has_no_parameters_and_normalizes(norm):
+    cfg = make({"norm": norm, "norm_affine": False, "embed_norm": True})
+    model = _random_model(cfg)
+    assert model.emb_norm is not None and list(model.emb_norm.parameters()) == []
+    x = torch.randn(3, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(2)) * 5 + 2
+    y = model.emb_norm(x)
+    scale = torch.sqrt(((x - x.mean(-1, keepdim=True)) ** 2).mean(-1, keepdim=True) + cfg.norm_eps) \
+        if norm == "layernorm" else torch.sqrt((x ** 2).mean(-1, keepdim=True) + cfg.norm_eps)
+    centred = x - x.mean(-1, keepdim=True) if norm == "layernorm" else x
+    torch.testing.assert_close(y, centred / scale, rtol=1e-12, atol=1e-12)
