@@ -191,8 +191,12 @@ def _block(d: _Dot, cfg: ModelConfig) -> tuple[str, str]:
         d.edge(x, add1, "residual")
         d.edge("n1", add2, "residual")
         return x, "n2"
-    d.chain(x, d.node("n1", norm, NORM_COLOR), a_in)
-    d.chain(a_out, add1, d.node("n2", norm, NORM_COLOR), f_in)
+    if lay.input_norms == 0:   # post_branch: the branches read the residual stream itself
+        d.chain(x, a_in)
+        d.chain(a_out, add1, f_in)
+    else:
+        d.chain(x, d.node("n1", norm, NORM_COLOR), a_in)
+        d.chain(a_out, add1, d.node("n2", norm, NORM_COLOR), f_in)
     d.chain(f_out, add2)
     d.edge(x, add1, "residual")
     d.edge(add1, add2, "residual")

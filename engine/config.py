@@ -186,7 +186,8 @@ class ModelConfig:
                               "parameter-free norm.")
     embed_norm: bool = _decl(False, "normalization", "Normalize right after the embeddings (microgpt, BLOOM).")
     norm_placement: str = _decl("pre", "normalization", "pre: x + F(N(x)); post: N(x + F(x)); sandwich: "
-                                "x + N2(F(N1(x))).", choices=("pre", "post", "sandwich"))
+                                "x + N2(F(N1(x))); post_branch: x + N(F(x)), the branch output normalized "
+                                "(OLMo-2).", choices=("pre", "post", "sandwich", "post_branch"))
     final_norm: bool = _decl(True, "normalization", "A norm on the last hidden state, before the output head.")
 
     block: str = _decl("serial", "block", "serial: attention then FFN; parallel: both read the same input and "
@@ -200,6 +201,11 @@ class ModelConfig:
     embed_scale: bool = _decl(False, "output", "Multiply token embeddings by sqrt(d_model) (Gemma).")
     logit_softcap: float | None = _decl(None, "output", "Squash output logits smoothly into (-c, c) with "
                                         "c*tanh(z/c).", lo=0, lo_open=True, null="no cap")
+    # output-head features of phi and cohere (issue #13)
+    head_bias: bool = _decl(False, "output", "A learned bias per vocabulary entry on the output head (Phi-1/2); "
+                            "not shared with a tied embedding.")
+    logit_scale: float = _decl(1.0, "output", "Multiply the output logits by this factor, before any soft cap "
+                               "(Cohere: 0.0625).", lo=0, lo_open=True)
 
     def __post_init__(self) -> None:
         for spec in FIELDS.values():   # a list given for a list field is kept as a tuple (the config is frozen)

@@ -46,7 +46,7 @@ class DecoderLM(nn.Module):
         self.emb_norm = make_norm(cfg) if cfg.embed_norm else None
         self.blocks = nn.ModuleList(Block(cfg, w, m) for w, m in zip(cfg.layer_windows, cfg.moe_layers))
         self.final_norm = make_norm(cfg) if cfg.final_norm else None
-        self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=cfg.head_bias)
         self.tie()
 
     def tie(self) -> None:
@@ -69,6 +69,8 @@ class DecoderLM(nn.Module):
         init_norm(self.final_norm)
         if not self.cfg.tie_embeddings:                  # tied: the head is the embedding, already drawn
             init_linear(self.head, std, g)
+        elif self.head.bias is not None:                 # ... but its bias is its own
+            nn.init.zeros_(self.head.bias)
 
     def moe_layers(self) -> list[MoE]:
         return [b.ffn for b in self.blocks if isinstance(b.ffn, MoE)]
@@ -121,6 +123,8 @@ class DecoderLM(nn.Module):
         if self.final_norm is not None:
             x = self.final_norm(x)
         logits = self.head(x)                            # [B, T, vocab]
+        if cfg.logit_scale != 1.0:                       # a scalar multiply: autograd saves nothing for it
+            logits = logits * cfg.logit_scale
         if cfg.logit_softcap is not None:
             logits = cfg.logit_softcap * torch.tanh(logits / cfg.logit_softcap)
         if cache is not None:

@@ -6,6 +6,7 @@ from app.charts import design as charts
 from app.state import current_config, current_preset
 from app import widgets
 from app.widgets import page_header
+from engine.layers.position import rope_frequency_profile
 from engine.presets import PRESETS
 from engine.units import fmt_count
 
@@ -35,3 +36,12 @@ with right:
     st.caption("Drawn from the config: it changes with serial/parallel blocks, norm placement, gated FFNs, "
                "GQA/MQA, QK-norm, RoPE, windows and soft-caps.")
     widgets.diagram(diagram.block_dot(cfg))
+
+if cfg.position == "rope":
+    st.subheader("RoPE rotation frequencies")
+    tokens = cfg.context_length
+    st.caption(f"Each pair of rotating dimensions turns by a fixed angle per token; scaling ({cfg.rope_scaling}) "
+               f"slows some of them so that {tokens:,} tokens stay within the angles seen in training.")
+    original, scaled = rope_frequency_profile(cfg, tokens)
+    export.chart(charts.rope_frequency_chart(original, scaled, cfg.rope_scaling, tokens), "design_rope",
+                 f"{cfg.name}-rope-frequencies")

@@ -85,7 +85,8 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
         rope_long_factor=draw(opt(st.lists(st.floats(0.5, 4), min_size=1, max_size=4).map(tuple))),
         layer_types=draw(opt(st.lists(st.sampled_from(["full", "sliding"]), min_size=1, max_size=3).map(tuple))),
         attn_scale=draw(opt(st.floats(0.01, 2))), rope_local_base=draw(opt(st.floats(2, 1e6))),
-        nope_layers=draw(opt(st.lists(st.integers(1, 3), min_size=1, max_size=3).map(tuple))))
+        nope_layers=draw(opt(st.lists(st.integers(1, 3), min_size=1, max_size=3).map(tuple))),
+        head_bias=draw(st.booleans()), logit_scale=draw(st.floats(0.01, 4)))
     values["norm_bias"] = values["norm"] == "layernorm" and draw(st.booleans())
     values.update(qk_norm_scope=draw(st.sampled_from(FIELDS["qk_norm_scope"].choices)), **draw(moe_fields()),
                   **draw(mla_fields()))
@@ -110,7 +111,8 @@ RANGE_VALUES: dict[str, list] = {"rope_fraction": [1.0, 0.5], "n_kv_heads": [Non
                                  # of 4 (the 0.5 fraction here gives 2); both are held against transformers instead
                                  "rope_scaling": ["none", "linear", "llama3", "yarn"], "rope_factor": [1.0, 4.0],
                                  "layer_types": [None, ("sliding", "full")], "attn_scale": [None, 0.3],
-                                 "rope_local_base": [None, 100.0], "nope_layers": [None, (1,)]}
+                                 "rope_local_base": [None, 100.0], "nope_layers": [None, (1,)],
+                                 "logit_scale": [1.0, 0.5]}
 IMPLIED = {"norm_bias"}   # set by make() from norm (rmsnorm has no bias)
 
 

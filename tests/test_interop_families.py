@@ -54,6 +54,23 @@ CASES = {
     "gpt_bigcode_mha": ("gpt_bigcode", dict(vocab_size=V, n_embd=32, n_layer=2, n_head=4, n_positions=64,
                                             multi_query=False, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
                                             **_IDS)),
+    # Phi-2 style: parallel block under one LayerNorm, rotary on half the head, biases incl. the output head
+    "phi": ("phi", dict(_LLAMA, num_key_value_heads=None)),
+    # ... with GQA, rotary on 40% of the head, a tied embedding (the head bias stays its own)
+    "phi_tied": ("phi", dict(_LLAMA, partial_rotary_factor=0.4, tie_word_embeddings=True)),
+    # OLMo-2: norms on the branch outputs only, QK RMSNorm over the whole projection (GQA: k over 2 heads)
+    "olmo2": ("olmo2", _LLAMA),
+    # ... with head_dim 8 (not hidden // heads): the QK norms are 32 and 16 wide
+    "olmo2_head_dim": ("olmo2", dict(_LLAMA, head_dim=8)),
+    # Cohere: parallel block under one bias-free LayerNorm, RoPE on pairs (2i, 2i+1), logits scaled by 0.0625, tied
+    "cohere": ("cohere", _LLAMA),
+    # ... with another logit scale, untied
+    "cohere_untied": ("cohere", dict(_LLAMA, logit_scale=0.5, tie_word_embeddings=False)),
+    # MPT: ALiBi (8 heads), fused Wqkv, no biases, bias-free LayerNorms, exact-GELU 4x MLP, tied
+    "mpt": ("mpt", dict(vocab_size=V, d_model=64, n_heads=8, n_layers=2, max_seq_len=64, **_IDS)),
+    # ... with a softmax scale other than 1/sqrt(head_dim), untied
+    "mpt_scale": ("mpt", dict(vocab_size=V, d_model=64, n_heads=4, n_layers=2, max_seq_len=64,
+                              tie_word_embeddings=False, attn_config={"softmax_scale": 0.1}, **_IDS)),
     # biases everywhere, dense tanh-GELU MLP (c_fc / c_proj), window 5 in every layer, tied
     "starcoder2": ("starcoder2", dict(_LLAMA, sliding_window=5)),
 }

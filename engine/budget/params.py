@@ -8,7 +8,8 @@ Per layer, with d = d_model, A = n_heads*head_dim, K = kv_heads*head_dim, f = d_
   FFN         dense 2*d*f (+f+d)   gated 3*d*f (+2f+d); an MoE layer instead has router, shared_experts and
               routed_experts (engine/layers/moe.py)
   norms       1-4 per block (placement, layout), plus embedding and final norms
-Model: token embedding V*d, learned positions T*d, output head V*d unless tied (one shared Parameter).
+Model: token embedding V*d, learned positions T*d, output head V*d unless tied (one shared Parameter), plus V
+with head_bias (never tied).
 Active: what one token uses: everything except the routed experts it is not sent to (k of E per MoE layer);
 equal to total for a dense model.
 """
@@ -52,9 +53,10 @@ def count_params(cfg: ModelConfig) -> ParamCount:
     comps["token_embedding"] = V * d
     comps["positions"] = position_params(cfg)
     comps["norms"] += (int(cfg.embed_norm) + int(cfg.final_norm)) * norm_params(cfg, d)
-    comps["output_head"] = 0 if cfg.tie_embeddings else V * d
+    comps["output_head"] = (0 if cfg.tie_embeddings else V * d) + (V if cfg.head_bias else 0)
     total = sum(comps.values())
-    non_embedding = total - comps["token_embedding"] - comps["positions"] - comps["output_head"]
+    head = 0 if cfg.tie_embeddings else comps["output_head"]   # tied: only a head bias is left, counted as a layer
+    non_embedding = total - comps["token_embedding"] - comps["positions"] - head
     return ParamCount(components=comps, per_layer=sum((moe if cfg.moe_layers[0] else dense).values()), total=total,
                       non_embedding=non_embedding, tying_saves=V * d, tied=cfg.tie_embeddings,
                       active=total - skipped, active_non_embedding=non_embedding - skipped)

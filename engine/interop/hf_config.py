@@ -18,7 +18,7 @@ from engine.interop.hf_rope import rope_fields
 from engine.interop.hf_types import type_problems
 
 FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "gpt2", "gpt_neox", "falcon",
-            "bloom", "stablelm", "starcoder2", "phi3", "gpt_bigcode")
+            "bloom", "stablelm", "starcoder2", "phi3", "gpt_bigcode", "phi", "olmo2", "cohere", "mpt")
 
 
 def _llama(r: _Reader) -> dict[str, Any]:
@@ -208,11 +208,81 @@ def _phi3(r: _Reader) -> dict[str, Any]:
                 dropout=_same_dropout(r, ("resid_pdrop", "embd_pdrop", "attention_dropout")))
 
 
+def _phi(r: _Reader) -> dict[str, Any]:
+    """Phi-1/1.5/2: a parallel block under one LayerNorm, biases everywhere including the output head, rotary on
+    half of each head by default."""
+    d, heads = r("hidden_size"), r("num_attention_heads")
+    _fixed_head_dim(r, d, heads)
+    kv = r("num_key_value_heads", heads)
+    r.expect("qk_layernorm", (False,), "Phi's QK-norm is a LayerNorm with a bias per head dimension")
+    return dict(vocab_size=r("vocab_size"), context_length=r("max_position_embeddings"), d_model=d,
+                n_layers=r("num_hidden_layers"), n_heads=heads, n_kv_heads=None if kv == heads else kv,
+                d_ff=r("intermediate_size"), ffn=r.act("hidden_act", DENSE_ACTS), norm="layernorm",
+                norm_eps=float(r("layer_norm_eps")), position="rope", bias=True, block="parallel",
+                parallel_shared_norm=True, head_bias=True, tie_embeddings=bool(r("tie_word_embeddings")),
+                dropout=_same_dropout(r, ("resid_pdrop", "embd_pdrop", "attention_dropout")),
+                **rope_fields(r, d // heads, fraction_default=0.5, partial_ok=True))
+
+
+def _olmo2(r: _Reader) -> dict[str, Any]:
+    """OLMo-2: Llama sizes; each branch output is normalized before the residual add (no input norms), and
+    q and k are RMS-normalized over all heads at once, before the split into heads."""
+    r.expect("attention_bias", (False,), "OLMo-2 puts it on q, k, v and o but not the MLP")
+    return dict(_decoder(r), ffn=r.act("hidden_act", GATED_ACTS), bias=False, norm_placement="post_branch",
+                qk_norm=True, qk_norm_scope="all_heads")
+
+
+def _cohere(r: _Reader) -> dict[str, Any]:
+    """Cohere (Command-R, Aya): a parallel block under one LayerNorm without bias, logits scaled by
+    logit_scale; its RoPE pairs dimensions 2i and 2i+1 (the weights are permuted to our halves on import)."""
+    d, heads = r("hidden_size"), r("num_attention_heads")
+    _fixed_head_dim(r, d, heads)
+    kv = r("num_key_value_heads", heads)
+    r.expect("use_qk_norm", (None, False), "Cohere's QK-norm is a LayerNorm with weights for every head")
+    r.expect("attention_bias", (False,), "Cohere puts it on q, k, v and o but not the MLP")
+    r.expect("attention_dropout", (0, 0.0), "our dropout also acts on the residual stream")
+    return dict(vocab_size=r("vocab_size"), context_length=r("max_position_embeddings"), d_model=d,
+                n_layers=r("num_hidden_layers"), n_heads=heads, n_kv_heads=None if kv == heads else kv,
+                d_ff=r("intermediate_size"), ffn=r.act("hidden_act", GATED_ACTS), norm="layernorm", norm_bias=False,
+                norm_eps=float(r("layer_norm_eps")), position="rope", bias=False, block="parallel",
+                parallel_shared_norm=True, logit_scale=float(r("logit_scale")),
+                tie_embeddings=bool(r("tie_word_embeddings")), **rope_fields(r, d // heads))
+
+
+_MPT_UNREAD = ("expansion_ratio", "no_bias", "learned_pos_emb", "logit_scale", "embedding_fraction", "norm_type",
+               "resid_pdrop", "emb_pdrop", "init_device", "init_config", "verbose", "tokenizer_name")
+
+
+def _mpt(r: _Reader) -> dict[str, Any]:
+    """MPT as transformers builds it: ALiBi with slopes 2^(-8h/n), fused Wqkv [q | k | v], no linear biases,
+    LayerNorms without bias, a 4x exact-GELU MLP; transformers' MPT reads only a few keys of attn_config."""
+    d, heads = r("d_model"), r("n_heads")
+    if heads & (heads - 1):
+        r.bad("n_heads", heads, "MPT orders the ALiBi slopes of non-power-of-two head counts unlike BLOOM; "
+                                "only powers of two are modelled")
+    attn = r.d.get("attn_config") or {}
+    r.read.add("attn_config")
+    if not isinstance(attn, dict):
+        r.bad("attn_config", attn, "expected a mapping")
+        attn = {}
+    if attn.get("clip_qkv") is not None:
+        r.bad("attn_config.clip_qkv", attn["clip_qkv"], "clamping q, k, v is not modelled")
+    scale = attn.get("softmax_scale")
+    for key in _MPT_UNREAD:
+        if key in r.d:
+            r.ignore(key, "transformers' MPT does not read it")
+    return dict(vocab_size=r("vocab_size"), context_length=r("max_seq_len"), d_model=d, n_layers=r("n_layers"),
+                n_heads=heads, d_ff=4 * d, ffn="gelu", norm="layernorm", norm_bias=False,
+                norm_eps=float(r("layer_norm_epsilon")), position="alibi", bias=False,
+                attn_scale=None if scale is None or scale == (d // heads) ** -0.5 else float(scale),
+                dropout=float(attn.get("attn_pdrop") or 0.0), tie_embeddings=bool(r("tie_word_embeddings")))
+
+
 _READERS: dict[str, Callable[[_Reader], dict[str, Any]]] = {
     "llama": _llama, "mistral": _mistral, "qwen2": _qwen, "qwen3": _qwen, "gemma": _gemma, "gemma2": _gemma,
     "gemma3_text": _gemma,
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "falcon": _falcon, "bloom": _bloom,
-    "stablelm": _stablelm, "starcoder2": _starcoder2, "phi3": _phi3,
+    "stablelm": _stablelm, "starcoder2": _starcoder2, "phi3": _phi3, "phi": _phi, "olmo2": _olmo2, "cohere": _cohere, "mpt": _mpt,
     "gpt_bigcode": _gpt_bigcode}
 
 from engine.interop.hf_moe import READERS as _MOE_READERS  # noqa: E402  (built on the helpers above)
@@ -232,7 +302,8 @@ NEUTRAL: dict[str, Any] = dict(
     dropout=0.0, embed_scale=False, logit_softcap=None, rope_scaling="none", rope_factor=1.0,
     rope_original_context=None, rope_low_freq_factor=1.0, rope_high_freq_factor=4.0, rope_beta_fast=32.0,
     rope_beta_slow=1.0, rope_truncate=True, rope_attention_factor=None, rope_short_factor=None,
-    rope_long_factor=None, layer_types=None, attn_scale=None, rope_local_base=None, nope_layers=None)
+    rope_long_factor=None, layer_types=None, attn_scale=None, rope_local_base=None, nope_layers=None,
+    head_bias=False, logit_scale=1.0)
 
 
 def from_hf_config(d: dict[str, Any]) -> ModelConfig:

@@ -53,6 +53,8 @@ class _Writer:
         if norm == "layernorm":
             self.check(norm_has_bias(self.cfg), "norm_bias", "its LayerNorms have a bias")
         self.need("embed_scale", embed_scale)
+        self.need("head_bias", False, "no bias on the output head")
+        self.need("logit_scale", 1.0, "logits are not rescaled")
         self.need("qk_norm", qk_norm)
         self.need("rope_local_base", None, "one RoPE for every layer")
         self.need("nope_layers", None, "RoPE in every layer")

@@ -37,20 +37,47 @@ def _phi3(cfg: ModelConfig) -> list[Pair]:
     return pairs
 
 
+def _phi(cfg: ModelConfig) -> list[Pair]:
+    pairs = [Pair("model.embed_tokens", ("tok_emb",), "copy"), Pair("model.final_layernorm", ("final_norm",), "copy")]
+    for i in range(cfg.n_layers):
+        h, o = f"model.layers.{i}.", f"blocks.{i}."
+        pairs += [Pair(f"{h}self_attn.{x}_proj", (f"{o}attn.{x}_proj",), "copy") for x in "qkv"]
+        pairs += [Pair(h + "self_attn.dense", (o + "attn.o_proj",), "copy"),
+                  Pair(h + "mlp.fc1", (o + "ffn.up",), "copy"), Pair(h + "mlp.fc2", (o + "ffn.down",), "copy"),
+                  Pair(h + "input_layernorm", (o + "norm1",), "copy")]
+    return pairs
+
+
+def _mpt(cfg: ModelConfig) -> list[Pair]:
+    pairs = [Pair("transformer.wte", ("tok_emb",), "copy"), Pair("transformer.norm_f", ("final_norm",), "copy")]
+    for i in range(cfg.n_layers):
+        h, o = f"transformer.blocks.{i}.", f"blocks.{i}."
+        pairs += [Pair(h + "attn.Wqkv", tuple(f"{o}attn.{x}_proj" for x in "qkv"), "rows_qkv"),
+                  Pair(h + "attn.out_proj", (o + "attn.o_proj",), "copy"),
+                  Pair(h + "ffn.up_proj", (o + "ffn.up",), "copy"), Pair(h + "ffn.down_proj", (o + "ffn.down",), "copy"),
+                  Pair(h + "norm_1", (o + "norm1",), "copy"), Pair(h + "norm_2", (o + "norm2",), "copy")]
+    return pairs
+
+
 def _llama_like(cfg: ModelConfig, family: str) -> list[Pair]:
     norm = "offset" if family in ("gemma", "gemma2", "gemma3_text") else "copy"
     pairs = [Pair("model.embed_tokens", ("tok_emb",), "copy"), Pair("model.norm", ("final_norm",), norm)]
     for i in range(cfg.n_layers):
         h, o = f"model.layers.{i}.", f"blocks.{i}."
-        pairs += [Pair(f"{h}self_attn.{x}_proj", (f"{o}attn.{x}_proj",), "copy") for x in "qkvo"]
+        rope = "rope_pairs_" if family == "cohere" else ""   # Cohere's RoPE rotates pairs (2i, 2i+1)
+        pairs += [Pair(f"{h}self_attn.{x}_proj", (f"{o}attn.{x}_proj",), f"{rope}{x}" if rope else "copy")
+                  for x in "qk"]
+        pairs += [Pair(f"{h}self_attn.{x}_proj", (f"{o}attn.{x}_proj",), "copy") for x in "vo"]
         pairs += [Pair(f"{h}self_attn.{x}_norm", (f"{o}attn.{x}_norm",), norm) for x in "qk" if cfg.qk_norm]
         if family == "starcoder2":
             pairs += [Pair(f"{h}mlp.c_fc", (f"{o}ffn.up",), "copy"), Pair(f"{h}mlp.c_proj", (f"{o}ffn.down",), "copy")]
         else:
             pairs += [Pair(f"{h}mlp.{x}_proj", (f"{o}ffn.{x}",), "copy") for x in ("gate", "up", "down")]
         norms = {"input_layernorm": "norm1", "post_attention_layernorm": "norm2"}
-        if cfg.block == "parallel":   # StableLM's parallel residual: one norm feeds both branches
+        if cfg.block == "parallel":   # StableLM's and Cohere's parallel residual: one norm feeds both branches
             norms = {"input_layernorm": "norm1"}
+        if family == "olmo2":   # norms on the branch outputs only
+            norms = {"post_attention_layernorm": "post_attn_norm", "post_feedforward_layernorm": "post_ffn_norm"}
         if family in ("gemma2", "gemma3_text"):
             norms = {"input_layernorm": "norm1", "post_attention_layernorm": "post_attn_norm",
                      "pre_feedforward_layernorm": "norm2", "post_feedforward_layernorm": "post_ffn_norm"}
@@ -124,6 +151,10 @@ def pairs_for(cfg: ModelConfig, family: str) -> list[Pair]:
         pairs = _bloom(cfg)
     elif family == "phi3":
         pairs = _phi3(cfg)
+    elif family == "mpt":
+        pairs = _mpt(cfg)
+    elif family == "phi":
+        pairs = _phi(cfg)
     elif family == "gpt_bigcode":
         pairs = _gpt2(cfg, bigcode=True)
     elif family == "gpt2":
@@ -134,7 +165,8 @@ def pairs_for(cfg: ModelConfig, family: str) -> list[Pair]:
         pairs = _falcon(cfg)
     else:
         pairs = _llama_like(cfg, family)
-    return pairs if cfg.tie_embeddings else pairs + [Pair("lm_head", ("head",), "copy")]
+    untied = not cfg.tie_embeddings or cfg.head_bias   # a head bias is never tied (the weight then is)
+    return pairs + [Pair("lm_head", ("head",), "copy")] if untied else pairs
 
 
 # ---- codecs: HF tensor <-> our tensor(s) --------------------------------------------------------------------
@@ -146,9 +178,16 @@ def _qkv_sizes(cfg: ModelConfig) -> list[int]:
 _ROWS = {"rows_qkv": _qkv_sizes, "rows_gate_up": lambda cfg: [cfg.ffn_width, cfg.ffn_width]}
 
 
+def _rope_heads(codec: str, cfg: ModelConfig) -> tuple[int, int]:
+    """(heads, rotary dims) of a q or k projection whose RoPE pairs dimensions 2i and 2i+1."""
+    return (cfg.n_heads if codec.endswith("q") else cfg.kv_heads), round(cfg.head_width * cfg.rope_fraction)
+
+
 def _split(codec: str, t: Tensor, cfg: ModelConfig) -> list[Tensor]:
     if codec == "copy":
         return [t]
+    if codec.startswith("rope_pairs_"):
+        return [rope_interleaved_to_half(t, *_rope_heads(codec, cfg))]
     if codec == "t":
         return [t.t().contiguous() if t.ndim == 2 else t]
     if codec == "offset":
@@ -169,6 +208,8 @@ def _split(codec: str, t: Tensor, cfg: ModelConfig) -> list[Tensor]:
 def _join(codec: str, ts: list[Tensor], cfg: ModelConfig) -> Tensor:
     if codec == "copy":
         return ts[0]
+    if codec.startswith("rope_pairs_"):
+        return rope_half_to_interleaved(ts[0], *_rope_heads(codec, cfg))
     if codec == "t":
         return ts[0].t().contiguous() if ts[0].ndim == 2 else ts[0]
     if codec == "offset":

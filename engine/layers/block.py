@@ -54,9 +54,10 @@ class BlockLayout:
 def block_layout(cfg: ModelConfig) -> BlockLayout:
     parallel, placement = cfg.block == "parallel", cfg.norm_placement
     post = placement == "post"
-    inputs = 0 if post else (1 if parallel and cfg.parallel_shared_norm else 2)
+    inputs = 0 if placement in ("post", "post_branch") else (1 if parallel and cfg.parallel_shared_norm else 2)
     return BlockLayout(
-        parallel=parallel, placement=placement, input_norms=inputs, branch_norms=placement == "sandwich",
+        parallel=parallel, placement=placement, input_norms=inputs,
+        branch_norms=placement in ("sandwich", "post_branch"),
         residual_norms=(1 if parallel else 2) if post else 0, norm=cfg.norm, norm_affine=cfg.norm_affine,
         attention=cfg.attention_kind, qk_norm=cfg.qk_norm,
         rope_fraction=cfg.rope_fraction if cfg.position == "rope" else None, window=cfg.attn_window,
@@ -77,7 +78,9 @@ class Block(nn.Module):
     serial sandwich: x = x + P1(A(N1(x)));  x = x + P2(F(N2(x)))
     parallel pre:    x = x + A(N1(x)) + F(N2(x))      (N2 is N1 with a shared norm)
     parallel post:   x = N1(x + A(x) + F(x))
-    parallel sandwich: x = x + P1(A(N1(x))) + P2(F(N2(x)))"""
+    parallel sandwich: x = x + P1(A(N1(x))) + P2(F(N2(x)))
+    serial post_branch:   x = x + P1(A(x));  x = x + P2(F(x))      (OLMo-2: no norm on the way in)
+    parallel post_branch: x = x + P1(A(x)) + P2(F(x))"""
 
     def __init__(self, cfg: ModelConfig, window: int | None, moe: bool = False):
         super().__init__()
@@ -85,7 +88,7 @@ class Block(nn.Module):
         self.parallel, self.placement, self.p = lay.parallel, lay.placement, cfg.dropout
         self.attn = MLA(cfg) if cfg.mla else Attention(cfg, window)
         self.ffn = MoE(cfg) if moe else make_ffn(cfg)
-        self.norm1 = make_norm(cfg)
+        self.norm1 = make_norm(cfg) if lay.input_norms or lay.residual_norms else None
         self.norm2 = make_norm(cfg) if 2 in (lay.input_norms, lay.residual_norms) else None
         self.post_attn_norm = make_norm(cfg) if lay.branch_norms else None
         self.post_ffn_norm = make_norm(cfg) if lay.branch_norms else None
@@ -115,9 +118,12 @@ class Block(nn.Module):
             x = self.norm1(x + self._attn(x, pos, rope, cache))
             return self.norm2(x + self._ffn(x))
         if self.parallel:
-            h1 = self.norm1(x)
+            h1 = x if self.norm1 is None else self.norm1(x)
             h2 = h1 if self.norm2 is None else self.norm2(x)
             return x + self._attn(h1, pos, rope, cache) + self._ffn(h2)
+        if self.norm1 is None:                          # post_branch
+            x = x + self._attn(x, pos, rope, cache)
+            return x + self._ffn(x)
         x = x + self._attn(self.norm1(x), pos, rope, cache)
         return x + self._ffn(self.norm2(x))
 
@@ -165,6 +171,9 @@ def block_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int | No
             add("norms", normed)
         else:                                     # N1(x + attn) feeds the FFN; N2(x1 + ffn)
             add("norms", 2 * normed + tok)
+        return
+    if lay.input_norms == 0:                      # post_branch: the linears read the residual stream itself
+        add("block_input", tok if lay.parallel else 2 * tok)   # x (shared), or x and x + attn
         return
     if lay.parallel:                              # N1 (and N2) read x; their outputs feed the branches
         readers = lay.input_norms

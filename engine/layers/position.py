@@ -77,6 +77,14 @@ def rope_inv_freq(cfg: ModelConfig, tokens: int, device: torch.device | None = N
     return plain_inv_freq(r, base, device), 1.0
 
 
+def rope_frequency_profile(cfg: ModelConfig, tokens: int) -> tuple[list[float], list[float]]:
+    """(original, scaled) rotation frequency of each rotating dimension pair i, in radians per token: base^(-2i/r)
+    before scaling, and what cfg.rope_scaling makes of it for a sequence of `tokens` (the rotary embedding's own
+    inverse frequencies); the scaled list equals the original when rope_scaling is none."""
+    scaled, _ = rope_inv_freq(cfg, tokens)
+    return plain_inv_freq(cfg.rotary_dim, cfg.rope_base).tolist(), scaled.tolist()
+
+
 def _llama3(w: torch.Tensor, s: float, L0: int, low: float, high: float) -> torch.Tensor:
     wavelength = 2 * math.pi / w
     long_waves = torch.where(wavelength > L0 / low, w / s, w)
