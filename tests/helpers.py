@@ -212,3 +212,27 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# ---- transformers' counts (used by the MoE and MLA preset tests; they importorskip transformers first) ----
+def hf_meta(config: dict):
+    """transformers' model of a config.json dict, built on the meta device (no memory)."""
+    import torch
+    import transformers
+
+    hf_config = transformers.AutoConfig.for_model(config["model_type"],
+                                                  **{k: v for k, v in config.items() if k != "model_type"})
+    with torch.device("meta"):
+        return transformers.AutoModelForCausalLM.from_config(hf_config)
+
+
+def hf_active(hf) -> int:
+    """transformers' total minus the routed-expert weights a token skips: (E - k) / E of each experts module."""
+    total = sum(p.numel() for p in hf.parameters())
+    k = hf.config.num_experts_per_tok
+    for layer in hf.model.layers:
+        experts = getattr(layer.mlp, "experts", None)
+        if experts is not None:
+            E = experts.num_experts
+            total -= sum(p.numel() for p in experts.parameters()) * (E - k) // E
+    return total

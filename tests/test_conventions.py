@@ -11,7 +11,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from engine.budget.flops import decode_flops
 from engine.budget.memory import OPTIMIZERS, POLICIES, kv_cache_bytes, memory_budget, pure_policy
 from engine.budget.params import count_params
-from engine.guard import needed_bytes
+from engine.guard import needed_bytes, transient_bytes
 from engine.model import KVCache, build_model
 from engine.runtime import TORCH_DTYPES
 from tests.helpers import make
@@ -132,10 +132,14 @@ def test_param_count_dict_names_every_number():
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-def test_inference_need_is_weights_cache_and_returned_logits(dtype):
+def test_inference_need_is_weights_cache_and_returned_logits_plus_transients(dtype):
+    """The persistent part equals real tensors; the guard adds its one-op temporaries (transient_bytes, held
+    >= the measured peak by test_guard_peak) on top."""
     model = build_model(WINDOWED, dtype=TORCH_DTYPES[dtype])
     cache = KVCache(WINDOWED.n_layers)
     with torch.no_grad():
         logits = model(torch.zeros(2, 7, dtype=torch.long), cache)
     measured = _tensor_bytes(model.parameters()) + cache.nbytes() + _tensor_bytes([logits])
-    assert needed_bytes(WINDOWED, 2, 7, dtype, training=False) == measured
+    extra = transient_bytes(WINDOWED, 2, 7, dtype, False, "sdpa")
+    assert extra > 0
+    assert needed_bytes(WINDOWED, 2, 7, dtype, training=False) == measured + extra

@@ -14,7 +14,8 @@ from engine.presets import PRESETS
 
 transformers = pytest.importorskip("transformers", minversion="5.0")
 from engine.interop import from_hf_config  # noqa: E402
-from tests.test_moe_presets import _hf_active, _hf_meta  # noqa: E402
+from tests.helpers import hf_active as _hf_active  # noqa: E402
+from tests.helpers import hf_meta as _hf_meta  # noqa: E402
 
 PUBLISHED = json.loads((Path(__file__).parent / "data" / "hf_configs" / "deepseek-v3.json").read_text())
 TOTAL, ACTIVE = 671_026_404_352, 37_552_282_624

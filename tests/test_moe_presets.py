@@ -5,7 +5,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-import torch
 
 transformers = pytest.importorskip("transformers", minversion="5.0")
 
@@ -13,6 +12,8 @@ from engine.budget.params import count_params  # noqa: E402
 from engine.cli import main  # noqa: E402
 from engine.config import ModelConfig  # noqa: E402
 from engine.presets import PRESETS  # noqa: E402
+from tests.helpers import hf_active as _hf_active  # noqa: E402
+from tests.helpers import hf_meta as _hf_meta  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 DATA = Path(__file__).parent / "data" / "hf_configs"
@@ -21,25 +22,6 @@ MOE = {"mixtral-8x7b": ("mixtral-8x7b.json", 46_702_792_704, 12_879_925_248),
        "qwen3-30b-a3b": ("qwen3-30b-a3b.json", 30_532_122_624, 3_353_032_704),
        "olmoe-1b-7b": ("olmoe-1b-7b.json", 6_919_161_856, 1_282_017_280),
        "qwen1.5-moe-a2.7b": ("qwen1.5-moe-a2.7b.json", 14_315_784_192, 2_689_173_504)}
-
-
-def _hf_meta(config: dict):
-    hf_config = transformers.AutoConfig.for_model(config["model_type"],
-                                                  **{k: v for k, v in config.items() if k != "model_type"})
-    with torch.device("meta"):
-        return transformers.AutoModelForCausalLM.from_config(hf_config)
-
-
-def _hf_active(hf) -> int:
-    """transformers' total minus the routed-expert weights a token skips: (E - k) / E of each experts module."""
-    total = sum(p.numel() for p in hf.parameters())
-    k = hf.config.num_experts_per_tok
-    for layer in hf.model.layers:
-        experts = getattr(layer.mlp, "experts", None)
-        if experts is not None:
-            E = experts.num_experts
-            total -= sum(p.numel() for p in experts.parameters()) * (E - k) // E
-    return total
 
 
 @pytest.mark.parametrize("name", MOE)

@@ -77,7 +77,7 @@ def workdir(tmp_path):
 def test_the_readme_shows_the_commands_we_run():
     names = [shlex.split(c)[3] for c in readme_commands()]
     assert names == ["presets", "params", "export", "params", "memory", "flops", "bench", "train", "runs",
-                     "import-hf", "sweep"]
+                     "import-hf", "plan", "sweep"]
 
 
 @pytest.mark.parametrize("line", readme_commands())

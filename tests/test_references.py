@@ -27,7 +27,7 @@ REF_ACT = {"relu": lambda x: x.clamp_min(0),
 REF_GATE = {"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh", "reglu": "relu"}
 REF_NORMS = ("layernorm", "rmsnorm")
 REF_POSITIONS = ("learned", "sinusoidal", "rope", "none")
-REF_PLACEMENTS = ("pre", "post", "sandwich")
+REF_PLACEMENTS = ("pre", "post", "sandwich", "post_branch")
 REF_BLOCKS = ("serial", "parallel")
 REF_QK_SCOPES = {"head": "head", "all_heads": "projection"}
 REF_LAYER_TYPES = ("full", "sliding")
@@ -179,7 +179,7 @@ def _moe(cfg, sd, name, x):
 
 def _block(cfg, sd, b, x, layer):
     A = lambda h: _attention(cfg, sd, b + ".attn", h, layer)  # noqa: E731
-    moe = cfg.n_experts is not None and layer >= cfg.moe_first_dense and (layer + 1) % cfg.moe_every == 0
+    moe = cfg.n_experts is not None and layer >= (cfg.moe_first_dense or 0) and (layer + 1) % cfg.moe_every == 0
     F = lambda h: (_moe if moe else _ffn)(cfg, sd, b + ".ffn", h)  # noqa: E731
     N = lambda n, h: _norm(cfg, sd, f"{b}.{n}", h)  # noqa: E731
     parallel = cfg.block == "parallel"
@@ -188,14 +188,17 @@ def _block(cfg, sd, b, x, layer):
             return N("norm1", x + A(x) + F(x))
         x = N("norm1", x + A(x))
         return N("norm2", x + F(x))
-    wrap_a = (lambda y: N("post_attn_norm", y)) if cfg.norm_placement == "sandwich" else (lambda y: y)
-    wrap_f = (lambda y: N("post_ffn_norm", y)) if cfg.norm_placement == "sandwich" else (lambda y: y)
+    branch = cfg.norm_placement in ("sandwich", "post_branch")    # a norm on each branch output
+    wrap_a = (lambda y: N("post_attn_norm", y)) if branch else (lambda y: y)
+    wrap_f = (lambda y: N("post_ffn_norm", y)) if branch else (lambda y: y)
+    N1 = (lambda h: h) if cfg.norm_placement == "post_branch" else (lambda h: N("norm1", h))   # OLMo-2: x + N(F(x))
+    N2 = (lambda h: h) if cfg.norm_placement == "post_branch" else (lambda h: N("norm2", h))
     if parallel:                                              # x + A(N1(x)) + F(N2(x)), N2 = N1 when shared
-        h1 = N("norm1", x)
-        h2 = h1 if cfg.parallel_shared_norm else N("norm2", x)
+        h1 = N1(x)
+        h2 = h1 if cfg.parallel_shared_norm else N2(x)
         return x + wrap_a(A(h1)) + wrap_f(F(h2))
-    x = x + wrap_a(A(N("norm1", x)))
-    return x + wrap_f(F(N("norm2", x)))
+    x = x + wrap_a(A(N1(x)))
+    return x + wrap_f(F(N2(x)))
 
 
 def reference_logits(cfg, sd, idx):
@@ -215,6 +218,9 @@ def reference_logits(cfg, sd, idx):
     if cfg.final_norm:
         x = _norm(cfg, sd, "final_norm", x)
     z = x @ sd["head.weight"].T
+    if cfg.head_bias:                                         # one learned bias per vocabulary entry
+        z = z + sd["head.bias"]
+    z = z * cfg.logit_scale                                   # the scale comes before the soft cap (Cohere)
     return cfg.logit_softcap * torch.tanh(z / cfg.logit_softcap) if cfg.logit_softcap is not None else z
 
 

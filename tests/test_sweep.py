@@ -7,7 +7,8 @@ import pytest
 from engine.budget.params import count_params
 from engine.config import FIELDS, ConfigError
 from engine.presets import get_preset
-from engine.sweep import KNOBS, METRICS, SweepSettings, d_ff_step, default_values, pareto_front, run_sweep
+from engine.sweep import (KNOBS, METRICS, SweepSettings, d_ff_step, default_values, pareto_front, run_sweep,
+                          value_label)
 
 LLAMA3 = get_preset("llama-3-8b").config
 GPT2 = get_preset("gpt2").config
@@ -46,8 +47,12 @@ def test_invalid_points_are_listed_with_the_field_named():
 
 def test_choice_knob_defaults_to_every_declared_choice_and_bools_to_both():
     assert default_values(GPT2, "ffn") == list(FIELDS["ffn"].choices)
-    assert default_values(GPT2, "norm_placement") == ["pre", "post", "sandwich"]
+    assert default_values(GPT2, "norm_placement") == ["pre", "post", "sandwich", "post_branch"]
+    assert default_values(GPT2, "norm_placement") == list(FIELDS["norm_placement"].choices)
     assert default_values(GPT2, "qk_norm") == [False, True]
+    assert default_values(GPT2, "head_bias") == [False, True]
+    assert default_values(GPT2, "norm_bias") == [None, False, True]        # optional bool: null follows the norm
+    assert [value_label("norm_bias", v) for v in default_values(GPT2, "norm_bias")] == ["follow norm", "off", "on"]
 
 
 def test_numeric_grids_fit_the_knob():
@@ -69,10 +74,17 @@ def test_window_sweep_kv_is_held_tokens():
 
 
 def test_two_knobs_give_the_product():
-    s = run_sweep(GPT2, {"n_kv_heads": [1, 12], "norm": ["layernorm", "rmsnorm"]})
+    # gpt2 leaves norm_bias null (follow the norm), so rmsnorm is valid there; an explicit norm_bias: true is not
+    s = run_sweep(GPT2.replace(norm_bias=True), {"n_kv_heads": [1, 12], "norm": ["layernorm", "rmsnorm"]})
     assert [tuple(p.values.values()) for p in s.points] == [(1, "layernorm"), (1, "rmsnorm"), (12, "layernorm"),
                                                           (12, "rmsnorm")]
+    assert [p.valid for p in s.points] == [True, False, True, False]
     assert s.points[1].problems == ["norm_bias: rmsnorm has no bias; set norm_bias: false"]
+    followed = run_sweep(GPT2, {"n_kv_heads": [1, 12], "norm": ["layernorm", "rmsnorm"]})
+    assert all(p.valid for p in followed.points)
+    ln, rms = followed.points[2].metrics, followed.points[3].metrics                 # MHA, layernorm vs rmsnorm
+    assert ln["total_params"] == 124_439_808
+    assert ln["total_params"] - rms["total_params"] == (2 * 12 + 1) * 768          # the 25 LayerNorm betas dropped
 
 
 @pytest.mark.parametrize("base", [LLAMA3, GPT2])

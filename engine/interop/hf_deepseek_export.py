@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.interop.hf_export import _GATED, _Writer
+from engine.interop.hf_writer import _GATED, _Writer
 
 
 def _deepseek_v3(w: _Writer) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.interop.hf_export import _GATED, _decoder, _Writer
+from engine.interop.hf_writer import _GATED, _decoder, _Writer
 
 
 def _routing(w: _Writer, renorm: bool | None) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from engine.guard import check_fits
 from engine.layers.position import seq_problem
 from engine.measure import Measurement
 from engine.measure.probe import machine_peaks, raise_peak
-from engine.measure.rounds import (LOCK, NOISY_SPREAD, TARGET_SPREAD, Progress, Timing, busy,  # noqa: F401
+from engine.measure.rounds import (LOCK, NOISY_SPREAD, TARGET_SPREAD, Progress, Timing, busy, check_budget,  # noqa: F401
                                    interleaved, time_fn, timing_session)
 from engine.model import DecoderLM, build_model
 from engine.runtime import TORCH_DTYPES, dtype_name, resolve_device
@@ -185,6 +185,7 @@ def measure(model: DecoderLM, batch: int, seq: int, mode: str = "forward", budge
 
 def measure_latency(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp32", device: str = "auto",
                     mode: str = "forward", budget_s: float = 0.3) -> LatencyResult:
+    check_budget(budget_s)
     model, _ = prepare(cfg, batch, seq, dtype, device, mode)
     return measure(model, batch, seq, mode, budget_s)
 

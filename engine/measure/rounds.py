@@ -125,8 +125,10 @@ def interleaved(fns: Sequence[Callable[[], object]], dev: torch.device, budget_s
                 stop: threading.Event | None = None, target_spread: float = TARGET_SPREAD) -> list[Timing]:
     """Median and IQR (seconds) of each fn, timed in interleaved rounds (callers hold a timing_session).
     Stops after min_rounds once every spread is <= target_spread, or once budget_s is spent, or when `stop` is
-    set (after at least one round)."""
-    check_budget(budget_s)
+    set (after at least one round). A budget of 0 times min_rounds rounds; user input is held to check_budget's
+    range where it enters (measure_latency, the sweep's settings)."""
+    if not budget_s >= 0 or budget_s == float("inf"):   # nan or inf would never end the rounds
+        raise ValueError(f"time_budget: {budget_s!r} is not a finite number of seconds >= 0")
     timer = _timer(dev)
     times: list[list[float]] = [[] for _ in fns]
     for fn in fns:

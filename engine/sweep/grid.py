@@ -1,6 +1,7 @@
 """Default values of a sweep knob, read from the field's declaration in engine/config.py.
 
-A choice knob takes every declared choice, a bool both values. Numeric knobs get a grid that means something
+A choice knob takes every declared choice, a bool both values, an optional bool (norm_bias) null and both
+values (null takes the value another field implies, e.g. the norm's own bias). Numeric knobs get a grid that means something
 for that field: the divisors of n_heads for n_kv_heads (every valid MHA/GQA/MQA setting), powers of two below
 the context for the sliding window (and null, full attention), powers of two for global_every; any other number
 is scaled by 1/4 .. 4 (integers) or 1/10 .. 10 (floats) around the base value.
@@ -46,7 +47,7 @@ def default_values(base: ModelConfig, knob: str) -> list[Any]:
     if spec.choices:
         return list(spec.choices)
     if spec.type is bool:
-        return [False, True]
+        return [None, False, True] if spec.optional else [False, True]
     if knob == "n_kv_heads":
         return _divisors(base.n_heads)
     if knob == "attn_window":
@@ -78,6 +79,8 @@ def default_values(base: ModelConfig, knob: str) -> list[Any]:
 def value_label(knob: str, value: Any) -> str:
     """How a knob value reads on an axis or in a table: null says what it means (attn_window=null is full)."""
     if value is None:
+        if FIELDS[knob].type is bool:                                # an optional bool: null follows another field
+            return "follow norm" if knob == "norm_bias" else "auto"
         return {"attn_window": "full", "n_kv_heads": "MHA", "global_every": "none", "d_ff": "auto",
                 "head_dim": "auto", "n_experts": "dense"}.get(knob, "auto" if FIELDS[knob].type is int else "off")
     if isinstance(value, bool):
