@@ -33,7 +33,8 @@ REF_QK_SCOPES = {"head": "head", "all_heads": "projection"}
 REF_LAYER_TYPES = ("full", "sliding")
 # choices held against transformers instead of a hand-written forward (their formulas are long; each family's
 # own code is the independent reference): RoPE scaling in tests/test_rope_scaling.py, ALiBi in
-# tests/test_interop_families.py
+# tests/test_interop_families.py; MLA attention (kv_lora_rank, a size, not a choice: the grid never sets it, so
+# mla_rope_interleave is inert here) in tests/test_mla.py
 HELD_BY_TRANSFORMERS = {"rope_scaling": {"linear", "dynamic", "llama3", "yarn", "longrope"}, "position": {"alibi"}}
 REF_ROUTERS = ("softmax_topk", "topk_softmax", "sigmoid")
 HANDLED = {"ffn": set(REF_ACT) | set(REF_GATE), "norm": set(REF_NORMS), "position": set(REF_POSITIONS),
