@@ -12,5 +12,6 @@
   sweep_view.py
                           each page's decisions as plain functions, so pages only read state, call and draw
   lecture_sections.py     the Lecture page's sections, one render function per worked example
+  lecture_kit.py          their shared inputs, metric row and stage chart
   lecture_sweeps.py       its ready-made trade-off sweeps, one click each
 """
