@@ -1,8 +1,8 @@
 """Default values of a sweep knob, read from the field's declaration in engine/config.py.
 
 A choice knob takes every declared choice, a bool both values, an optional bool (norm_bias) null and both
-values (null takes the value another field implies, e.g. the norm's own bias). Numeric knobs get a grid that means something
-for that field: the divisors of n_heads for n_kv_heads (every valid MHA/GQA/MQA setting), powers of two below
+values (null takes the value another field implies, e.g. the norm's own bias). Numeric knobs get a grid that
+means something for that field: the divisors of n_heads for n_kv_heads (every valid MHA/GQA/MQA setting), powers of two below
 the context for the sliding window (and null, full attention), powers of two for global_every; any other number
 is scaled by 1/4 .. 4 (integers) or 1/10 .. 10 (floats) around the base value.
 """
