@@ -148,9 +148,11 @@ def _point(base: ModelConfig, values: dict[str, Any], s: SweepSettings, hold: st
         if cfg.position == "learned" and context > cfg.context_length:
             raise ConfigError([f"context: {context} exceeds context_length={cfg.context_length} "
                                f"(learned positions have no row for it)"])
+        return Point(values, cfg, metrics(cfg, s), solved=solved)
     except ConfigError as e:
         return Point(values, None, problems=e.problems)
-    return Point(values, cfg, metrics(cfg, s), solved=solved)
+    except ValueError as e:   # a valid config an estimate does not cover (MLA's activations with dropout)
+        return Point(values, None, problems=[str(e)])
 
 
 def run_sweep(base: ModelConfig, knobs: dict[str, list[Any] | None], settings: SweepSettings | None = None,
