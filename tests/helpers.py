@@ -236,3 +236,21 @@ def hf_active(hf) -> int:
             E = experts.num_experts
             total -= sum(p.numel() for p in experts.parameters()) * (E - k) // E
     return total
+
+
+# ---- HF parity: each case built once per module --------------------------------------------------------------
+def convert_cases(cases: dict, vocab: int, seq: int) -> dict:
+    """name -> (HF model, our model, token ids) for cases {name: (model_type, config, ...)}: the HF model built
+    eager, every weight redrawn (seeded by the case's position), converted to ours, and a batch of 2 x `seq` ids."""
+    import torch
+
+    from engine.interop import from_transformers, hf_model_from_config, scramble_
+
+    out = {}
+    for i, (name, (model_type, config, *_)) in enumerate(cases.items()):
+        torch.manual_seed(i)
+        hf = hf_model_from_config(model_type, config, attn_implementation="eager").eval()
+        scramble_(hf, seed=i)
+        idx = torch.randint(0, vocab, (2, seq), generator=torch.Generator().manual_seed(i))
+        out[name] = (hf, from_transformers(hf), idx)
+    return out

@@ -7,8 +7,8 @@ import torch
 transformers = pytest.importorskip("transformers", minversion="5.0")
 
 from engine.budget.params import count_params  # noqa: E402
-from engine.interop import from_transformers, hf_model_from_config, scramble_, to_hf_config  # noqa: E402
-from engine.interop import to_transformers  # noqa: E402
+from tests.helpers import convert_cases  # noqa: E402
+from engine.interop import to_hf_config, to_transformers  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 V, T = 97, 16
@@ -33,14 +33,7 @@ CASES = {
 
 @pytest.fixture(scope="module")
 def converted():
-    out = {}
-    for i, (name, (model_type, config)) in enumerate(CASES.items()):
-        torch.manual_seed(i)
-        hf = hf_model_from_config(model_type, config, attn_implementation="eager").eval()
-        scramble_(hf, seed=i)
-        idx = torch.randint(0, V, (2, T), generator=torch.Generator().manual_seed(i))
-        out[name] = (hf, from_transformers(hf), idx)
-    return out
+    return convert_cases(CASES, V, T)
 
 
 def _hf_choices(hf, idx) -> list[torch.Tensor]:

@@ -10,8 +10,8 @@ import torch
 transformers = pytest.importorskip("transformers", minversion="5.0")
 
 from engine.budget.params import count_params  # noqa: E402
-from engine.interop import (from_transformers, hf_model_from_config, scramble_, to_hf_config,  # noqa: E402
-                            to_transformers)
+from tests.helpers import convert_cases  # noqa: E402
+from engine.interop import to_hf_config, to_transformers  # noqa: E402
 from engine.model import build_model  # noqa: E402
 
 transformers.logging.set_verbosity_error()
@@ -64,14 +64,7 @@ CASES = {
 @pytest.fixture(scope="module")
 def converted():
     """name -> (HF model, our model, token ids): each built once for all tests of this module."""
-    out = {}
-    for i, (name, (model_type, config, _)) in enumerate(CASES.items()):
-        torch.manual_seed(i)
-        hf = hf_model_from_config(model_type, config, attn_implementation="eager").eval()
-        scramble_(hf, seed=i)
-        idx = torch.randint(0, V, (2, T), generator=torch.Generator().manual_seed(i))
-        out[name] = (hf, from_transformers(hf), idx)
-    return out
+    return convert_cases(CASES, V, T)
 
 
 @pytest.mark.parametrize("name", CASES)
