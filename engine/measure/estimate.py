@@ -7,10 +7,11 @@ device's peak (catalogue or probe), plus a fixed cost per layer call, plus build
   timing       warm-up R, then max(MIN_ROUNDS * R, budget + R) when the spread never settles (the budget is
                checked after each round), or as little as MIN_ROUNDS * R when every point settles at once
   setup        SETUP_S (+ FIRST_BUILD_S once per process) + BUILD_S_PER_PARAM * parameters per model
-EFFICIENCY, busy, LAYER_S and SETUP_S were read off this project's 2-core CPU shared with other jobs: small
-models reached 14% of the matmul probe at load 9 and 10-12% at load 13-16 (their matmuls are small; attention,
-norms and activations add work the probe has none of, and other processes take turns on the cores), each
-layer costs ~0.1 ms of dispatch even when it does no arithmetic, and the
+EFFICIENCY, busy, LAYER_S and SETUP_S were read off this project's 2-core CPU: small models reached 45-68% of
+the matmul probe when idle (load 2), 14% at load 9 and 10-12% at load 13-16 (their matmuls are small; attention,
+norms and activations add work the probe has none of, and other processes take turns on the cores). 0.5 with
+busy's square root keeps both ends within 2x (idle: 1.7x slow; load 9: 1.7x fast). Each layer costs ~0.1 ms of
+dispatch even when it does no arithmetic, and the
 first real build in a process imports sympy (torch's to_empty -> empty_like -> symbolic_shapes): 1-2 s.
 """
 from __future__ import annotations
@@ -27,7 +28,7 @@ from engine.config import ModelConfig
 from engine.measure.latency import device_peak
 from engine.measure.rounds import MIN_ROUNDS, cpu_threads
 
-EFFICIENCY = 0.3
+EFFICIENCY = 0.5
 LAYER_S = 1e-4
 SETUP_S = 0.2
 FIRST_BUILD_S = 1.5       # until torch.fx.experimental.symbolic_shapes has been imported in this process
