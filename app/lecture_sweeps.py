@@ -40,8 +40,9 @@ def render() -> None:
                             if sweep.hold else ""))
     fig = charts.small_multiples(rows, sweep.knobs, list(r.metrics), cols=len(r.metrics),
                                  title=f"{cfg.name}: {r.title}")
-    export.chart(present.scale(fig), f"lecture_sweep_{name}", f"lecture-sweep-{name}",
-                 download=not present.is_present())
+    with present.stage():   # in present mode: right under the section title, visible without scrolling
+        export.chart(present.scale(fig), f"lecture_sweep_{name}", f"lecture-sweep-{name}",
+                     download=not present.is_present())
     if not present.is_present():
         st.page_link(TRADEOFFS, label="Open this sweep on the Trade-offs page (Pareto chart, measured columns)",
                      icon=":material/ssid_chart:", query_params=spec_to_params(ready_spec(name)))

@@ -30,7 +30,7 @@ from engine.measure.rounds import MIN_ROUNDS, cpu_threads
 
 EFFICIENCY = 0.5
 LAYER_S = 1e-4
-SETUP_S = 0.2
+SETUP_S = 0.05          # an idle set-up is ~0.01 s; a loaded one more (busy scales the rounds, not this)
 FIRST_BUILD_S = 1.5       # until torch.fx.experimental.symbolic_shapes has been imported in this process
 BUILD_S_PER_PARAM = {"cpu": 2e-8, "cuda": 1e-10}   # gpt2 (124M) built in 2.2 s on one busy core
 
