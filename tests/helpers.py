@@ -50,7 +50,7 @@ def _mla_compatible(values: dict) -> dict:
     if values["kv_lora_rank"] is None:
         return values
     return dict(values, position="rope", n_kv_heads=None, head_dim=None, rope_fraction=1.0, attn_window=None,
-                qk_norm=False, attn_softcap=None, nope_layers=None)
+                qk_norm=False, attn_softcap=None, nope_layers=None, attn_sinks=False)
 
 
 @st.composite
@@ -86,7 +86,8 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
         layer_types=draw(opt(st.lists(st.sampled_from(["full", "sliding"]), min_size=1, max_size=3).map(tuple))),
         attn_scale=draw(opt(st.floats(0.01, 2))), rope_local_base=draw(opt(st.floats(2, 1e6))),
         nope_layers=draw(opt(st.lists(st.integers(1, 3), min_size=1, max_size=3).map(tuple))),
-        head_bias=draw(st.booleans()), logit_scale=draw(st.floats(0.01, 4)))
+        head_bias=draw(st.booleans()), logit_scale=draw(st.floats(0.01, 4)), attn_sinks=draw(st.booleans()),
+        swiglu_limit=draw(st.floats(0.5, 10)), swiglu_alpha=draw(st.floats(0.5, 2)))
     values["norm_bias"] = values["norm"] == "layernorm" and draw(st.booleans())
     values.update(qk_norm_scope=draw(st.sampled_from(FIELDS["qk_norm_scope"].choices)), **draw(moe_fields()),
                   **draw(mla_fields()))
