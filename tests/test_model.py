@@ -236,6 +236,7 @@ CACHED = {
     "learned": BASE, "sinusoidal": BASE.replace(position="sinusoidal"),
     "softcap+qk_norm": BASE.replace(attn_softcap=1.0, logit_softcap=5.0, qk_norm=True, attn_window=2),
     "parallel-sandwich": BASE.replace(block="parallel", norm_placement="sandwich", position="none"),
+    "sinks+window+gqa": BASE.replace(n_heads=4, n_kv_heads=2, attn_sinks=True, attn_window=3, position="rope"),
 }
 
 

@@ -197,7 +197,8 @@ def query_key_pairs(seq: int, window: int | None, causal: bool) -> int:
 
 def score_flops(cfg: ModelConfig, batch: int, pairs: int) -> int:
     """QK^T and PV over `pairs` query-key pairs per sequence: 2 products * 2 FLOPs * A each; MLA (whose
-    heads differ in width) 2 * H * (qk_head_dim + v_head_dim)."""
+    heads differ in width) 2 * H * (qk_head_dim + v_head_dim). Sinks add no product (one more softmax column
+    per query, elementwise work like the softmax itself, which no FLOP count here includes)."""
     width = cfg.n_heads * (cfg.qk_head_dim + cfg.v_head_dim) if cfg.mla else 2 * cfg.attn_width
     return 2 * width * batch * pairs
 
