@@ -68,7 +68,8 @@ def _gpt_oss(r: _Reader) -> dict[str, Any]:
     width = r("intermediate_size")
     return dict(base, n_experts=r(key), experts_per_token=r("num_experts_per_tok"), expert_d_ff=width, d_ff=width,
                 router="topk_softmax", router_renorm=True, expert_bias=True,
-                aux_loss_coef=float(r("router_aux_loss_coef")), ffn="swiglu_clamped", swiglu_limit=float(r("swiglu_limit")), swiglu_alpha=float(r("swiglu_alpha")),
+                aux_loss_coef=float(r("router_aux_loss_coef")), ffn="swiglu_clamped",
+                swiglu_limit=float(r("swiglu_limit")), swiglu_alpha=float(r("swiglu_alpha")),
                 attn_sinks=True, bias=bool(r("attention_bias")))   # every layer is MoE: `bias` is the attention's
 
 
