@@ -74,6 +74,8 @@ def attention_label(cfg: ModelConfig) -> str:
         lines.append("ALiBi: -m_h (i - j) on scores")
     if lay.attn_softcap is not None:
         lines.append(f"scores soft-capped at {lay.attn_softcap:g}")
+    if lay.attn_sinks:
+        lines.append("sinks: one learned logit per head joins the softmax")
     if lay.window is not None:
         lines.append(f"window {lay.window:,}" + (f", full every {lay.global_every}" if lay.global_every else ""))
     return "\\n".join(lines)
@@ -103,7 +105,8 @@ def _attention(d: _Dot, p: str, cfg: ModelConfig, lay: BlockLayout) -> tuple[str
             d.edge(s, d.node(f"{p}cap", f"{lay.attn_softcap:g}·tanh(s/{lay.attn_softcap:g})"))
             s = f"{p}cap"
         mask = "causal mask" if lay.window is None else "causal + window mask"
-        d.chain(s, d.node(f"{p}mask", mask), d.node(f"{p}softmax", "softmax"), d.node(f"{p}pv", "× v"))
+        softmax = "softmax with the sink\\n(its share dropped)" if lay.attn_sinks else "softmax"
+        d.chain(s, d.node(f"{p}mask", mask), d.node(f"{p}softmax", softmax), d.node(f"{p}pv", "× v"))
         d.edge(v, f"{p}pv")
         d.chain(f"{p}pv", d.node(f"{p}o", f"o_proj\\n{cfg.attn_width:,}→{cfg.d_model:,}", c))
     d.node(f"{p}attn_in", "", DATA_COLOR, shape="point")

@@ -24,3 +24,11 @@ def test_sinks_toggle_changes_the_count_by_one_logit_per_head_per_layer(new_app)
     at.sidebar.checkbox(key="field_attn_sinks").check().run()
     assert not at.exception and dict(at.query_params) == {"preset": "gpt2", "attn_sinks": "true"}
     assert {m.label: m.value for m in at.metric}["Total parameters"] == f"{124_439_808 + 12 * 12:,}"
+
+
+def test_diagram_draws_the_sinks_from_the_block_layout():
+    from app.diagram import block_dot
+    from engine.presets import PRESETS
+    cfg = PRESETS["gpt-oss-20b"].config
+    assert "softmax with the sink" in block_dot(cfg) and "learned logit per head" in block_dot(cfg)
+    assert "sink" not in block_dot(cfg.replace(attn_sinks=False))

@@ -44,6 +44,7 @@ class BlockLayout:
     experts: int | None = None  # MoE layers: routed experts E (None: every FFN dense)
     experts_per_token: int = 0  # k of E
     shared_experts: int = 0
+    attn_sinks: bool = False    # a learned logit per head in the softmax (gpt-oss)
 
     @property
     def norm_count(self) -> int:
@@ -64,7 +65,7 @@ def block_layout(cfg: ModelConfig) -> BlockLayout:
         global_every=cfg.global_every if cfg.attn_window is not None else None, attn_softcap=cfg.attn_softcap,
         ffn=cfg.ffn, gated=cfg.gated, activation=GATE_ACTIVATION[cfg.ffn] if cfg.gated else cfg.ffn,
         experts=cfg.n_experts, experts_per_token=cfg.experts_per_token if cfg.n_experts else 0,
-        shared_experts=(cfg.n_shared_experts or 0) if cfg.n_experts else 0)
+        shared_experts=(cfg.n_shared_experts or 0) if cfg.n_experts else 0, attn_sinks=cfg.attn_sinks)
 
 
 def block_norm_count(cfg: ModelConfig) -> int:
