@@ -108,6 +108,13 @@ def test_ignored_keys_are_listed_and_other_quantization_refused():
     assert any(p.startswith("quantization_config.quant_method") for p in e.value.problems)
 
 
+def test_a_wrong_type_or_range_names_the_key():
+    for key, value in (("swiglu_limit", "7"), ("swiglu_alpha", True), ("swiglu_limit", -1.0)):
+        with pytest.raises(ConfigError) as e:
+            import_hf_config(dict(CONFIG, model_type="gpt_oss", **{key: value}))
+        assert any(p.startswith(key) for p in e.value.problems), (key, e.value.problems)
+
+
 def test_a_config_without_rope_keys_takes_transformers_yarn_default():
     cfg, _ = import_hf_config({k: v for k, v in CONFIG.items() if k != "rope_parameters"} | {"model_type": "gpt_oss"})
     hf = transformers.AutoConfig.for_model("gpt_oss", **{k: v for k, v in CONFIG.items() if k != "rope_parameters"})
