@@ -99,9 +99,11 @@ def _metrics(cfg: ModelConfig) -> dict[str, tuple]:
     fpt = compute.flops(cfg, 1, T, causal=True).flops_per_token
     out["Weights (bf16)"] = (weights, fmt_bytes(weights), fmt_bytes,
                              "Closed form: total parameters x 2 bytes (engine.budget.memory): every expert is stored.")
+    held = ("layers x tokens x (kv_lora_rank + qk_rope_head_dim) x 2 bytes: MLA caches the latent and the shared "
+            "rotary key" if cfg.mla else "2 x layers x tokens x kv_heads x head_dim x 2 bytes; window layers hold "
+            "min(tokens, window)")
     out["KV cache, full context"] = (kv, fmt_bytes(kv), fmt_bytes,
-                                     f"Closed form at context_length = {T:,} tokens, batch 1, bf16: 2 x layers x "
-                                     "tokens x kv_heads x head_dim x 2 bytes; window layers hold min(tokens, window).")
+                                     f"Closed form at context_length = {T:,} tokens, batch 1, bf16: {held}.")
     out["FLOPs / token"] = (fpt, fmt_flops(fpt), fmt_flops,
                             f"Closed form (engine.budget.flops), from active parameters: training forward + "
                             f"backward per token at "
