@@ -39,7 +39,7 @@ def render() -> None:
                                                 f"Starts at {dr0:,}" + ("." if cfg.mla else " (half a head)."))
     dtype = url_view.bound("lec_mla_dtype", DTYPE, "bf16", c[2].selectbox, "dtype", DTYPES)
     r = lecture.latent_cache(cfg, token_grid(cfg.context_length), dtype=dtype, kv_lora_rank=rank, rope_dim=rope)
-    metrics(*((f"{k.kind} ({k.values:,} values)", f"{fmt_bytes(k.per_token)}/token",
+    metrics(*((k.kind, f"{fmt_bytes(k.per_token)}/token",
                f"{k.per_token:,} bytes per token: {r.n_layers} layers × {k.values:,} values × "
                f"{k.per_token // (r.n_layers * k.values)} bytes", f"{k.vs_mha:.2%} of MHA") for k in r.kinds))
     latent = next(k for k in r.kinds if k.kind == "MLA latent")
