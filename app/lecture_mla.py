@@ -15,6 +15,7 @@ from app.charts.lecture import latent_cache_figure
 from app.lecture_kit import chart, metrics
 from app.state import current_config
 from app.sweep_view import SweepSpec, spec_to_params
+from app.text import md
 from engine import lecture
 from engine.limits import MAX_INT
 from engine.units import fmt_bytes
@@ -44,7 +45,7 @@ def render() -> None:
                f"{k.per_token // (r.n_layers * k.values)} bytes", f"{k.vs_mha:.2%} of MHA") for k in r.kinds))
     latent = next(k for k in r.kinds if k.kind == "MLA latent")
     expanded = next(k for k in r.kinds if k.kind == "MLA expanded")
-    st.caption(f"{cfg.name}: {r.n_layers} layers, {r.n_heads} query heads of {r.head_dim}. GQA and MQA save by "
+    st.caption(f"{md(cfg.name)}: {r.n_layers} layers, {r.n_heads} query heads of {r.head_dim}. GQA and MQA save by "
                f"letting heads share keys and values. MLA keeps one key and value per head, yet caches only a "
                f"latent of {r.kv_lora_rank:,} numbers and a rotary key of {r.rope_dim:,} per token and layer; a "
                f"decode step rebuilds every head's key and value from them. The latent costs what GQA with "
