@@ -184,6 +184,8 @@ LECTURE_NUMBERS = {
               "log Z": "0.6931", "log Z, shifted": "10.6931"},
     "softcap": {"masked key, cap then mask": "0.0000", "engine: weight on a future key": "0.0000"},
     "kvcache": {"MHA (32 KV heads)": "4.00 GiB", "GQA-8 (8 KV heads)": "1.00 GiB", "MQA (1 KV head)": "128.00 MiB"},
+    "mla": {"MHA": "36.00 KiB/token", "MQA": "3.00 KiB/token", "MLA latent": "6.75 KiB/token",   # gpt2: 12 layers,
+            "MLA expanded": "45.00 KiB/token"},                                                  # 12 heads of 64
     "moe": {"stored parameters": "46,702,792,704", "used per token": "12,879,925,248", "bf16 weights": "86.99 GiB"},
     "sweeps": {"KV cache, n_kv_heads=1": "3.00 MiB", "KV cache, n_kv_heads=12": "36.00 MiB",   # gpt2: 12 layers, 1,024
                "total parameters, n_kv_heads=12": "124,439,808"},
