@@ -18,7 +18,6 @@ from engine.interop.pair import Pair
 
 
 def _experts(r: _Reader, experts_key: str, width_key: str, renorm: bool | None) -> dict[str, Any]:
-    r.expect("attention_dropout", (0, 0.0), "our dropout also acts on the residual stream")
     r.read.add("output_router_logits")   # whether transformers returns router logits: bookkeeping
     return dict(n_experts=r(experts_key), experts_per_token=r("num_experts_per_tok"), expert_d_ff=r(width_key),
                 router="softmax_topk", router_renorm=bool(r("norm_topk_prob")) if renorm is None else renorm,
@@ -27,7 +26,7 @@ def _experts(r: _Reader, experts_key: str, width_key: str, renorm: bool | None) 
 
 def _sparse_layers(r: _Reader, n_layers: int) -> dict[str, Any]:
     """decoder_sparse_step + mlp_only_layers as moe_every + moe_first_dense."""
-    step, dense = r("decoder_sparse_step"), sorted(r("mlp_only_layers", []))
+    step, dense = r("decoder_sparse_step"), sorted(r("mlp_only_layers"))
     if dense != list(range(len(dense))):
         r.bad("mlp_only_layers", dense, "dense layers must be the first ones (moe_first_dense)")
     if len(dense) >= n_layers:
@@ -50,10 +49,13 @@ def _mixtral(r: _Reader) -> dict[str, Any]:
 def _qwen_moe(r: _Reader) -> dict[str, Any]:
     base = _decoder(r)
     _no_window(r)
-    key = "num_local_experts" if "num_local_experts" in r.d else "num_experts"
-    r.read.update({"num_experts", "num_local_experts"})
+    # Qwen3-MoE's config maps num_experts onto num_local_experts (which wins when both are given); Qwen2-MoE
+    # reads num_experts only, so there num_local_experts is an unknown key
+    qwen3 = r.family == "qwen3_moe"
+    key = "num_local_experts" if qwen3 and "num_local_experts" in r.d else "num_experts"
+    r.read.add("num_experts")
     out = dict(base, **_experts(r, key, "moe_intermediate_size", None), **_sparse_layers(r, base["n_layers"]))
-    if r.family == "qwen3_moe":
+    if qwen3:
         r.expect("attention_bias", (False,), "Qwen3-MoE puts it on q, k, v and o but not the MLP")
         return dict(out, qk_norm=True)
     shared = r("shared_expert_intermediate_size")
@@ -63,8 +65,7 @@ def _qwen_moe(r: _Reader) -> dict[str, Any]:
 
 def _olmoe(r: _Reader) -> dict[str, Any]:
     base = _decoder(r)
-    d, heads = base["d_model"], base["n_heads"]
-    if base["head_dim"] not in (None, d // heads):
+    if base["head_dim"] is not None:   # _decoder keeps head_dim only when it differs from d // heads
         r.bad("head_dim", base["head_dim"], "OLMoE heads are hidden_size // num_attention_heads")
     r.expect("clip_qkv", (None,), "clamping q, k, v is not modelled")
     # every OLMoE layer is MoE, so `bias` (attention and dense FFNs) reaches exactly the attention biases
