@@ -242,18 +242,32 @@ def hf_active(hf) -> int:
 
 
 # ---- HF parity: each case built once per module --------------------------------------------------------------
-def convert_cases(cases: dict, vocab: int, seq: int) -> dict:
-    """name -> (HF model, our model, token ids) for cases {name: (model_type, config, ...)}: the HF model built
-    eager, every weight redrawn (seeded by the case's position), converted to ours, and a batch of 2 x `seq` ids."""
-    import torch
+class _Cases(dict):
+    """Builds a case when a test first asks for it, inside that test: a mutation tool that maps code to the tests
+    calling it then sees the conversion of case X under the first test that checks X (a module fixture building
+    every case up front ran all conversions under the module's first test, which checks only its own case)."""
 
-    from engine.interop import from_transformers, hf_model_from_config, scramble_
+    def __init__(self, cases: dict, vocab: int, seq: int):
+        super().__init__()
+        self.cases, self.vocab, self.seq = cases, vocab, seq
 
-    out = {}
-    for i, (name, (model_type, config, *_)) in enumerate(cases.items()):
+    def __missing__(self, name: str):
+        import torch
+
+        from engine.interop import from_transformers, hf_model_from_config, scramble_
+
+        i = list(self.cases).index(name)
+        model_type, config, *_ = self.cases[name]
         torch.manual_seed(i)
         hf = hf_model_from_config(model_type, config, attn_implementation="eager").eval()
         scramble_(hf, seed=i)
-        idx = torch.randint(0, vocab, (2, seq), generator=torch.Generator().manual_seed(i))
-        out[name] = (hf, from_transformers(hf), idx)
-    return out
+        idx = torch.randint(0, self.vocab, (2, self.seq), generator=torch.Generator().manual_seed(i))
+        self[name] = (hf, from_transformers(hf), idx)
+        return self[name]
+
+
+def convert_cases(cases: dict, vocab: int, seq: int) -> dict:
+    """name -> (HF model, our model, token ids) for cases {name: (model_type, config, ...)}: the HF model built
+    eager, every weight redrawn (seeded by the case's position), converted to ours, and a batch of 2 x `seq` ids;
+    each case built on first use."""
+    return _Cases(cases, vocab, seq)
