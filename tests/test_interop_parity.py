@@ -58,6 +58,9 @@ CASES = {
     # Falcon-40B style: new_decoder_architecture, GQA-2 with grouped fused qkv, two norms, biases
     "falcon_new": ("falcon", dict(vocab_size=V, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                                   num_kv_heads=2, new_decoder_architecture=True, bias=True, **_IDS), 1e-5),
+    # the classic serial Falcon block (parallel_attn=False): multi-query, input and post-attention norms
+    "falcon_serial": ("falcon", dict(vocab_size=V, hidden_size=32, ffn_hidden_size=48, num_hidden_layers=2,
+                                     num_attention_heads=4, parallel_attn=False, **_IDS), 1e-5),
 }
 
 
