@@ -191,8 +191,8 @@ def _split(codec: str, t: Tensor, cfg: ModelConfig) -> list[Tensor]:
         return [t]
     if codec.startswith("rope_pairs_"):
         return [rope_interleaved_to_half(t, *_rope_heads(codec, cfg))]
-    if codec == "t":
-        return [t.t().contiguous() if t.ndim == 2 else t]
+    if codec == "t":   # t() leaves a 1-D bias as it is
+        return [t.t().contiguous()]
     if codec == "offset":
         return [t + 1]
     if codec == "halves":
@@ -201,7 +201,7 @@ def _split(codec: str, t: Tensor, cfg: ModelConfig) -> list[Tensor]:
         parts = (t[..., ::2], t[..., 1::2]) if codec == "interleaved" else (t,)
         return [(x.transpose(1, 2) if x.ndim == 3 else x).contiguous() for x in parts]
     if codec == "concat_t":
-        return [x.contiguous() for x in torch.split(t.t() if t.ndim == 2 else t, _qkv_sizes(cfg))]
+        return [x.contiguous() for x in torch.split(t.t(), _qkv_sizes(cfg))]
     if codec in _ROWS:
         return [x.contiguous() for x in torch.split(t, _ROWS[codec](cfg))]
     kv, hd = cfg.kv_heads, cfg.head_width
@@ -217,7 +217,7 @@ def _join(codec: str, ts: list[Tensor], cfg: ModelConfig) -> Tensor:
     if codec.startswith("rope_pairs_"):
         return rope_half_to_interleaved(ts[0], *_rope_heads(codec, cfg))
     if codec == "t":
-        return ts[0].t().contiguous() if ts[0].ndim == 2 else ts[0]
+        return ts[0].t().contiguous()
     if codec == "offset":
         return ts[0] - 1
     if codec in _ROWS:
@@ -228,8 +228,7 @@ def _join(codec: str, ts: list[Tensor], cfg: ModelConfig) -> Tensor:
         cols = [x.transpose(1, 2) if x.ndim == 3 else x for x in ts]
         return (torch.stack(cols, dim=-1).flatten(-2) if codec == "interleaved" else cols[0]).contiguous()
     if codec == "concat_t":
-        x = torch.cat(ts)
-        return x.t().contiguous() if x.ndim == 2 else x
+        return torch.cat(ts).t().contiguous()
     kv, hd = cfg.kv_heads, cfg.head_width
     rest = ts[0].shape[1:]
     q, k, v = ts[0].reshape(kv, -1, hd, *rest), ts[1].reshape(kv, 1, hd, *rest), ts[2].reshape(kv, 1, hd, *rest)
