@@ -167,7 +167,10 @@ class ModelConfig:
     router_groups: int = _decl(1, "moe", "Group-limited selection: experts split into this many groups "
                                "(must divide n_experts); 1 means no groups.", lo=1)
     router_group_topk: int = _decl(1, "moe", "With groups: tokens choose experts only inside this many best "
-                                   "groups (group score = sum of its two best scores, DeepSeek-V3).", lo=1)
+                                   "groups (scored by router_group_score).", lo=1)
+    router_group_score: str = _decl("top2_sum", "moe", "With groups: a group's score is the sum of its two best "
+                                    "expert scores (DeepSeek-V3) or its best one (DeepSeek-V2).",
+                                    choices=("top2_sum", "max"))
     routed_scale: float = _decl(1.0, "moe", "Multiply the routed experts' weights by this factor "
                                 "(DeepSeek-V3 routed_scaling_factor 2.5).", lo=0, lo_open=True)
     expert_bias: bool = _decl(False, "moe", "Biases on the router and on every expert projection (gpt-oss).")
@@ -557,7 +560,7 @@ def _moe_problems(c: ModelConfig, ok) -> list[str]:
         elif c.router_groups > 1 and c.experts_per_token > c.router_group_topk * (E // c.router_groups):
             out.append(f"experts_per_token: {c.experts_per_token} is more than the {c.router_group_topk} chosen "
                        f"groups hold ({c.router_group_topk} * {E // c.router_groups} experts)")
-        elif c.router_groups > 1 and E // c.router_groups < 2:
+        elif c.router_groups > 1 and c.router_group_score == "top2_sum" and E // c.router_groups < 2:
             out.append(f"router_groups: {c.router_groups} groups of {E // c.router_groups} expert; a group "
                        f"score sums its two best experts, so a group needs at least 2")
     if ok("shared_expert_gate", "n_shared_experts") and c.shared_expert_gate and not c.n_shared_experts:

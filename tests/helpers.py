@@ -29,7 +29,9 @@ def moe_fields(draw) -> dict:
         moe_first_dense=draw(st.none() | st.integers(1, 1)), moe_every=draw(st.integers(1, 2)),
         router=draw(st.sampled_from(FIELDS["router"].choices)), router_renorm=draw(st.booleans()),
         router_selection_bias=draw(st.booleans()), router_groups=groups,
-        router_group_topk=draw(st.integers(1, groups)), routed_scale=draw(st.floats(0.5, 3)),
+        router_group_topk=draw(st.integers(1, groups)),
+        router_group_score=draw(st.sampled_from(FIELDS["router_group_score"].choices)),
+        routed_scale=draw(st.floats(0.5, 3)),
         expert_bias=draw(st.booleans()), aux_loss_coef=draw(st.floats(0, 0.1)),
         z_loss_coef=draw(st.floats(0, 0.01)))
 
