@@ -42,13 +42,16 @@ def mla_fields(draw) -> dict:
     per query head, no window, QK-norm or soft-cap); otherwise the MLA sizes are drawn but unused."""
     values = dict(kv_lora_rank=draw(st.none() | st.integers(1, 10)), q_lora_rank=draw(st.none() | st.integers(1, 10)),
                   qk_rope_head_dim=draw(st.sampled_from([2, 4, 6])), qk_nope_head_dim=draw(st.integers(1, 6)),
-                  v_head_dim=draw(st.integers(1, 6)), mla_rope_interleave=draw(st.booleans()))
+                  v_head_dim=draw(st.integers(1, 6)), mla_rope_interleave=draw(st.booleans()),
+                  rope_mscale_all_dim=draw(st.none() | st.floats(0.1, 2)))
     if values["kv_lora_rank"] is not None and draw(st.integers(0, 2)) == 0:
         return values
     return dict(values, kv_lora_rank=None)
 
 
 def _mla_compatible(values: dict) -> dict:
+    if values["kv_lora_rank"] is None or values["rope_scaling"] != "yarn":   # DeepSeek's yarn correction
+        values = dict(values, rope_mscale_all_dim=None)
     if values["kv_lora_rank"] is None:
         return values
     return dict(values, position="rope", n_kv_heads=None, head_dim=None, rope_fraction=1.0, attn_window=None,

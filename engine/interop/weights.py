@@ -145,7 +145,7 @@ def pairs_for(cfg: ModelConfig, family: str) -> list[Pair]:
     from engine.interop.hf_deepseek import deepseek_pairs
     if family in READERS:
         pairs = moe_pairs(cfg, family)
-    elif family == "deepseek_v3":
+    elif family in ("deepseek_v2", "deepseek_v3"):
         pairs = deepseek_pairs(cfg)
     elif family == "bloom":
         pairs = _bloom(cfg)
