@@ -156,11 +156,12 @@ PRESETS: dict[str, Preset] = {p.config.name: p for p in [
                        qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, n_experts=256,
                        experts_per_token=8, expert_d_ff=2048, n_shared_experts=1, moe_first_dense=3,
                        router="sigmoid", router_selection_bias=True, router_groups=8, router_group_topk=4,
-                       routed_scale=2.5, **_DEEPSEEK_YARN, rope_mscale_all_dim=1.0), 671_026_404_352,
+                       routed_scale=2.5, **_DEEPSEEK_YARN, rope_mscale_all_dim=1.0, mtp_depth=1), 671_026_404_352,
            _HF + "deepseek-ai/DeepSeek-V3",
            "MLA (latent 512 + rotary key 64 cached per layer) and 256 sigmoid-routed experts top-8 in 8 groups "
            "(best 4) plus one shared: 37,552,282,624 active. YaRN x40 with DeepSeek's softmax correction. Its "
-           "multi-token-prediction module (which transformers does not build) is counted apart, not in the total."),
+           "multi-token-prediction module (11,610,067,968, not built by transformers' causal LM) is counted "
+           "apart, not in the total."),
     Preset(ModelConfig(name="deepseek-v2-lite", **_LLAMA, vocab_size=102400, context_length=163840, d_model=2048,
                        n_layers=27, n_heads=16, d_ff=10944, norm_eps=1e-6, kv_lora_rank=512, qk_rope_head_dim=64,
                        qk_nope_head_dim=128, v_head_dim=128, n_experts=64, experts_per_token=6, expert_d_ff=1408,

@@ -9,8 +9,8 @@ softmax scale by mscale^2 (rope_mscale_all_dim). They differ in the router:
       RoPE always on adjacent pairs (rope_interleave is not read).
   V3  sigmoid scores; chosen by score + e_score_correction_bias inside the groups with the highest sum of two
       best; weighted by the scores, renormalised when norm_topk_prob.
-The multi-token-prediction layers (num_nextn_predict_layers) are not part of transformers' causal LM: read, not
-built. Latent norms use rms_norm_eps (transformers fixes them at 1e-6,
+V3's multi-token-prediction modules (num_nextn_predict_layers) are not part of transformers' causal LM: read
+as mtp_depth and counted apart (engine/budget/mtp.py), not built. Latent norms use rms_norm_eps (transformers fixes them at 1e-6,
 which is DeepSeek's rms_norm_eps).
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ DEFAULTS["deepseek_v3"] = dict(
     qk_nope_head_dim=128, n_group=8, topk_group=4, num_experts_per_tok=8, first_k_dense_replace=3,
     norm_topk_prob=True, hidden_act="silu", max_position_embeddings=4096, rms_norm_eps=1e-6,
     tie_word_embeddings=False, rope_interleave=True, attention_bias=False, attention_dropout=0.0,
-    rope_theta=10000.0)
+    rope_theta=10000.0, num_nextn_predict_layers=1)
 # transformers 5 DeepseekV2Config defaults (num_experts_per_tok has none: a config must give it)
 DEFAULTS["deepseek_v2"] = dict(
     vocab_size=102400, hidden_size=4096, intermediate_size=11008, moe_intermediate_size=1407,
@@ -108,9 +108,14 @@ def _experts(r: _Reader, n_layers: int) -> dict[str, Any] | None:
 def _deepseek_v3(r: _Reader) -> dict[str, Any]:
     base = _mla(r)
     moe = _experts(r, base["n_layers"])
+    mtp = r.d.get("num_mtp_layers")   # transformers 5's name for the same key
+    mtp = mtp if mtp is not None and r.d.get("num_nextn_predict_layers") is None else r("num_nextn_predict_layers")
     base["mla_rope_interleave"] = bool(r("rope_interleave"))
-    if moe is None:
+    if moe is None:   # the modules' blocks would be MoE (transformers' MtpModel), with no expert sizes kept here
+        if mtp:
+            r.ignore("num_nextn_predict_layers", "every layer is dense: its MoE prediction modules are not counted")
         return base
+    base["mtp_depth"] = mtp
     r.expect("topk_method", ("noaux_tc", None), "DeepSeek-V3 selects with the bias-corrected sigmoid scores")
     r.expect("scoring_func", ("sigmoid", None), "DeepSeek-V3 scores experts with a sigmoid")
     return dict(base, **moe, router="sigmoid", router_renorm=bool(r("norm_topk_prob")), router_selection_bias=True,

@@ -11,7 +11,7 @@ from engine.interop.hf_writer import _GATED, _Writer
 
 def _mla(w: _Writer) -> dict[str, Any]:
     c = w.cfg
-    w.common("rmsnorm", moe=True, mla=True)
+    w.common("rmsnorm", moe=True, mla=True, mtp=w.family == "deepseek_v3")
     w.check(c.mla, "kv_lora_rank", f"{w.family} attention is MLA")
     w.need("block", "serial")
     w.need("bias", False, "DeepSeek's attention_bias leaves the MLP without biases")
@@ -37,7 +37,7 @@ def _experts(w: _Writer) -> dict[str, Any]:
 
 def _deepseek_v3(w: _Writer) -> dict[str, Any]:
     c = w.cfg
-    out = dict(_mla(w), rope_interleave=c.mla_rope_interleave)
+    out = dict(_mla(w), rope_interleave=c.mla_rope_interleave, num_nextn_predict_layers=c.mtp_depth)
     if c.n_experts is None:   # every layer dense
         return dict(out, first_k_dense_replace=c.n_layers)
     w.need("router", "sigmoid", "DeepSeek-V3 scores experts with a sigmoid")

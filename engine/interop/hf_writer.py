@@ -31,13 +31,16 @@ class _Writer:
             self.problems.append(f"{field}: {getattr(self.cfg, field)!r} is not expressible in {self.family} ({why})")
 
     def common(self, norm: str, placement: str = "pre", *, embed_scale: bool = False, qk_norm: bool = False,
-               softcaps: bool = False, moe: bool = False, qk_scope: str = "head", mla: bool = False) -> None:
+               softcaps: bool = False, moe: bool = False, qk_scope: str = "head", mla: bool = False,
+               mtp: bool = False) -> None:
         """What every supported family shares (a final norm, no embedding norm, learned gains) and the
         features only some have, off unless the family passes them."""
         if not moe:
             self.need("n_experts", None, "a dense family")
         if not mla:
             self.need("kv_lora_rank", None, "no latent attention (MLA)")
+        if not mtp:
+            self.need("mtp_depth", 0, "no multi-token-prediction modules")
         if self.cfg.qk_norm:
             self.need("qk_norm_scope", qk_scope)
         self.need("norm", norm)
