@@ -127,8 +127,8 @@ class ModelConfig:
                                                      "sqrt(1+ln(s)/ln(original context))")
     rope_mscale_all_dim: float | None = _decl(None, "position", "yarn with MLA (DeepSeek's mscale_all_dim m): "
                                               "the softmax scale is also multiplied by (0.1*m*ln(s)+1)^2, "
-                                              "s = rope_factor.", lo=0, lo_open=True,
-                                              null="no softmax correction")
+                                              "s = rope_factor; ignored without MLA or without yarn.", lo=0,
+                                              lo_open=True, null="no softmax correction")
     rope_short_factor: tuple[float, ...] | None = _decl(None, "position", "longrope: per-frequency divisors "
                                                         "(rotary_dim/2 numbers) within the original context.",
                                                         lo=0, lo_open=True, null="not longrope")
@@ -581,9 +581,6 @@ def _moe_problems(c: ModelConfig, ok) -> list[str]:
 def _mla_problems(c: ModelConfig, ok) -> list[str]:
     """MLA (kv_lora_rank set) as DeepSeek defines it: rotary positions on a decoupled key, every query head
     with its own keys and values rebuilt from the latent, full causal attention."""
-    if c.kv_lora_rank is None and c.rope_mscale_all_dim is not None and ok("rope_mscale_all_dim"):
-        return ["rope_mscale_all_dim: the softmax correction is DeepSeek's, for MLA attention only; set "
-                "kv_lora_rank or rope_mscale_all_dim: null"]
     if c.kv_lora_rank is None or not ok("kv_lora_rank"):
         return []
     out = []
@@ -594,10 +591,6 @@ def _mla_problems(c: ModelConfig, ok) -> list[str]:
     for name, (want, holds) in need.items():
         if ok(name) and not holds:
             out.append(f"{name}: MLA (kv_lora_rank set) needs {name}: {want}, got {shown(getattr(c, name))}")
-    if ok("rope_mscale_all_dim", "rope_scaling") and c.rope_mscale_all_dim is not None \
-            and c.rope_scaling != "yarn":
-        out.append(f"rope_mscale_all_dim: the softmax correction belongs to yarn; rope_scaling is "
-                   f"{c.rope_scaling}, set rope_mscale_all_dim: null")
     if ok("qk_rope_head_dim") and c.qk_rope_head_dim % 2:
         out.append(f"qk_rope_head_dim: rotary dimensions rotate in pairs; {c.qk_rope_head_dim} is odd")
     return out

@@ -50,8 +50,6 @@ def mla_fields(draw) -> dict:
 
 
 def _mla_compatible(values: dict) -> dict:
-    if values["kv_lora_rank"] is None or values["rope_scaling"] != "yarn":   # DeepSeek's yarn correction
-        values = dict(values, rope_mscale_all_dim=None)
     if values["kv_lora_rank"] is None:
         return values
     return dict(values, position="rope", n_kv_heads=None, head_dim=None, rope_fraction=1.0, attn_window=None,

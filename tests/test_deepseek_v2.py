@@ -123,10 +123,15 @@ def test_what_v2_cannot_express_is_refused_naming_the_key(change, key):
     assert any(p.startswith(key) for p in e.value.problems), e.value.problems
 
 
-def test_mscale_field_validation_names_the_field():
-    mla = dict(position="rope", norm="rmsnorm", norm_bias=False, kv_lora_rank=8)
-    for bad in (dict(rope_mscale_all_dim=1.0, rope_scaling="yarn", rope_factor=4.0, position="rope"),   # no MLA
-                dict(mla, rope_mscale_all_dim=1.0)):                                                 # no yarn
-        with pytest.raises(ConfigError) as e:
-            ModelConfig(**bad)
-        assert [p.split(":")[0] for p in e.value.problems] == ["rope_mscale_all_dim"]
+def test_mscale_is_ignored_without_yarn_or_without_mla():
+    mla = ModelConfig(vocab_size=V, d_model=32, n_layers=1, n_heads=4, position="rope", norm="rmsnorm",
+                      norm_bias=False, kv_lora_rank=12, qk_rope_head_dim=6, qk_nope_head_dim=10, v_head_dim=14,
+                      rope_mscale_all_dim=0.707, rope_factor=4.0)
+    assert mla_softmax_scale(mla) == 16 ** -0.5                                   # rope_scaling none
+    assert mla_softmax_scale(mla.replace(rope_scaling="yarn")) > 16 ** -0.5
+    plain = ModelConfig(vocab_size=V, d_model=32, n_layers=1, n_heads=4, position="rope", rope_scaling="yarn",
+                        rope_factor=4.0)
+    idx = torch.randint(0, V, (1, T), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        assert torch.equal(build_model(plain, seed=1)(idx),
+                           build_model(plain.replace(rope_mscale_all_dim=0.707), seed=1)(idx))

@@ -105,7 +105,7 @@ def scaling_params(cfg: ModelConfig) -> dict[str, Any]:
         out.update(low_freq_factor=cfg.rope_low_freq_factor, high_freq_factor=cfg.rope_high_freq_factor)
     if kind == "yarn":
         out.update(beta_fast=cfg.rope_beta_fast, beta_slow=cfg.rope_beta_slow, truncate=cfg.rope_truncate)
-        if cfg.rope_mscale_all_dim is not None:   # DeepSeek's softmax correction (MLA only)
+        if cfg.rope_mscale_all_dim is not None and cfg.mla:   # DeepSeek's softmax correction (ignored without)
             out["mscale_all_dim"] = cfg.rope_mscale_all_dim
     if kind == "longrope":
         out.update(short_factor=list(cfg.rope_short_factor), long_factor=list(cfg.rope_long_factor))

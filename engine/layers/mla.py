@@ -108,7 +108,7 @@ def mla_softmax_scale(cfg: ModelConfig) -> float:
     m = 0.1 * mscale_all_dim * ln(rope_factor) + 1 (1 for rope_factor <= 1), as transformers' yarn_get_mscale.
     The cos/sin tables carry yarn's own attention factor; this one sharpens the softmax of every head."""
     scale = cfg.qk_head_dim ** -0.5 if cfg.attn_scale is None else cfg.attn_scale
-    if cfg.rope_mscale_all_dim is None or cfg.rope_factor <= 1:
+    if cfg.rope_mscale_all_dim is None or cfg.rope_scaling != "yarn" or cfg.rope_factor <= 1:
         return scale
     return scale * (0.1 * cfg.rope_mscale_all_dim * math.log(cfg.rope_factor) + 1.0) ** 2
 
