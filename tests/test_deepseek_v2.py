@@ -85,6 +85,27 @@ def test_round_trip_gives_the_same_family_and_state_dict(name):
     assert got.keys() == want.keys() and all(torch.equal(got[k], want[k]) for k in want)
 
 
+def test_our_softmax_routed_mla_model_exports_as_deepseek_v2():
+    """From our side: a model built here (our init, not transformers') goes to DeepseekV2ForCausalLM; the
+    latent norms' eps must be transformers' fixed 1e-6, which the writer asks for by name."""
+    from engine.interop.hf_export import to_hf_config
+    cfg = ModelConfig(vocab_size=50, d_model=16, n_layers=2, n_heads=2, position="rope", norm="rmsnorm",
+                      norm_bias=False, norm_eps=1e-6, ffn="swiglu", d_ff=24, bias=False, tie_embeddings=False,
+                      kv_lora_rank=8, qk_rope_head_dim=4, qk_nope_head_dim=4, v_head_dim=6, n_experts=4,
+                      experts_per_token=2, expert_d_ff=8, n_shared_experts=1, router_renorm=False,
+                      router_groups=2, router_group_topk=1, router_group_score="max")
+    model = build_model(cfg, seed=0).eval()
+    hf = to_transformers(model).eval()
+    idx = torch.randint(0, 50, (2, 7), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        gap = (hf(input_ids=idx).logits - model(idx)).abs().max().item()
+    assert type(hf).__name__ == "DeepseekV2ForCausalLM" and hf.config.topk_method == "group_limited_greedy"
+    assert gap < 1e-5
+    with pytest.raises(ConfigError) as e:
+        to_hf_config(cfg.replace(norm_eps=1e-5), "deepseek_v2")
+    assert any(p.startswith("norm_eps") for p in e.value.problems)
+
+
 @pytest.mark.parametrize("name", CASES)
 def test_param_count_matches_transformers_and_the_built_model(name):
     hf = _hf(name)
@@ -113,6 +134,7 @@ def test_yarn_softmax_scale_is_transformers_scaling(name):
     (dict(mlp_bias=True), "mlp_bias"),
     (dict(num_key_value_heads=2), "num_key_value_heads"),
     (dict(num_experts_per_tok=None), "num_experts_per_tok"),   # transformers has no default: top-k of None
+    (dict(rms_norm_eps=1e-5), "rms_norm_eps"),   # transformers' latent norms stay at 1e-6
     (dict(topk_method="group_limited_greedy", n_group=None, topk_group=None), "n_group"),
     (dict(rope_parameters=dict(rope_type="linear", factor=2.0, mscale_all_dim=1.0)),
      "rope_parameters.mscale_all_dim"),

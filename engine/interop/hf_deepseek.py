@@ -10,8 +10,8 @@ softmax scale by mscale^2 (rope_mscale_all_dim). They differ in the router:
   V3  sigmoid scores; chosen by score + e_score_correction_bias inside the groups with the highest sum of two
       best; weighted by the scores, renormalised when norm_topk_prob.
 V3's multi-token-prediction modules (num_nextn_predict_layers) are not part of transformers' causal LM: read
-as mtp_depth and counted apart (engine/budget/mtp.py), not built. Latent norms use rms_norm_eps (transformers fixes them at 1e-6,
-which is DeepSeek's rms_norm_eps).
+as mtp_depth and counted apart (engine/budget/mtp.py), not built. transformers fixes the latent norms' eps at
+1e-6, which is DeepSeek's rms_norm_eps; another rms_norm_eps is refused (our norms share one eps).
 """
 from __future__ import annotations
 
@@ -69,6 +69,7 @@ def _mla(r: _Reader) -> dict[str, Any]:
         r.read.add(key)
     r.expect("attention_dropout", (0, 0.0), "our dropout also acts on the residual stream")
     r.expect("attention_bias", (False,), "our `bias` would put biases on the MLP too")
+    r.expect("rms_norm_eps", (1e-6,), "transformers keeps the latent norms at eps 1e-6; ours share one eps")
     r.read.update({"output_router_logits", "num_nextn_predict_layers", "num_mtp_layers", "aux_loss_alpha",
                    "seq_aux", "moe_layer_freq", "ep_size"})
     if r("moe_layer_freq", 1) != 1:

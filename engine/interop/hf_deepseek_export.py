@@ -15,6 +15,7 @@ def _mla(w: _Writer) -> dict[str, Any]:
     w.check(c.mla, "kv_lora_rank", f"{w.family} attention is MLA")
     w.need("block", "serial")
     w.need("bias", False, "DeepSeek's attention_bias leaves the MLP without biases")
+    w.need("norm_eps", 1e-6, "transformers keeps the latent norms at eps 1e-6")
     w.no_dropout()
     return dict(vocab_size=c.vocab_size, hidden_size=c.d_model, intermediate_size=c.ffn_width,
                 num_hidden_layers=c.n_layers, num_attention_heads=c.n_heads, num_key_value_heads=c.n_heads,
@@ -29,9 +30,10 @@ def _experts(w: _Writer) -> dict[str, Any]:
     w.need("moe_every", 1, "every layer after the dense ones is MoE")
     w.need("expert_bias", False)
     w.need("shared_expert_gate", False)
+    w.check((c.n_shared_experts or 0) >= 1, "n_shared_experts", f"{w.family} always builds shared experts")
     w.check(c.shared_d_ff in (None, c.expert_width), "shared_d_ff", "shared experts have the routed width")
     return dict(n_routed_experts=c.n_experts, num_experts_per_tok=c.experts_per_token,
-                moe_intermediate_size=c.expert_width, n_shared_experts=c.n_shared_experts or 0,
+                moe_intermediate_size=c.expert_width, n_shared_experts=c.n_shared_experts,
                 first_k_dense_replace=c.moe_first_dense or 0, routed_scaling_factor=c.routed_scale)
 
 
@@ -42,7 +44,6 @@ def _deepseek_v3(w: _Writer) -> dict[str, Any]:
         return dict(out, first_k_dense_replace=c.n_layers)
     w.need("router", "sigmoid", "DeepSeek-V3 scores experts with a sigmoid")
     w.need("router_selection_bias", True, "DeepSeek-V3 always has e_score_correction_bias")
-    w.check((c.n_shared_experts or 0) >= 1, "n_shared_experts", "DeepSeek-V3 always builds shared experts")
     if c.router_groups > 1:
         w.need("router_group_score", "top2_sum", "DeepSeek-V3 scores a group by its two best experts")
     return dict(out, **_experts(w), n_group=c.router_groups, topk_group=c.router_group_topk,
