@@ -213,10 +213,11 @@ class ModelConfig:
                             "not shared with a tied embedding.")
     logit_scale: float = _decl(1.0, "output", "Multiply the output logits by this factor, before any soft cap "
                                "(Cohere: 0.0625).", lo=0, lo_open=True)
-    mtp_depth: int = _decl(0, "output", "Multi-token prediction (DeepSeek-V3): this many extra modules, each "
-                           "predicting one token further with two norms, a 2*d_model -> d_model projection and one "
-                           "more block, sharing the embedding and output head. Used in training and for "
-                           "speculative decoding: counted apart from the total, not built.", lo=0)
+    mtp_depth: int | None = _decl(None, "output", "Multi-token prediction (DeepSeek-V3): this many extra "
+                                  "modules, each predicting one token further with two norms, a 2*d_model -> "
+                                  "d_model projection and one more block, sharing the embedding and output head. "
+                                  "Used in training and for speculative decoding: counted apart from the total, "
+                                  "not built.", lo=1, null="no multi-token-prediction modules")
 
     def __post_init__(self) -> None:
         for spec in FIELDS.values():   # a list given for a list field is kept as a tuple (the config is frozen)

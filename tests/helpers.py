@@ -89,7 +89,7 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
         layer_types=draw(opt(st.lists(st.sampled_from(["full", "sliding"]), min_size=1, max_size=3).map(tuple))),
         attn_scale=draw(opt(st.floats(0.01, 2))), rope_local_base=draw(opt(st.floats(2, 1e6))),
         nope_layers=draw(opt(st.lists(st.integers(1, 3), min_size=1, max_size=3).map(tuple))),
-        head_bias=draw(st.booleans()), logit_scale=draw(st.floats(0.01, 4)), mtp_depth=draw(st.integers(0, 2)))
+        head_bias=draw(st.booleans()), logit_scale=draw(st.floats(0.01, 4)), mtp_depth=draw(opt(st.integers(1, 2))))
     values["norm_bias"] = values["norm"] == "layernorm" and draw(st.booleans())
     values.update(qk_norm_scope=draw(st.sampled_from(FIELDS["qk_norm_scope"].choices)), **draw(moe_fields()),
                   **draw(mla_fields()))

@@ -24,4 +24,4 @@ def mtp_params(cfg: ModelConfig) -> int:
     """Parameters of the mtp_depth multi-token-prediction modules (0 without them)."""
     d = cfg.d_model
     module = sum(block_params(cfg, moe=cfg.n_experts is not None).values()) + 2 * d * d + 3 * norm_params(cfg, d)
-    return cfg.mtp_depth * module
+    return (cfg.mtp_depth or 0) * module

@@ -116,7 +116,7 @@ def _deepseek_v3(r: _Reader) -> dict[str, Any]:
         if mtp:
             r.ignore("num_nextn_predict_layers", "every layer is dense: its MoE prediction modules are not counted")
         return base
-    base["mtp_depth"] = mtp
+    base["mtp_depth"] = mtp or None
     r.expect("topk_method", ("noaux_tc", None), "DeepSeek-V3 selects with the bias-corrected sigmoid scores")
     r.expect("scoring_func", ("sigmoid", None), "DeepSeek-V3 scores experts with a sigmoid")
     return dict(base, **moe, router="sigmoid", router_renorm=bool(r("norm_topk_prob")), router_selection_bias=True,

@@ -39,7 +39,7 @@ def _experts(w: _Writer) -> dict[str, Any]:
 
 def _deepseek_v3(w: _Writer) -> dict[str, Any]:
     c = w.cfg
-    out = dict(_mla(w), rope_interleave=c.mla_rope_interleave, num_nextn_predict_layers=c.mtp_depth)
+    out = dict(_mla(w), rope_interleave=c.mla_rope_interleave, num_nextn_predict_layers=c.mtp_depth or 0)
     if c.n_experts is None:   # every layer dense
         return dict(out, first_k_dense_replace=c.n_layers)
     w.need("router", "sigmoid", "DeepSeek-V3 scores experts with a sigmoid")

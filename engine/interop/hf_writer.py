@@ -40,7 +40,7 @@ class _Writer:
         if not mla:
             self.need("kv_lora_rank", None, "no latent attention (MLA)")
         if not mtp:
-            self.need("mtp_depth", 0, "no multi-token-prediction modules")
+            self.need("mtp_depth", None, "no multi-token-prediction modules")
         if self.cfg.qk_norm:
             self.need("qk_norm_scope", qk_scope)
         self.need("norm", norm)
