@@ -19,11 +19,13 @@ bench: $(VENV)/.dev
 # Mutation testing (not part of `make test`): mutmut mutates engine/layers, budget, interop and train (see
 # [tool.mutmut] in pyproject.toml for the fast engine tests it runs) and bench/mutation.txt gets the score and the
 # survivors. MUTANTS narrows the run to name globs, e.g. MUTANTS='engine.budget.*'; MUTATE_JOBS sets the workers.
+# One OpenMP thread: mutmut forks a child per mutant from a process that has run torch, and a forked child of a
+# multi-threaded OpenMP pool waits forever on a lock no thread holds (seen: every such mutant a bogus "timeout").
 MUTATE_JOBS ?= 2
 MUTANTS ?=
 mutate: $(VENV)/.dev requirements-mutate.txt
 	$(BIN)/python -m pip install -q -r requirements-mutate.txt
-	$(BIN)/mutmut run --max-children $(MUTATE_JOBS) $(MUTANTS)
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/mutmut run --max-children $(MUTATE_JOBS) $(MUTANTS)
 	$(BIN)/python -m bench.mutation_score | tee bench/mutation.txt
 
 $(BIN)/python:

@@ -2,12 +2,14 @@
 
 The block is drawn from engine/layers/block.py's block_layout (the structure the Block module is built from):
 serial or parallel layout, norms pre, post or sandwich; the attention box shows MHA/GQA/MQA, QK-norm, RoPE,
-soft-capping and windows; the FFN box shows dense or gated wiring.
+soft-capping and windows, or MLA's latent projections and cache (app/diagram_mla.py); the FFN box shows dense or
+gated wiring.
 Pure string building, so tests read the DOT directly.
 """
 from __future__ import annotations
 
 from app.charts import COLORS
+from app.diagram_mla import mla_attention, mla_label
 from engine.config import ModelConfig
 from engine.layers.block import BlockLayout, block_layout
 from engine.layers.norm import NORMS
@@ -64,16 +66,20 @@ def attention_label(cfg: ModelConfig) -> str:
     lay = block_layout(cfg)
     kind = lay.attention
     heads = f"{cfg.n_heads} q heads" + ("" if kind == "MHA" else f", {cfg.kv_heads} kv heads")
-    lines = [f"Attention ({kind})", f"{heads} x {cfg.head_width}"]
+    lines = mla_label(lay.mla) if lay.mla else [f"Attention ({kind})", f"{heads} x {cfg.head_width}"]
     if lay.qk_norm:
         lines.append("QK-norm on q and k")
     if lay.rope_fraction is not None:
         scaled = "" if cfg.rope_scaling == "none" else f", {cfg.rope_scaling} x{cfg.rope_factor:g}"
-        lines.append("RoPE on q, k" + ("" if lay.rope_fraction == 1 else f" ({lay.rope_fraction:g} of dims)") + scaled)
+        part = (f" ({lay.mla.rope_dim:,} rotary dims)" if lay.mla else
+                "" if lay.rope_fraction == 1 else f" ({lay.rope_fraction:g} of dims)")
+        lines.append("RoPE on q, k" + part + scaled)
     if cfg.position == "alibi":
         lines.append("ALiBi: -m_h (i - j) on scores")
     if lay.attn_softcap is not None:
         lines.append(f"scores soft-capped at {lay.attn_softcap:g}")
+    if lay.attn_sinks:
+        lines.append("sinks: one learned logit per head joins the softmax")
     if lay.window is not None:
         lines.append(f"window {lay.window:,}" + (f", full every {lay.global_every}" if lay.global_every else ""))
     return "\\n".join(lines)
@@ -103,7 +109,8 @@ def _attention(d: _Dot, p: str, cfg: ModelConfig, lay: BlockLayout) -> tuple[str
             d.edge(s, d.node(f"{p}cap", f"{lay.attn_softcap:g}·tanh(s/{lay.attn_softcap:g})"))
             s = f"{p}cap"
         mask = "causal mask" if lay.window is None else "causal + window mask"
-        d.chain(s, d.node(f"{p}mask", mask), d.node(f"{p}softmax", "softmax"), d.node(f"{p}pv", "× v"))
+        softmax = "softmax with the sink\\n(its share dropped)" if lay.attn_sinks else "softmax"
+        d.chain(s, d.node(f"{p}mask", mask), d.node(f"{p}softmax", softmax), d.node(f"{p}pv", "× v"))
         d.edge(v, f"{p}pv")
         d.chain(f"{p}pv", d.node(f"{p}o", f"o_proj\\n{cfg.attn_width:,}→{cfg.d_model:,}", c))
     d.node(f"{p}attn_in", "", DATA_COLOR, shape="point")
@@ -158,7 +165,8 @@ def _block(d: _Dot, cfg: ModelConfig) -> tuple[str, str]:
     """One block wired as its layout says; returns (input, output) node ids."""
     lay = block_layout(cfg)
     x = d.node("x_in", "x (residual stream)")
-    a_in, a_out = _attention(d, "b_", cfg, lay)
+    a_in, a_out = (mla_attention(d, "b_", cfg, lay.mla, attention_label(cfg), NORM_COLOR) if lay.mla else
+                   _attention(d, "b_", cfg, lay))
     f_in, f_out = (_moe if lay.experts else _ffn)(d, "b_", cfg, lay)
     norm = norm_label(cfg)
     if lay.branch_norms:

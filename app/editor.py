@@ -83,6 +83,14 @@ def _scaling_notes(raw: dict[str, Any]) -> dict[str, str]:
     return {n: f"Not used by rope_scaling = {kind}." for n, uses in SCALING_USES.items() if kind not in uses}
 
 
+def _unused_notes(raw: dict[str, Any]) -> dict[str, str]:
+    """Captions on fields the current choices do not read: the RoPE scaling fields, the clamped SwiGLU's."""
+    notes = _scaling_notes(raw) if raw["position"] == "rope" else {}
+    if raw["ffn"] != "swiglu_clamped":
+        notes.update(dict.fromkeys(("swiglu_limit", "swiglu_alpha"), "Only used with ffn = swiglu_clamped (gpt-oss)."))
+    return notes
+
+
 # which rope_scaling types read each RoPE scaling field
 SCALING_USES = {
     "rope_factor": ("linear", "dynamic", "llama3", "yarn", "longrope"),
@@ -174,5 +182,5 @@ def sidebar() -> None:
     why = _apply_couplings(raw)
     problems = _validate(raw)
     st.session_state[EDIT_PROBLEMS] = problems
-    _editor(problems, why, {} if raw["position"] != "rope" else _scaling_notes(raw), raw)
+    _editor(problems, why, _unused_notes(raw), raw)
     _yaml_io(state.current_config())

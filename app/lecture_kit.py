@@ -2,10 +2,13 @@
 and list inputs, a metric row, and a short tuple format."""
 from __future__ import annotations
 
+import zlib
+
 import plotly.graph_objects as go
 import streamlit as st
 
 from app import export, present
+from app.widgets import fitted_columns
 
 
 def chart(fig: go.Figure, key: str) -> None:
@@ -31,8 +34,11 @@ def numbers(cols, *specs: tuple) -> list:
 
 
 def metrics(*items: tuple) -> None:
-    """A row of metrics, one per column: (label, value[, help[, delta]]); a delta is a neutral note, no colour."""
-    for col, (label, value, *more) in zip(st.columns(len(items)), items):
+    """A row of metrics, one per column: (label, value[, help[, delta]]); a delta is a neutral note, no colour.
+    Values show whole, in present mode's large type too (widgets.fitted_columns); the row's key comes from its
+    labels, so two rows of one section never share it."""
+    key = f"lecture_metrics_{zlib.crc32(repr([i[0] for i in items]).encode()):08x}"
+    for col, (label, value, *more) in zip(fitted_columns([[str(i[1]) for i in items]], key), items):
         col.metric(label, value, help=more[0] if more else None, delta=more[1] if len(more) > 1 else None,
                    delta_color="off")
 

@@ -10,6 +10,7 @@ from app import export, present
 from app.charts import sweep as charts
 from app.state import current_config
 from app.sweep_view import SweepSpec, spec_to_params
+from app.widgets import fitted_columns
 from engine.sweep.ready import READY, run_ready
 
 TRADEOFFS = Path(__file__).resolve().parents[1] / "pages" / "tradeoffs.py"
@@ -31,11 +32,10 @@ def render() -> None:
     valid = [row for row in rows if row["valid"]]
     if len(valid) >= 2:
         first, last = valid[0], valid[-1]
-        cols = st.columns(len(r.metrics[:2]) * 2)
-        for i, m in enumerate(r.metrics[:2]):
-            for j, row in enumerate((first, last)):
-                cols[2 * i + j].metric(f"{charts.ALL_METRICS[m].label}, {r.knob}={charts.point_label(row, sweep.knobs)}",
-                                       charts.fmt_metric(m, row[m]))
+        shown = [(f"{charts.ALL_METRICS[m].label}, {r.knob}={charts.point_label(row, sweep.knobs)}",
+                  charts.fmt_metric(m, row[m])) for m in r.metrics[:2] for row in (first, last)]
+        for col, (label, value) in zip(fitted_columns([[v for _, v in shown]], "lecture_sweep_metrics"), shown):
+            col.metric(label, value)
     st.caption(r.caption + (f" ({sweep.hold} solved at each point; {len(rows) - len(valid)} invalid points skipped)"
                             if sweep.hold else ""))
     fig = charts.small_multiples(rows, sweep.knobs, list(r.metrics), cols=len(r.metrics),

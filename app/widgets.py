@@ -34,17 +34,51 @@ def page_header(title: str, cfg: ModelConfig, reference: ModelConfig | None = No
 
 
 def metric_row(cfg: ModelConfig, reference: ModelConfig | None = None) -> None:
-    """The row every page opens with: total and non-embedding parameters, bf16 weights, KV cache at the full
-    context (batch 1, bf16) and training FLOPs per token. With `reference`, each metric shows its delta."""
+    """The rows every page opens with: the parameter counts (total, non-embedding, active for a mixture of
+    experts), then the budgets (bf16 weights, KV cache at the full context for batch 1 in bf16, training FLOPs
+    per token). Two rows of three, so an exact count in the hundreds of billions shows whole at full size on a
+    1280-pixel screen with the sidebar open. With `reference`, each metric shows its delta."""
     values = _metrics(cfg)
     ref = _metrics(reference) if reference is not None else None
-    cols = st.columns(len(values))
-    for col, (label, (raw, text, fmt, how)) in zip(cols, values.items()):
+    counts = [label for label in values if label in COUNT_METRICS]
+    rows = [counts, [label for label in values if label not in COUNT_METRICS]]
+    cols = fitted_columns([[values[label][1] for label in row] for row in rows], key="page_header_metrics")
+    for col, label in zip(cols, rows[0] + rows[1]):
+        raw, text, fmt, how = values[label]
         delta, arrow = None, "auto"
         if ref is not None:
             diff = raw - ref[label][0]
             delta, arrow = (("+" if diff > 0 else "-") + fmt(abs(diff)), "auto") if diff else ("same", "off")
         col.metric(label, text, delta=delta, delta_color="off", delta_arrow=arrow, help=how)
+
+
+COUNT_METRICS = ("Total parameters", "Non-embedding", "Active / token")
+# Widths of Streamlit's metric font (Source Sans) in em, measured in Chromium and rounded up by class: digits 0.497,
+# separators 0.249, I i j l up to 0.263, parentheses 0.303, capitals up to 0.664 (M 0.727, W 0.786), small letters
+# up to 0.555 (m 0.829, w 0.719), % 0.824. So a text's estimate is never below what the browser draws.
+_NARROW, _WIDE = set(",.:·' ()|!ijlI"), set("MWmw%")
+
+
+def text_em(text: str) -> float:
+    """Upper bound of `text`'s width in em of the metric font."""
+    return sum(0.31 if c in _NARROW else 0.85 if c in _WIDE else 0.68 if c.isupper() or not c.isascii() else
+               0.56 if c.isalpha() else 0.5 for c in text) or 1.0
+
+
+def fitted_columns(rows: list[list[str]], key: str) -> list:
+    """Columns for metrics whose values (`rows` of their texts) must show whole, never cut with an ellipsis:
+    rows of equal columns (as many as the longest row), and each value's font at most its normal size and at
+    most what lets the longest text fit its column (CSS container units: 1cqi is 1% of the metric's width).
+    Returns the columns in reading order, one per text."""
+    per_row = max(len(row) for row in rows)
+    fit = 96 / max(text_em(t) for row in rows for t in row)   # 4% to spare for rounding and kerning
+    box = st.container(key=key)
+    box.html(f"<style>.st-key-{key} [data-testid='stMetric'] {{container-type: inline-size;}} "
+             f".st-key-{key} [data-testid='stMetricValue'] p {{font-size: min(1em, {fit:.2f}cqi);}}</style>")
+    cols = []
+    for row in rows:
+        cols += box.columns(per_row)[:len(row)]
+    return cols
 
 
 def _metrics(cfg: ModelConfig) -> dict[str, tuple]:
@@ -66,9 +100,11 @@ def _metrics(cfg: ModelConfig) -> dict[str, tuple]:
     fpt = compute.flops(cfg, 1, T, causal=True).flops_per_token
     out["Weights (bf16)"] = (weights, fmt_bytes(weights), fmt_bytes,
                              "Closed form: total parameters x 2 bytes (engine.budget.memory): every expert is stored.")
+    held = ("layers x tokens x (kv_lora_rank + qk_rope_head_dim) x 2 bytes: MLA caches the latent and the shared "
+            "rotary key" if cfg.mla else "2 x layers x tokens x kv_heads x head_dim x 2 bytes; window layers hold "
+            "min(tokens, window)")
     out["KV cache, full context"] = (kv, fmt_bytes(kv), fmt_bytes,
-                                     f"Closed form at context_length = {T:,} tokens, batch 1, bf16: 2 x layers x "
-                                     "tokens x kv_heads x head_dim x 2 bytes; window layers hold min(tokens, window).")
+                                     f"Closed form at context_length = {T:,} tokens, batch 1, bf16: {held}.")
     out["FLOPs / token"] = (fpt, fmt_flops(fpt), fmt_flops,
                             f"Closed form (engine.budget.flops), from active parameters: training forward + "
                             f"backward per token at "

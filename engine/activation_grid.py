@@ -4,7 +4,8 @@ on the engine's own activation functions (engine/layers/ffn.py), so the plots sh
 Dense:  y = act(x)                   dy/dx
 Gated:  y = act(g) * u               along the diagonal g = u = x (what one unit does when its gate and up
                                      projections agree): y = act(x) * x, dy/dx = act'(x) * x + act(x);
-                                     and the full surface act(g) * u on a (g, u) grid.
+                                     and the full surface act(g) * u on a (g, u) grid. The clamped
+                                     SwiGLU (gpt-oss) draws its own unit at gpt-oss's limit 7 and slope 1.702.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.layers.ffn import ACTIVATIONS, DENSE_FFNS, GATE_ACTIVATION, GATED_FFNS, ffn_formula
+from engine.layers.ffn import ACTIVATIONS, DENSE_FFNS, GATED_FFNS, ffn_formula, gated_unit
 from engine.validation import choice_problem, int_problem, require
 
 
@@ -40,7 +41,7 @@ def activation_curve(name: str, lo: float = -4.0, hi: float = 4.0, n: int = 201)
     require(choice_problem("activation", name, FORMULAS))
     x = _grid(lo, hi, n)
     if name in GATED_FFNS:
-        y = ACTIVATIONS[GATE_ACTIVATION[name]].fn(x) * x
+        y = gated_unit(name)(x, x)
     else:
         y = ACTIVATIONS[name].fn(x)
     (dy,) = torch.autograd.grad(y.sum(), x)   # elementwise functions: the gradient of the sum is dy/dx
@@ -57,12 +58,12 @@ class Surface:
     name: str
     g: list[float]              # gate inputs (columns)
     u: list[float]              # up-projection inputs (rows)
-    z: list[list[float]]        # z[i][j] = act(g[j]) * u[i]
+    z: list[list[float]]        # z[i][j] = act(g[j]) * u[i] (the clamped SwiGLU: its own unit)
 
 
 def gated_surface(name: str, lo: float = -3.0, hi: float = 3.0, n: int = 61) -> Surface:
     """act(g) * u on an n x n grid: the gate decides how much of the linear `up` value passes."""
     require(choice_problem("gated ffn", name, GATED_FFNS))
     axis = _grid(lo, hi, n).detach()
-    z = ACTIVATIONS[GATE_ACTIVATION[name]].fn(axis)[None, :] * axis[:, None]
+    z = gated_unit(name)(axis[None, :], axis[:, None])
     return Surface(name, axis.tolist(), axis.tolist(), z.tolist())

@@ -70,6 +70,8 @@ class ModelConfig:
     attn_softcap: float | None = _decl(None, "attention", "Squash attention scores smoothly into (-c, c) with "
                                        "c*tanh(s/c), before the causal mask.", lo=0, lo_open=True, null="no cap")
     qkv_bias: bool = _decl(False, "attention", "Biases on the query, key and value projections only (Qwen2).")
+    attn_sinks: bool = _decl(False, "attention", "A learned logit per head joins the softmax as one more key that "
+                             "takes probability but adds no value, so a head can attend to nothing (gpt-oss).")
     qk_norm_scope: str = _decl("head", "attention", "With qk_norm: one gain per head dimension shared by all "
                                "heads (Qwen3), or one norm over all heads at once (OLMoE).",
                                choices=("head", "all_heads"))
@@ -141,6 +143,10 @@ class ModelConfig:
                      choices=DENSE_FFNS + GATED_FFNS)
     d_ff: int | None = _decl(None, "ffn", "Hidden width of the feed-forward network.", lo=1,
                              null="4*d_model dense, 8/3*d_model gated (rounded up to ffn_multiple_of)")
+    swiglu_limit: float = _decl(7.0, "ffn", "swiglu_clamped: the gate is clipped from above at this value and the "
+                                "up projection to [-limit, limit] (gpt-oss: 7).", lo=0, lo_open=True)
+    swiglu_alpha: float = _decl(1.702, "ffn", "swiglu_clamped: slope of the gate's sigmoid, g*sigmoid(alpha*g) "
+                                "(gpt-oss: 1.702).", lo=0, lo_open=True)
     ffn_multiple_of: int = _decl(256, "ffn", "The automatic gated width is rounded up to a multiple of this.",
                                  lo=1)
 
@@ -588,7 +594,8 @@ def _mla_problems(c: ModelConfig, ok) -> list[str]:
     need = {"position": ("rope", c.position == "rope"), "n_kv_heads": ("null", c.n_kv_heads is None),
             "head_dim": ("null", c.head_dim is None), "rope_fraction": ("1", c.rope_fraction == 1.0),
             "attn_window": ("null", c.attn_window is None), "qk_norm": ("false", not c.qk_norm),
-            "attn_softcap": ("null", c.attn_softcap is None), "nope_layers": ("null", c.nope_layers is None)}
+            "attn_softcap": ("null", c.attn_softcap is None), "nope_layers": ("null", c.nope_layers is None),
+            "attn_sinks": ("false", not c.attn_sinks)}
     for name, (want, holds) in need.items():
         if ok(name) and not holds:
             out.append(f"{name}: MLA (kv_lora_rank set) needs {name}: {want}, got {shown(getattr(c, name))}")

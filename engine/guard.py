@@ -71,14 +71,15 @@ def check_addressable(cfg: ModelConfig, batch: int, seq: int) -> None:
 def transient_bytes(cfg: ModelConfig, batch: int, seq: int, dtype: str, training: bool,
                     attention: str = "sdpa") -> int:
     """Temporaries beyond what the budget keeps, summed (each alone can be the peak's top):
-    - attention on the explicit path (soft-cap, or dropout's math fallback): 3 fp32 B*H*T*T tensors alive at
+    - attention on the explicit path (soft-cap, sinks, or dropout's math fallback): 3 fp32 B*H*T*T tensors alive at
       once (scores, capped/softmaxed scores, probabilities or their gradients); SDPA without them: the window
       mask T*T*e and the attention output;
     - the head: fp32 logits, their log-softmax (and soft-cap) and, training, their gradient: 3 * N*V*4;
     - one block's widest intermediates: q, k, v, output and the FFN hidden (x3 for gated), in `dtype`;
     - training: foreach AdamW and grad clipping work on lists of parameter-sized buffers: 2 * P * e."""
     e, N, T = DTYPE_BYTES[dtype], batch * seq, seq
-    explicit = attention == "explicit" or cfg.attn_softcap is not None or (training and cfg.dropout > 0)
+    explicit = (attention == "explicit" or cfg.attn_softcap is not None or cfg.attn_sinks
+                or (training and cfg.dropout > 0))
     scores = 3 * batch * cfg.n_heads * T * T * 4 if explicit else T * T * 4
     head = 3 * N * cfg.vocab_size * 4
     block = N * (2 * cfg.attn_width + 2 * cfg.kv_width + 3 * cfg.ffn_width + 2 * cfg.d_model) * e

@@ -151,6 +151,15 @@ PRESETS: dict[str, Preset] = {p.config.name: p for p in [
                        experts_per_token=8, expert_d_ff=1024, router_renorm=False), 6_919_161_856,
            _HF + "allenai/OLMoE-1B-7B-0924",
            "64 experts top-8, QK-norm over all heads at once: 1,282,017,280 active parameters per token."),
+    Preset(ModelConfig(name="gpt-oss-20b", **{**_LLAMA, "ffn": "swiglu_clamped", "bias": True}, vocab_size=201088,
+                       context_length=131072, d_model=2880, n_layers=24, n_heads=64, n_kv_heads=8, head_dim=64,
+                       d_ff=2880, attn_window=128, global_every=2, attn_sinks=True, rope_base=150000.0,
+                       rope_scaling="yarn", rope_factor=32.0, rope_original_context=4096, rope_truncate=False,
+                       n_experts=32, experts_per_token=4, expert_d_ff=2880, router="topk_softmax", expert_bias=True,
+                       aux_loss_coef=0.9), 20_914_757_184, _HF + "openai/gpt-oss-20b",
+           "Attention sinks, a 128-token window on every other layer, YaRN x32; 32 biased experts top-4 with the "
+           "clamped SwiGLU: 4,187,440,704 active. Experts are published in MXFP4; counted as transformers builds "
+           "them (bf16 shapes)."),
     Preset(ModelConfig(name="deepseek-v3", **_LLAMA, vocab_size=129280, context_length=163840, d_model=7168,
                        n_layers=61, n_heads=128, d_ff=18432, norm_eps=1e-6, kv_lora_rank=512, q_lora_rank=1536,
                        qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, n_experts=256,

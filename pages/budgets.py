@@ -61,7 +61,10 @@ grid, series = compute.kv_series(cfg, batch, infer_dtype)
 export.chart(charts.kv_vs_context_figure(list(grid), series, next(iter(series))), "b_kv", f"{cfg.name}-kv-cache")
 st.caption(f"Closed form: 2 x layers x tokens x kv_heads x head_dim x {DTYPE_BYTES[infer_dtype]} bytes at batch "
            f"{batch}; a window layer holds at most its window. Fewer key/value heads (GQA, MQA) shrink it "
-           "proportionally; a window caps it.")
+           "proportionally; a window caps it." + (
+               f" MLA holds layers x tokens x (kv_lora_rank {cfg.kv_lora_rank:,} + qk_rope_head_dim "
+               f"{cfg.qk_rope_head_dim:,}) x {DTYPE_BYTES[infer_dtype]} bytes: the latent and the shared rotary "
+               "key; the expanded line is the per-head keys and values a plain cache would keep." if cfg.mla else ""))
 
 st.header("FLOPs")
 causal = url_view.bound("b_causal", url_view.flag("causal"), True, st.toggle,

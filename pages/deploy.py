@@ -8,7 +8,7 @@ from app import deploy_view as view
 from app import export, present
 from app.charts.deploy import per_gpu_figure
 from app.state import current_config
-from app.widgets import page_header
+from app.widgets import fitted_columns, page_header
 from engine.budget.memory import POLICIES, RECOMPUTE
 from engine.plan import GPUS, MODES
 from engine.plan.finetune import METHODS
@@ -73,12 +73,12 @@ verdict = (f"Fits: {fmt_bytes(p.per_gpu['total'])} of {fmt_bytes(p.memory_bytes)
     f"Does not fit: {fmt_bytes(p.per_gpu['total'])} per GPU needs {fmt_bytes(-p.margin_bytes)} more than the "
     f"{fmt_bytes(p.memory_bytes)} a {spec.gpu} has.")
 (st.success if p.fits else st.error)(verdict)
-m = st.columns(4)
-m[0].metric("Per GPU (worst)", fmt_bytes(p.per_gpu["total"]))
-m[1].metric("Margin", fmt_bytes(p.margin_bytes))
-m[2].metric("Layout", f"dp {p.layout.dp} × tp {p.layout.tp} × pp {p.layout.pp}")
-m[3].metric("Trainable parameters" if spec.mode == "train" else "Decode tokens/s",
-            f"{p.trainable:,}" if spec.mode == "train" else f"{p.cost.decode_tokens_per_s:,.1f}")
+shown = [("Per GPU (worst)", fmt_bytes(p.per_gpu["total"])), ("Margin", fmt_bytes(p.margin_bytes)),
+         ("Layout", f"dp {p.layout.dp} × tp {p.layout.tp} × pp {p.layout.pp}"),
+         ("Trainable parameters" if spec.mode == "train" else "Decode tokens/s",
+          f"{p.trainable:,}" if spec.mode == "train" else f"{p.cost.decode_tokens_per_s:,.1f}")]
+for col, (label, value) in zip(fitted_columns([[v for _, v in shown]], "deploy_metrics"), shown):
+    col.metric(label, value)
 export.chart(per_gpu_figure(p.per_stage, p.memory_bytes, spec.gpu), "deploy_memory", "deploy-memory")
 if p.high_precision:
     st.caption("Kept in high precision: " + ", ".join(p.high_precision) + ".")

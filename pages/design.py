@@ -34,7 +34,8 @@ with left:
 with right:
     st.subheader("Block diagram")
     st.caption("Drawn from the config: it changes with serial/parallel blocks, norm placement, gated FFNs, "
-               "GQA/MQA, QK-norm, RoPE, windows and soft-caps.")
+               "mixtures of experts, GQA/MQA, MLA (latent projections and what the cache holds), QK-norm, RoPE, "
+               "windows and soft-caps.")
     widgets.diagram(diagram.block_dot(cfg))
 
 if cfg.position == "rope":

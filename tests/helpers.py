@@ -53,7 +53,7 @@ def _mla_compatible(values: dict) -> dict:
     if values["kv_lora_rank"] is None:
         return values
     return dict(values, position="rope", n_kv_heads=None, head_dim=None, rope_fraction=1.0, attn_window=None,
-                qk_norm=False, attn_softcap=None, nope_layers=None)
+                qk_norm=False, attn_softcap=None, nope_layers=None, attn_sinks=False)
 
 
 @st.composite
@@ -89,7 +89,9 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
         layer_types=draw(opt(st.lists(st.sampled_from(["full", "sliding"]), min_size=1, max_size=3).map(tuple))),
         attn_scale=draw(opt(st.floats(0.01, 2))), rope_local_base=draw(opt(st.floats(2, 1e6))),
         nope_layers=draw(opt(st.lists(st.integers(1, 3), min_size=1, max_size=3).map(tuple))),
-        head_bias=draw(st.booleans()), logit_scale=draw(st.floats(0.01, 4)), mtp_depth=draw(opt(st.integers(1, 2))))
+        head_bias=draw(st.booleans()), logit_scale=draw(st.floats(0.01, 4)), attn_sinks=draw(st.booleans()),
+        swiglu_limit=draw(st.floats(0.5, 10)), swiglu_alpha=draw(st.floats(0.5, 2)),
+        mtp_depth=draw(opt(st.integers(1, 2))))
     values["norm_bias"] = values["norm"] == "layernorm" and draw(st.booleans())
     values.update(qk_norm_scope=draw(st.sampled_from(FIELDS["qk_norm_scope"].choices)), **draw(moe_fields()),
                   **draw(mla_fields()))
@@ -186,6 +188,8 @@ LECTURE_NUMBERS = {
               "log Z": "0.6931", "log Z, shifted": "10.6931"},
     "softcap": {"masked key, cap then mask": "0.0000", "engine: weight on a future key": "0.0000"},
     "kvcache": {"MHA (32 KV heads)": "4.00 GiB", "GQA-8 (8 KV heads)": "1.00 GiB", "MQA (1 KV head)": "128.00 MiB"},
+    "mla": {"MHA": "36.00 KiB/token", "MQA": "3.00 KiB/token", "MLA latent": "6.75 KiB/token",   # gpt2: 12 layers,
+            "MLA expanded": "45.00 KiB/token"},                                                  # 12 heads of 64
     "moe": {"stored parameters": "46,702,792,704", "used per token": "12,879,925,248", "bf16 weights": "86.99 GiB"},
     "sweeps": {"KV cache, n_kv_heads=1": "3.00 MiB", "KV cache, n_kv_heads=12": "36.00 MiB",   # gpt2: 12 layers, 1,024
                "total parameters, n_kv_heads=12": "124,439,808"},

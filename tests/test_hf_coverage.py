@@ -21,6 +21,9 @@ REFUSED = {
     "aya-23.json": ({"use_qk_norm": True}, "use_qk_norm"),             # per-head LayerNorm QK-norm
     "olmo2_7b.json": ({"attention_bias": True}, "attention_bias"),     # biases on attention only
     "phi-3_5.json": ({"embd_pdrop": 0.1}, "resid_pdrop"),              # dropouts we cannot place
+    "phi-1_5.json": ({"resid_pdrop": 0.1}, "resid_pdrop"),             # as published for phi-2 (embd_pdrop 0)
+    "gpt-oss-20b.json": ({"quantization_config": {"quant_method": "gptq"}},   # weights not MXFP4 storage of
+                         "quantization_config"),                               # the bf16 model
 }
 
 
@@ -52,11 +55,12 @@ def test_what_we_cannot_express_is_refused_naming_the_key(name):
 def test_coverage():
     """At least 90% of the collection imports exactly (the issue's goal)."""
     exact = sum(count_params(import_hf_config(_load(n))[0]).total == INDEX[n]["hf_params"] for n in INDEX)
-    assert exact / len(INDEX) >= 0.9   # 49 of 49 today
+    assert exact / len(INDEX) >= 0.9   # 52 of 52 today
 
 
 @pytest.mark.parametrize("name", ["gpt2_medium.json", "smollm2_360m.json", "qwen2_0_5b.json", "gemma_2b.json",
-                                  "aya-23.json", "mpt_7b_instruct.json", "olmo2_7b.json"])
+                                  "aya-23.json", "mpt_7b_instruct.json", "olmo2_7b.json", "gpt-oss-20b.json",
+                                  "gpt-oss-120b.json", "phi-1_5.json"])
 def test_stored_counts_are_transformers_counts(name):
     transformers = pytest.importorskip("transformers", minversion="5.0")
     import torch
@@ -70,7 +74,8 @@ def test_stored_counts_are_transformers_counts(name):
 @pytest.mark.parametrize("preset,name", [("llama-3.1-8b", "llama3_1_8b.json"), ("llama-3.2-1b", "llama3_2_1b.json"),
                                          ("qwen2.5-0.5b", "qwen2_0_5b.json"), ("gemma-2-2b", "gemma2_2b.json"),
                                          ("starcoder2-7b", "starcoder2.json"), ("gemma-3-1b", "gemma3_1b_it.json"),
-                                         ("phi-3.5-mini", "phi-3_5.json"), ("olmo-2-7b", "olmo2_7b.json")])
+                                         ("phi-3.5-mini", "phi-3_5.json"), ("olmo-2-7b", "olmo2_7b.json"),
+                                         ("gpt-oss-20b", "gpt-oss-20b.json")])
 def test_presets_are_the_published_configs(preset, name):
     """A preset written by hand is exactly what importing the published config.json gives (name aside)."""
     from engine.presets import PRESETS

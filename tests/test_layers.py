@@ -104,6 +104,8 @@ def _init_by_name_suffix(model, seed: int, std: float = 0.02) -> None:
                                       generator=g)
             if getattr(m, "bias", None) is not None:
                 torch.nn.init.zeros_(m.bias)
+        elif getattr(m, "sinks", None) is not None:   # attention sinks (newer than the loop): zero logits
+            torch.nn.init.zeros_(m.sinks)
         elif hasattr(m, "eps"):
             if m.weight is not None:
                 torch.nn.init.ones_(m.weight)

@@ -108,6 +108,8 @@ KNOBS = {
     "rope_short_factor": (LONGROPE, (2.0, 3.0)), "rope_long_factor": ({**LONGROPE, "rope_original_context": 4},
                                                                        (2.0, 3.0)),
     "qk_norm_scope": ({"qk_norm": True}, "all_heads"), "head_bias": ({}, True), "logit_scale": ({}, 0.5), "n_experts": ({}, 4),
+    "attn_sinks": ({}, True), "swiglu_limit": ({"ffn": "swiglu_clamped"}, 0.2),
+    "swiglu_alpha": ({"ffn": "swiglu_clamped"}, 100.0),
     **{name: ({"n_experts": 4, **extra}, value) for name, (extra, value) in {
         "experts_per_token": ({}, 1), "expert_d_ff": ({}, 8), "n_shared_experts": ({}, 1),
         "shared_d_ff": ({"n_shared_experts": 1}, 8), "shared_expert_gate": ({"n_shared_experts": 1}, True),
@@ -237,6 +239,7 @@ CACHED = {
     "learned": BASE, "sinusoidal": BASE.replace(position="sinusoidal"),
     "softcap+qk_norm": BASE.replace(attn_softcap=1.0, logit_softcap=5.0, qk_norm=True, attn_window=2),
     "parallel-sandwich": BASE.replace(block="parallel", norm_placement="sandwich", position="none"),
+    "sinks+window+gqa": BASE.replace(n_heads=4, n_kv_heads=2, attn_sinks=True, attn_window=3, position="rope"),
 }
 
 

@@ -21,7 +21,8 @@ DATA = Path(__file__).parent / "data" / "hf_configs"
 MOE = {"mixtral-8x7b": ("mixtral-8x7b.json", 46_702_792_704, 12_879_925_248),
        "qwen3-30b-a3b": ("qwen3-30b-a3b.json", 30_532_122_624, 3_353_032_704),
        "olmoe-1b-7b": ("olmoe-1b-7b.json", 6_919_161_856, 1_282_017_280),
-       "qwen1.5-moe-a2.7b": ("qwen1.5-moe-a2.7b.json", 14_315_784_192, 2_689_173_504)}
+       "qwen1.5-moe-a2.7b": ("qwen1.5-moe-a2.7b.json", 14_315_784_192, 2_689_173_504),
+       "gpt-oss-20b": ("gpt-oss-20b.json", 20_914_757_184, 4_187_440_704)}
 
 
 @pytest.mark.parametrize("name", MOE)

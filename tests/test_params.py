@@ -27,6 +27,8 @@ def component_of(name: str) -> str:
         return {"tok_emb": "token_embedding", "pos_emb": "positions", "head": "output_head"}[path[0]]
     if "attn" in path:
         module = path[path.index("attn") + 1]
+        if module == "sinks":
+            return "attention_sinks"
         return "qk_norm" if module in ("q_norm", "k_norm", "kv_norm") else f"attention_{module[0]}"
     if "ffn" in path:
         sub = path[path.index("ffn") + 1]
@@ -85,7 +87,7 @@ def test_every_choice_combination_counts_exactly():
     for cfg in choice_configs():
         check(cfg)
         n += 1
-    assert n == 2 * len(FIELDS["norm_placement"].choices) * 3 * 8 * len(FIELDS["position"].choices) * 3
+    assert n == 2 * len(FIELDS["norm_placement"].choices) * 3 * 9 * len(FIELDS["position"].choices) * 3
 
 
 BOOLEANS = ("norm_bias", "norm_affine", "embed_norm", "final_norm", "qk_norm", "tie_embeddings", "bias",

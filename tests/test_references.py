@@ -25,6 +25,7 @@ REF_ACT = {"relu": lambda x: x.clamp_min(0),
            "gelu_tanh": lambda x: 0.5 * x * (1 + torch.tanh(C * (x + 0.044715 * x ** 3))),
            "silu": lambda x: x / (1 + torch.exp(-x))}
 REF_GATE = {"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh", "reglu": "relu"}
+REF_CLAMPED = ("swiglu_clamped",)   # gpt-oss: g' = min(g, L), u' = clamp(u, -L, L); g' sigmoid(alpha g') (u' + 1)
 REF_NORMS = ("layernorm", "rmsnorm")
 REF_POSITIONS = ("learned", "sinusoidal", "rope", "none")
 REF_PLACEMENTS = ("pre", "post", "sandwich", "post_branch")
@@ -38,7 +39,7 @@ REF_LAYER_TYPES = ("full", "sliding")
 HELD_BY_TRANSFORMERS = {"rope_scaling": {"linear", "dynamic", "llama3", "yarn", "longrope"}, "position": {"alibi"}}
 REF_ROUTERS = ("softmax_topk", "topk_softmax", "sigmoid")
 REF_GROUP_SCORES = {"top2_sum": lambda s: sum(sorted(s)[-2:]), "max": max}   # a group's score from its experts'
-HANDLED = {"ffn": set(REF_ACT) | set(REF_GATE), "norm": set(REF_NORMS), "position": set(REF_POSITIONS),
+HANDLED = {"ffn": set(REF_ACT) | set(REF_GATE) | set(REF_CLAMPED), "norm": set(REF_NORMS), "position": set(REF_POSITIONS),
            "norm_placement": set(REF_PLACEMENTS), "block": set(REF_BLOCKS), "qk_norm_scope": set(REF_QK_SCOPES),
            "router": set(REF_ROUTERS), "layer_types": set(REF_LAYER_TYPES), "rope_scaling": {"none"},
            "router_group_score": set(REF_GROUP_SCORES)}
@@ -50,7 +51,9 @@ MOE_CONFIGS = [make(MOE | c) for c in (
     {"router_groups": 2, "router_group_topk": 1, "router_group_score": "max", "router_renorm": False},
     {"n_shared_experts": 2, "shared_d_ff": 4, "shared_expert_gate": True, "expert_bias": True, "ffn": "swiglu"},
     {"moe_first_dense": 1, "ffn": "relu", "n_shared_experts": 1, "qk_norm": True, "qk_norm_scope": "all_heads"},
-    {"moe_every": 2, "experts_per_token": 1, "ffn": "geglu", "block": "parallel", "norm_placement": "sandwich"})]
+    {"moe_every": 2, "experts_per_token": 1, "ffn": "geglu", "block": "parallel", "norm_placement": "sandwich"},
+    {"router": "topk_softmax", "expert_bias": True, "ffn": "swiglu_clamped", "swiglu_limit": 0.5,   # gpt-oss
+     "swiglu_alpha": 1.5, "attn_sinks": True, "n_kv_heads": 2, "attn_window": 3, "moe_first_dense": 1})]
 SEQ = 8          # longer than the grid's window (3) and global_every (2): both matter
 
 
@@ -121,13 +124,25 @@ def _attention(cfg, sd, name, x, layer):
         if cfg.attn_softcap is not None:
             s = cfg.attn_softcap * torch.tanh(s / cfg.attn_softcap)
         s = s.masked_fill(~allowed, float("-inf"))
-        heads.append(torch.softmax(s, -1) @ v[:, kv])
+        if cfg.attn_sinks:                                    # exp(sink) joins the denominator, with no value
+            p = torch.exp(s) / (torch.exp(sd[name + ".sinks"][h]) + torch.exp(s).sum(-1, keepdim=True))
+        else:
+            p = torch.softmax(s, -1)
+        heads.append(p @ v[:, kv])
     return _linear(sd, name + ".o_proj", torch.cat(heads, -1))
 
 
+def _gated(cfg, g, u):
+    if cfg.ffn in REF_CLAMPED:
+        lim = cfg.swiglu_limit
+        g, u = torch.where(g > lim, lim, g), torch.where(u > lim, lim, torch.where(u < -lim, -lim, u))
+        return g / (1 + torch.exp(-cfg.swiglu_alpha * g)) * (u + 1)
+    return REF_ACT[REF_GATE[cfg.ffn]](g) * u
+
+
 def _ffn(cfg, sd, name, x):
-    if cfg.ffn in REF_GATE:
-        h = REF_ACT[REF_GATE[cfg.ffn]](_linear(sd, name + ".gate", x)) * _linear(sd, name + ".up", x)
+    if cfg.ffn in REF_GATE or cfg.ffn in REF_CLAMPED:
+        h = _gated(cfg, _linear(sd, name + ".gate", x), _linear(sd, name + ".up", x))
     else:
         h = REF_ACT[cfg.ffn](_linear(sd, name + ".up", x))
     return _linear(sd, name + ".down", h)
@@ -136,8 +151,8 @@ def _ffn(cfg, sd, name, x):
 def _expert(cfg, sd, name, e, x):
     b = lambda part: sd[f"{name}.{part}_bias"][e] if f"{name}.{part}_bias" in sd else 0  # noqa: E731
     h = sd[name + ".up"][e] @ x + b("up")
-    if cfg.ffn in REF_GATE:
-        h = REF_ACT[REF_GATE[cfg.ffn]](sd[name + ".gate"][e] @ x + b("gate")) * h
+    if cfg.ffn in REF_GATE or cfg.ffn in REF_CLAMPED:
+        h = _gated(cfg, sd[name + ".gate"][e] @ x + b("gate"), h)
     else:
         h = REF_ACT[cfg.ffn](h)
     return sd[name + ".down"][e] @ h + b("down")

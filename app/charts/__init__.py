@@ -41,19 +41,22 @@ MEMORY_COLORS: dict[str, str] = {
 COMPONENT_GROUP: dict[str, str] = {
     "token_embedding": "embeddings", "positions": "positions",
     "attention_q": "attention", "attention_k": "attention", "attention_v": "attention", "attention_o": "attention",
-    "qk_norm": "attention", "ffn": "ffn", "norms": "norms", "output_head": "output_head",
+    "qk_norm": "attention", "attention_sinks": "attention", "ffn": "ffn", "norms": "norms",
+    "output_head": "output_head",
     "router": "ffn", "shared_experts": "ffn", "routed_experts": "ffn",   # an MoE layer's FFN, split three ways
 }
 LABELS: dict[str, str] = {
     "token_embedding": "token embedding", "positions": "learned positions", "attention_q": "q projection",
     "attention_k": "k projection", "attention_v": "v projection", "attention_o": "o projection",
-    "qk_norm": "QK-norm", "ffn": "feed-forward", "norms": "norms", "output_head": "output head",
+    "qk_norm": "QK-norm", "attention_sinks": "attention sinks", "ffn": "feed-forward", "norms": "norms",
+    "output_head": "output head",
     "router": "router", "shared_experts": "shared experts", "routed_experts": "routed experts",
     "embeddings": "embeddings", "attention": "attention", "output_head_group": "output head",
 }
 FONT = dict(size=14)
 ACTIVATION_COLORS = {"relu": "#4C78A8", "gelu": "#F58518", "gelu_tanh": "#E45756", "silu": "#54A24B",
-                     "reglu": "#9D755D", "geglu": "#B279A2", "geglu_tanh": "#FF9DA6", "swiglu": "#17BECF"}
+                     "reglu": "#9D755D", "geglu": "#B279A2", "geglu_tanh": "#FF9DA6", "swiglu": "#17BECF",
+                     "swiglu_clamped": "#8C564B"}
 # One colour per compared series, from the shared palette, ordered so that neighbours contrast on a projector
 # (the palette's first two, blue and teal, are hard to tell apart as thin lines).
 SERIES_COLORS = [COLORS[k] for k in ("embeddings", "attention", "ffn", "output_head", "norms", "positions")]

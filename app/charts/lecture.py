@@ -12,6 +12,7 @@ from engine.config import DENSE_FFNS
 from engine.lecture.attention import MaskOrder
 from engine.lecture.blocks import NormComparison, SerialParallel
 from engine.lecture.ffn import GatingMatch
+from engine.lecture.latent import LatentCache
 from engine.lecture.moe import StoreVsCompute
 from engine.lecture.sizes import DepthWidth, KVVariant, MicroTable
 from engine.lecture.tying import AbsentTokenGrad
@@ -152,3 +153,21 @@ def store_vs_compute_figure(r: StoreVsCompute) -> go.Figure:
                            hovertemplate="%{x}: %{text} parameters<extra></extra>"))
     return _layout(fig, f"{r.name}: you store every expert, you compute {r.per_token} of {r.experts}", "",
                    "parameters (billions)", height=380)
+
+
+def latent_cache_figure(r: LatentCache) -> go.Figure:
+    """KV cache against context length for each attention kind, batch 1; MLA's latent cache bold. Dashed: the
+    plain kinds and the expanded per-head keys and values MLA's latent stands for."""
+    div, unit = byte_unit(max(max(v) for v in r.series.values()))
+    fig = go.Figure()
+    for k in r.kinds:
+        values = r.series[k.kind]
+        latent = k.kind == "MLA latent"
+        fig.add_trace(go.Scatter(
+            x=r.tokens, y=[v / div for v in values], mode="lines", name=f"{k.kind}: {fmt_bytes(k.per_token)}/token",
+            line=dict(width=5 if latent else 2, dash="solid" if k.config.mla else "dash",
+                      color=COLORS["attention"] if latent else None),
+            customdata=[fmt_bytes(v) for v in values], hovertemplate=f"{k.kind}: %{{customdata}}<extra></extra>"))
+    fig.update_xaxes(tickformat=",")
+    return _layout(fig, f"KV cache vs context: {r.n_layers} layers, {r.n_heads} query heads, {r.dtype}, batch 1",
+                   "context length (tokens)", f"KV cache ({unit})", hovermode="x unified")

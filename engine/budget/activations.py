@@ -10,7 +10,8 @@ H = n_heads, V = vocab. What each op saves for backward:
                     (+ the fp32 normalized x when there is a gain); in bf16/fp16 it computes in fp32 and
                     saves its own fp32 copy of the input instead of the input
   GELU/SiLU         input;  ReLU  output (the same tensor the next linear saves)
-  gated FFN         act input (not ReLU), act output, up output, their product
+  gated FFN         act input (not ReLU), act output, up output, their product; the clamped SwiGLU 7 f-wide
+                    tensors (g, u, clamped g, its sigmoid, the SiLU product, u' + 1, the product)
   MoE layer         router, dispatch, experts on N*k rows, shared experts, router losses (moe_saved_bytes in
                     engine/layers/moe.py; the same for any spread of the tokens over the experts)
   SDPA (CPU flash)  q, k, v as passed (K-wide for GQA), output, logsumexp B*H*T fp32, window mask T*T*e
@@ -18,7 +19,8 @@ H = n_heads, V = vocab. What each op saves for backward:
   SDPA + dropout    falls back to the math path, in fp32 on CPU: q, k^T, v broadcast to A, probs, dropout
                     noise, dropped probs (3 x B*H*T*T*4), and a copy of the output for o_proj
   explicit path     q, k^T, v (A-wide after repeat), bool mask T*T, (tanh of capped scores), fp32 softmax
-                    output, then dropout noise + dropped probs, or the probs cast to e; output copy
+                    output (sinks: T + 1 columns; sinks always take this path), then dropout noise + dropped
+                    probs, or the probs cast to e; output copy
   dropout (CPU)     the scaled noise tensor, e bytes per element (CUDA keeps a 1-byte mask instead)
   RoPE              the cos and sin tables [T, rotary_dim] (fp32, shared by all layers, one pair per table
                     set: global, and local with rope_local_base; other dtypes cast per call: 4 tables per RoPE

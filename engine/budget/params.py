@@ -5,6 +5,7 @@ A thin sum: each layer family (engine/layers/*) holds its own closed form; this 
 Per layer, with d = d_model, A = n_heads*head_dim, K = kv_heads*head_dim, f = d_ff:
   attention   q: d*A (+A)   k, v: d*K (+K each)   o: A*d (+d)        (q/k/v biases: bias or qkv_bias; o: bias)
   QK-norm     2 norms of width head_dim
+  sinks       H (one learned logit per query head)
   FFN         dense 2*d*f (+f+d)   gated 3*d*f (+2f+d); an MoE layer instead has router, shared_experts and
               routed_experts (engine/layers/moe.py)
   norms       1-4 per block (placement, layout), plus embedding and final norms
@@ -26,7 +27,7 @@ from engine.layers.norm import norm_params
 from engine.layers.position import position_params
 
 COMPONENTS = ("token_embedding", "positions", "attention_q", "attention_k", "attention_v", "attention_o",
-              "qk_norm", "ffn", "router", "shared_experts", "routed_experts", "norms", "output_head")
+              "qk_norm", "attention_sinks", "ffn", "router", "shared_experts", "routed_experts", "norms", "output_head")
 
 
 @dataclass(frozen=True)

@@ -293,6 +293,10 @@ from engine.interop.hf_deepseek import READERS as _DEEPSEEK_READERS  # noqa: E40
 
 _READERS.update(_DEEPSEEK_READERS)
 FAMILIES += tuple(_DEEPSEEK_READERS)
+from engine.interop.hf_gpt_oss import READERS as _GPT_OSS_READERS  # noqa: E402
+
+_READERS.update(_GPT_OSS_READERS)
+FAMILIES += tuple(_GPT_OSS_READERS)
 
 # Every ModelConfig field a reader does not set takes this value (not ModelConfig's GPT-2 default).
 NEUTRAL: dict[str, Any] = dict(

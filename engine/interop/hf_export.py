@@ -124,6 +124,9 @@ _WRITERS.update(_MOE_WRITERS)
 from engine.interop.hf_deepseek_export import WRITERS as _DEEPSEEK_WRITERS  # noqa: E402
 
 _WRITERS.update(_DEEPSEEK_WRITERS)
+from engine.interop.hf_gpt_oss import WRITERS as _GPT_OSS_WRITERS  # noqa: E402
+
+_WRITERS.update(_GPT_OSS_WRITERS)
 
 
 def hf_problems(cfg: ModelConfig, model_type: str) -> tuple[dict[str, Any], list[str]]:

@@ -17,7 +17,7 @@ _INT = ("hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim",
         "ffn_hidden_size", "n_embed", "num_ln_in_parallel_attn")
 _NUMBER = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "attention_dropout", "resid_pdrop", "embd_pdrop",
            "attn_pdrop", "hidden_dropout", "rope_theta", "rotary_emb_base", "partial_rotary_factor", "rotary_pct",
-           "attn_logit_softcapping", "final_logit_softcapping")
+           "attn_logit_softcapping", "final_logit_softcapping", "swiglu_limit", "swiglu_alpha")
 _BOOL = ("tie_word_embeddings", "attention_bias", "mlp_bias", "use_sliding_window", "use_mrope",
          "use_bidirectional_attention", "scale_attn_weights", "scale_attn_by_inverse_layer_idx",
          "add_cross_attention", "use_parallel_residual", "alibi", "apply_residual_connection_post_layernorm",

@@ -32,7 +32,7 @@ class _Writer:
 
     def common(self, norm: str, placement: str = "pre", *, embed_scale: bool = False, qk_norm: bool = False,
                softcaps: bool = False, moe: bool = False, qk_scope: str = "head", mla: bool = False,
-               mtp: bool = False) -> None:
+               sinks: bool = False, mtp: bool = False) -> None:
         """What every supported family shares (a final norm, no embedding norm, learned gains) and the
         features only some have, off unless the family passes them."""
         if not moe:
@@ -54,6 +54,7 @@ class _Writer:
         self.need("head_bias", False, "no bias on the output head")
         self.need("logit_scale", 1.0, "logits are not rescaled")
         self.need("qk_norm", qk_norm)
+        self.need("attn_sinks", sinks, "no attention sinks" if not sinks else "")
         self.need("rope_local_base", None, "one RoPE for every layer")
         self.need("nope_layers", None, "RoPE in every layer")
         if not softcaps:   # the Gemma-2 writer states query_pre_attn_scalar

@@ -9,11 +9,11 @@ tensors (Gemma's norm offset up to float rounding of (1 + w) - 1):
   concat_t  GPT-2's fused c_attn: [q | k | v] along the output dim, Conv1D-transposed
   rows_*    Phi-3's fused nn.Linear outputs: qkv_proj rows [q | k | v], gate_up_proj rows [gate | up]
   halves    MoE experts' fused gate_up_proj [E, 2f, d]: gate rows, then up rows (engine/interop/hf_moe.py)
+  interleaved  gpt-oss's gate_up_proj [E, d, 2f] (bias [E, 2f]): gate even, up odd columns; experts_t [E, f, d]
   grouped   NeoX / Falcon fused query_key_value: output rows as [kv_heads, group + 2, head_dim], each group's
             query heads followed by its key and value head (NeoX: [heads, 3, head_dim]; Falcon MQA: [q..., k, v])
 """
 from __future__ import annotations
-
 
 import torch
 
@@ -143,8 +143,11 @@ def _bloom(cfg: ModelConfig) -> list[Pair]:
 def pairs_for(cfg: ModelConfig, family: str) -> list[Pair]:
     from engine.interop.hf_moe import READERS, moe_pairs
     from engine.interop.hf_deepseek import deepseek_pairs
+    from engine.interop.hf_gpt_oss import gpt_oss_pairs
     if family in READERS:
         pairs = moe_pairs(cfg, family)
+    elif family == "gpt_oss":
+        pairs = gpt_oss_pairs(cfg)
     elif family in ("deepseek_v2", "deepseek_v3"):
         pairs = deepseek_pairs(cfg)
     elif family == "bloom":
@@ -194,6 +197,9 @@ def _split(codec: str, t: Tensor, cfg: ModelConfig) -> list[Tensor]:
         return [t + 1]
     if codec == "halves":
         return [x.contiguous() for x in t.chunk(2, dim=1)]
+    if codec in ("interleaved", "experts_t"):   # gpt-oss stores [E, in, out]; a bias [E, 2f] is only split
+        parts = (t[..., ::2], t[..., 1::2]) if codec == "interleaved" else (t,)
+        return [(x.transpose(1, 2) if x.ndim == 3 else x).contiguous() for x in parts]
     if codec == "concat_t":
         return [x.contiguous() for x in torch.split(t.t() if t.ndim == 2 else t, _qkv_sizes(cfg))]
     if codec in _ROWS:
@@ -218,6 +224,9 @@ def _join(codec: str, ts: list[Tensor], cfg: ModelConfig) -> Tensor:
         return torch.cat(ts)
     if codec == "halves":
         return torch.cat(ts, dim=1)
+    if codec in ("interleaved", "experts_t"):
+        cols = [x.transpose(1, 2) if x.ndim == 3 else x for x in ts]
+        return (torch.stack(cols, dim=-1).flatten(-2) if codec == "interleaved" else cols[0]).contiguous()
     if codec == "concat_t":
         x = torch.cat(ts)
         return x.t().contiguous() if x.ndim == 2 else x

@@ -1,8 +1,12 @@
-"""Causal self-attention: MHA/GQA/MQA, head_dim independent of d_model, sliding window, QK-norm, soft-capping.
+"""Causal self-attention: MHA/GQA/MQA, head_dim independent of d_model, sliding window, QK-norm, soft-capping,
+attention sinks.
 
 Two paths compute the same thing: PyTorch's fused scaled_dot_product_attention, and an explicit
-softmax(QK^T/sqrt(d)) V that also handles soft-capping (cap the scores, then mask) and can keep the
-attention probabilities for plots. Below the module: the family's closed forms (parameters, matrix weights,
+softmax(QK^T/sqrt(d)) V that also handles soft-capping (cap the scores, then mask) and sinks, and can keep the
+attention probabilities for plots. A sink (gpt-oss) is one learned logit s_h per head, softmaxed with the
+scores as an extra key that has no value: p_j = exp(z_j) / (exp(s_h) + sum_k exp(z_k)). SDPA has no such
+term (and its log-sum-exp, which would allow a correction, carries no gradient), so sinks take the explicit
+path, as transformers runs gpt-oss eagerly. Below the module: the family's closed forms (parameters, matrix weights,
 score FLOPs, KV-cache bytes, bytes saved for backward), each matching the module above.
 """
 from __future__ import annotations
@@ -55,7 +59,8 @@ class Attention(nn.Module):
         self.qk_all = cfg.qk_norm and cfg.qk_norm_scope == "all_heads"
         self.q_norm = make_norm(cfg, cfg.attn_width if self.qk_all else self.hd) if cfg.qk_norm else None
         self.k_norm = make_norm(cfg, cfg.kv_width if self.qk_all else self.hd) if cfg.qk_norm else None
-        self.impl = "sdpa"          # "sdpa" or "explicit"; soft-capping always takes the explicit path
+        self.sinks = nn.Parameter(torch.empty(cfg.n_heads)) if cfg.attn_sinks else None   # one logit per head
+        self.impl = "sdpa"          # "sdpa" or "explicit"; soft-capping and sinks always take the explicit path
         self.keep_probs = False     # explicit path stores softmax probabilities in .probs (for plots)
         self.probs: torch.Tensor | None = None
 
@@ -65,6 +70,8 @@ class Attention(nn.Module):
         init_linear(self.o_proj, out_std, generator)     # writes into the residual stream
         init_norm(self.q_norm)
         init_norm(self.k_norm)
+        if self.sinks is not None:   # logit 0: the sink starts as one more key of average weight, no draw
+            nn.init.zeros_(self.sinks)
 
     def forward(self, x: torch.Tensor, pos: torch.Tensor, rope: tuple | None,
                 cache: LayerKV | None = None) -> torch.Tensor:
@@ -90,7 +97,7 @@ class Attention(nn.Module):
             cache.start = int(k_pos[-1]) + 1 - keep
         plain_causal = cache is None and self.window is None and not self.alibi
         bias = alibi_bias(self.n_heads, pos, k_pos) if self.alibi else None
-        if self.impl == "explicit" or self.softcap is not None or self.keep_probs:
+        if self.impl == "explicit" or self.softcap is not None or self.sinks is not None or self.keep_probs:
             y = self._explicit(q, k, v, visible(pos, k_pos, self.window), bias)
         else:
             mask = None if plain_causal else visible(pos, k_pos, self.window)
@@ -111,7 +118,12 @@ class Attention(nn.Module):
         if bias is not None:
             scores = scores + bias.to(scores.dtype)
         scores = scores.masked_fill(~allowed, float("-inf"))
-        probs = torch.softmax(scores, dim=-1, dtype=torch.promote_types(q.dtype, torch.float32)).to(q.dtype)
+        fp = torch.promote_types(q.dtype, torch.float32)
+        if self.sinks is None:
+            probs = torch.softmax(scores, dim=-1, dtype=fp).to(q.dtype)
+        else:   # the sink is a last column that takes probability mass; dropped before the values are mixed
+            sink = self.sinks.to(scores.dtype).view(1, -1, 1, 1).expand(*scores.shape[:-1], 1)
+            probs = torch.softmax(torch.cat([scores, sink], dim=-1), dim=-1, dtype=fp)[..., :-1].to(q.dtype)
         if self.keep_probs:
             self.probs = probs.detach()
         probs = F.dropout(probs, self.dropout, self.training)
@@ -147,14 +159,16 @@ ATTENTION_IMPLS = ("sdpa", "explicit")
 
 def attention_params(cfg: ModelConfig) -> dict[str, int]:
     """q: d*A (+A), k and v: d*K (+K each), o: A*d (+d); q/k/v biases with bias or qkv_bias, o's with bias;
-    QK-norm adds two norms of width head_dim (all_heads: one of width A for q, one of width K for k)."""
+    QK-norm adds two norms of width head_dim (all_heads: one of width A for q, one of width K for k); sinks
+    one logit per query head, H."""
     d, A, K = cfg.d_model, cfg.attn_width, cfg.kv_width
     qkv_bias = cfg.bias or cfg.qkv_bias
     return {"attention_q": d * A + (A if qkv_bias else 0),
             "attention_k": d * K + (K if qkv_bias else 0),
             "attention_v": d * K + (K if qkv_bias else 0),
             "attention_o": A * d + (d if cfg.bias else 0),
-            "qk_norm": _qk_norm_params(cfg)}
+            "qk_norm": _qk_norm_params(cfg),
+            "attention_sinks": cfg.n_heads if cfg.attn_sinks else 0}
 
 
 def _qk_norm_params(cfg: ModelConfig) -> int:
@@ -183,7 +197,8 @@ def query_key_pairs(seq: int, window: int | None, causal: bool) -> int:
 
 def score_flops(cfg: ModelConfig, batch: int, pairs: int) -> int:
     """QK^T and PV over `pairs` query-key pairs per sequence: 2 products * 2 FLOPs * A each; MLA (whose
-    heads differ in width) 2 * H * (qk_head_dim + v_head_dim)."""
+    heads differ in width) 2 * H * (qk_head_dim + v_head_dim). Sinks add no product (one more softmax column
+    per query, elementwise work like the softmax itself, which no FLOP count here includes)."""
     width = cfg.n_heads * (cfg.qk_head_dim + cfg.v_head_dim) if cfg.mla else 2 * cfg.attn_width
     return 2 * width * batch * pairs
 
@@ -204,8 +219,9 @@ def attention_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int 
     SDPA (CPU flash) keeps q, k, v as passed (K-wide for GQA), its output, the fp32 logsumexp and a window
     mask; with dropout it falls back to the math path in fp32 (q, k^T, v broadcast to A, probs, noise,
     dropped probs); the explicit path keeps q, k^T, v (A-wide), a bool mask, (tanh of capped scores), the
-    fp32 softmax output and either dropout noise + dropped probs or the probs cast to e. ALiBi makes SDPA's
-    mask one additive [H, T, T] float mask. `rope`: whether this layer rotates q and k. `add(term, bytes)`."""
+    fp32 softmax output (with sinks one column wider, T + 1) and either dropout noise + dropped probs or the
+    probs cast to e. ALiBi makes SDPA's mask one additive [H, T, T] float mask. `rope`: whether this layer
+    rotates q and k. `add(term, bytes)`."""
     N, A, K, H, hd = B * T, cfg.attn_width, cfg.kv_width, cfg.n_heads, cfg.head_width
     drop = cfg.dropout > 0
     all_heads = cfg.qk_norm and cfg.qk_norm_scope == "all_heads"
@@ -215,7 +231,7 @@ def attention_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int 
         add("qk_norm", norm_saved_bytes(cfg, N * H, hd, e) + norm_saved_bytes(cfg, N * cfg.kv_heads, hd, e))
     add("rope_tables", rope_layer_bytes(cfg, T, e) if rope else 0)
     scores = B * H * T * T * e
-    explicit = impl == "explicit" or cfg.attn_softcap is not None
+    explicit = impl == "explicit" or cfg.attn_softcap is not None or cfg.attn_sinks
     if not explicit and not drop:
         add("attn_qkv", N * (A + 2 * K) * e)
         # the kernel's output takes q's layout: a view of q_proj ([B,T,H,hd] memory) makes o_proj's input a
@@ -236,6 +252,6 @@ def attention_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int 
         return
     add("attn_qkv", 3 * N * A * e)                 # q, k^T and v, broadcast to all H heads
     add("attn_mask", T * T)                        # bool, one per layer
-    add("attn_scores", B * H * T * T * STAT        # softmax output (fp32), then either dropout (noise and
-        + (2 * scores if drop else scores if e != STAT else 0)   # dropped probs) or the cast probs
+    add("attn_scores", B * H * T * (T + cfg.attn_sinks) * STAT   # softmax output (fp32; a sink column), then
+        + (2 * scores if drop else scores if e != STAT else 0)   # dropout (noise, dropped probs) or the cast probs
         + (scores if cfg.attn_softcap is not None else 0))       # tanh of the capped scores

@@ -17,7 +17,7 @@ from engine.config import ModelConfig
 from engine.layers.attention import (Attention, LayerKV, attention_matmul_params, attention_params,
                                      attention_saved_bytes)
 from engine.layers.ffn import GATE_ACTIVATION, ffn_matmul_params, ffn_params, ffn_saved_bytes, make_ffn
-from engine.layers.mla import MLA, mla_matmul_params, mla_params, mla_saved_bytes
+from engine.layers.mla import MLA, MLALayout, mla_layout, mla_matmul_params, mla_params, mla_saved_bytes
 from engine.layers.moe import MoE, moe_matmul_params, moe_params, moe_saved_bytes
 from engine.layers.init import init_norm
 from engine.layers.norm import make_norm, norm_params, norm_saved_bytes
@@ -32,7 +32,7 @@ class BlockLayout:
     residual_norms: int         # post: norms on the residual sums (2 serial, 1 parallel)
     norm: str                   # "layernorm" or "rmsnorm", with a gain when norm_affine
     norm_affine: bool
-    attention: str              # "MHA", "GQA" or "MQA"
+    attention: str              # "MHA", "GQA", "MQA" or "MLA"
     qk_norm: bool
     rope_fraction: float | None  # None: no rotary positions
     window: int | None          # sliding window of the local layers
@@ -44,6 +44,8 @@ class BlockLayout:
     experts: int | None = None  # MoE layers: routed experts E (None: every FFN dense)
     experts_per_token: int = 0  # k of E
     shared_experts: int = 0
+    attn_sinks: bool = False    # a learned logit per head in the softmax (gpt-oss)
+    mla: MLALayout | None = None  # latent attention: its projections, latent norms and cached tensors
 
     @property
     def norm_count(self) -> int:
@@ -64,7 +66,8 @@ def block_layout(cfg: ModelConfig) -> BlockLayout:
         global_every=cfg.global_every if cfg.attn_window is not None else None, attn_softcap=cfg.attn_softcap,
         ffn=cfg.ffn, gated=cfg.gated, activation=GATE_ACTIVATION[cfg.ffn] if cfg.gated else cfg.ffn,
         experts=cfg.n_experts, experts_per_token=cfg.experts_per_token if cfg.n_experts else 0,
-        shared_experts=(cfg.n_shared_experts or 0) if cfg.n_experts else 0)
+        shared_experts=(cfg.n_shared_experts or 0) if cfg.n_experts else 0, attn_sinks=cfg.attn_sinks,
+        mla=mla_layout(cfg) if cfg.mla else None)
 
 
 def block_norm_count(cfg: ModelConfig) -> int:

@@ -37,12 +37,39 @@ ACTIVATIONS: dict[str, Activation] = {
                             "x·½(1 + tanh(√(2/π)(x + 0.044715x³)))", False),
     "silu": Activation(F.silu, "SiLU", "x·σ(x)", False),
 }
-GATE_ACTIVATION = {"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh", "reglu": "relu"}
+# swiglu_clamped (gpt-oss) gates with a SiLU of slope alpha, after clamping (ClampedSwiGLU below)
+GATE_ACTIVATION = {"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh", "reglu": "relu",
+                   "swiglu_clamped": "silu"}
 DENSE_FFNS, GATED_FFNS = tuple(ACTIVATIONS), tuple(GATE_ACTIVATION)
+CLAMPED = "swiglu_clamped"
+Unit = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]   # (gate, up) -> the down projection's input
+
+
+@dataclass(frozen=True)
+class ClampedSwiGLU:
+    """gpt-oss's gated unit, as transformers' GptOssExperts computes it: the gate clipped from above, the up
+    projection on both sides, a sigmoid of slope alpha, and (u + 1) so that u = 0 still passes the gate."""
+    limit: float
+    alpha: float
+
+    def __call__(self, g: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        g = g.clamp(max=self.limit)
+        u = u.clamp(-self.limit, self.limit)
+        return g * torch.sigmoid(g * self.alpha) * (u + 1)
+
+
+def gated_unit(ffn: str, limit: float = 7.0, alpha: float = 1.702) -> Unit:
+    """(g, u) -> what a gated FFN passes to its down projection: act(g)·u, or the clamped SwiGLU."""
+    if ffn == CLAMPED:
+        return ClampedSwiGLU(limit, alpha)
+    act = ACTIVATIONS[GATE_ACTIVATION[ffn]].fn
+    return lambda g, u: act(g) * u
 
 
 def ffn_formula(ffn: str) -> str:
     """What one FFN unit computes: the activation's formula (dense), or act(g)·u (gated)."""
+    if ffn == CLAMPED:
+        return "g'·σ(α·g')·(u' + 1),  g' = min(g, limit), u' = clamp(u, ±limit)"
     return ACTIVATIONS[ffn].formula if ffn in ACTIVATIONS else f"{ACTIVATIONS[GATE_ACTIVATION[ffn]].label}(g)·u"
 
 
@@ -62,11 +89,11 @@ class DenseFFN(nn.Module):
 
 
 class GatedFFN(nn.Module):
-    """Three matrices; the activated gate multiplies the plain up-projection elementwise."""
+    """Three matrices; the activated gate multiplies the plain up-projection elementwise (`unit`, gated_unit)."""
 
-    def __init__(self, d_model: int, d_ff: int, act: str, bias: bool):
+    def __init__(self, d_model: int, d_ff: int, unit: Unit, bias: bool):
         super().__init__()
-        self.act = ACTIVATIONS[act].fn
+        self.unit = unit
         self.gate = nn.Linear(d_model, d_ff, bias=bias)
         self.up = nn.Linear(d_model, d_ff, bias=bias)
         self.down = nn.Linear(d_ff, d_model, bias=bias)
@@ -77,12 +104,17 @@ class GatedFFN(nn.Module):
         init_linear(self.down, out_std, generator)       # writes into the residual stream
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down(self.act(self.gate(x)) * self.up(x))   # gate, up: [B, T, f]; out: [B, T, d]
+        return self.down(self.unit(self.gate(x), self.up(x)))   # gate, up: [B, T, f]; out: [B, T, d]
+
+
+def config_unit(cfg: ModelConfig) -> Unit:
+    """The gated unit of a gated config (its clamp limit and slope for swiglu_clamped)."""
+    return gated_unit(cfg.ffn, cfg.swiglu_limit, cfg.swiglu_alpha)
 
 
 def make_ffn(cfg: ModelConfig) -> nn.Module:
     if cfg.gated:
-        return GatedFFN(cfg.d_model, cfg.ffn_width, GATE_ACTIVATION[cfg.ffn], cfg.bias)
+        return GatedFFN(cfg.d_model, cfg.ffn_width, config_unit(cfg), cfg.bias)
     return DenseFFN(cfg.d_model, cfg.ffn_width, cfg.ffn, cfg.bias)
 
 
@@ -100,7 +132,8 @@ def ffn_matmul_params(cfg: ModelConfig) -> int:
 def ffn_saved_bytes(cfg: ModelConfig, tokens: int, e: int) -> int:
     """Bytes autograd saves inside the FFN, its input excluded: dense GELU/SiLU keep the activation input and
     output, ReLU only its output (which the down projection saves anyway); gated keeps the act input (not
-    ReLU), act output, up output and their product."""
+    ReLU), act output, up output and their product. The clamped SwiGLU keeps seven f-wide tensors: g and u
+    (for the clamps' masks), the clamped g, its sigmoid, the SiLU product, u' + 1 and the final product."""
     relu = ACTIVATIONS[GATE_ACTIVATION.get(cfg.ffn, cfg.ffn)].saves_output
-    width = (3 if relu else 4) if cfg.gated else (1 if relu else 2)
+    width = 7 if cfg.ffn == CLAMPED else (3 if relu else 4) if cfg.gated else (1 if relu else 2)
     return width * tokens * cfg.ffn_width * e

@@ -10,6 +10,7 @@ c and k_rot per past token: the latent cache. The expanded cache keeps the per-h
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -22,6 +23,46 @@ from engine.layers.norm import STAT, make_norm, norm_params, norm_saved_bytes
 from engine.layers.position import apply_rope, rope_saved_bytes
 
 CACHE_KINDS = ("latent", "expanded")
+
+
+@dataclass(frozen=True)
+class Projection:
+    name: str       # the MLA module's attribute (an nn.Linear)
+    d_in: int
+    d_out: int
+    bias: bool
+    role: str       # what it computes, in a few words
+
+
+@dataclass(frozen=True)
+class MLALayout:
+    """The structure of one MLA layer, for the block diagram: its projections in data-flow order (query path,
+    then the key/value down- and up-projections, then the output), the latent norms and what the latent cache
+    holds per token. tests/test_diagram_mla.py holds it against the built module and a decode step's cache."""
+    heads: int
+    q_lora_rank: int | None          # None: one full query projection
+    kv_lora_rank: int
+    rope_dim: int                    # qk_rope_head_dim: the rotary key, one head shared by every query head
+    nope_dim: int                    # qk_nope_head_dim: per head, rebuilt from the latent
+    v_dim: int
+    projections: tuple[Projection, ...]
+    norms: tuple[tuple[str, int], ...]       # (module attribute, width): RMSNorm on each latent
+    cached: tuple[tuple[str, int], ...]      # per token and layer: (what, width), the latent cache's two tensors
+
+
+def mla_layout(cfg: ModelConfig) -> MLALayout:
+    d, H, r, rq = cfg.d_model, cfg.n_heads, cfg.kv_lora_rank, cfg.q_lora_rank
+    dn, dr, dv = cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim
+    query = ((Projection("q_proj", d, H * (dn + dr), False, "full query projection"),) if rq is None else
+             (Projection("q_a", d, rq, cfg.bias, "query down-projection"),
+              Projection("q_b", rq, H * (dn + dr), False, "query up-projection")))
+    return MLALayout(
+        heads=H, q_lora_rank=rq, kv_lora_rank=r, rope_dim=dr, nope_dim=dn, v_dim=dv,
+        projections=query + (Projection("kv_a", d, r + dr, cfg.bias, "down-projection: latent and rotary key"),
+                             Projection("kv_b", r, H * (dn + dv), False, "up-projection: keys and values per head"),
+                             Projection("o_proj", H * dv, d, cfg.bias, "output projection")),
+        norms=(() if rq is None else (("q_norm", rq),)) + (("kv_norm", r),),
+        cached=(("latent", r), ("rotary key", dr)))
 
 
 class MLA(nn.Module):

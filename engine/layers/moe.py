@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.config import ModelConfig
-from engine.layers.ffn import ACTIVATIONS, GATE_ACTIVATION, DenseFFN, GatedFFN, ffn_saved_bytes
+from engine.layers.ffn import ACTIVATIONS, DenseFFN, GatedFFN, config_unit, ffn_saved_bytes
 from engine.layers.init import init_linear
 
 
@@ -79,7 +79,8 @@ class Experts(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         E, d, f = cfg.n_experts, cfg.d_model, cfg.expert_width
-        self.act = ACTIVATIONS[GATE_ACTIVATION[cfg.ffn] if cfg.gated else cfg.ffn]
+        self.act = None if cfg.gated else ACTIVATIONS[cfg.ffn]
+        self.unit = config_unit(cfg) if cfg.gated else None
         self.gate = nn.Parameter(torch.empty(E, f, d)) if cfg.gated else None
         self.up = nn.Parameter(torch.empty(E, f, d))
         self.down = nn.Parameter(torch.empty(E, d, f))
@@ -115,7 +116,7 @@ class Experts(nn.Module):
             if not counts[e]:
                 continue
             h = F.linear(chunk, up[e], ub[e])
-            h = self.act(F.linear(chunk, gate[e], gb[e])) * h if self.gate is not None else self.act(h)
+            h = self.unit(F.linear(chunk, gate[e], gb[e]), h) if self.gate is not None else self.act(h)
             outs.append(F.linear(h, down[e], db[e]))
         return torch.cat(outs)
 
@@ -129,9 +130,8 @@ class MoE(nn.Module):
         self.experts = Experts(cfg)
         self.shared = None
         if cfg.n_shared_experts:
-            make = GatedFFN if cfg.gated else DenseFFN
-            act = GATE_ACTIVATION[cfg.ffn] if cfg.gated else cfg.ffn
-            self.shared = make(cfg.d_model, cfg.shared_width, act, cfg.expert_bias)
+            act = config_unit(cfg) if cfg.gated else cfg.ffn
+            self.shared = (GatedFFN if cfg.gated else DenseFFN)(cfg.d_model, cfg.shared_width, act, cfg.expert_bias)
         self.shared_gate = nn.Linear(cfg.d_model, 1, bias=False) if cfg.shared_expert_gate else None
         self.load: torch.Tensor | None = None      # tokens per expert in the last forward (int64 [E])
         self.choice: torch.Tensor | None = None    # chosen experts of the last forward ([N, k])

@@ -1,0 +1,51 @@
+"""Real browser: every metric value shows whole, never cut with an ellipsis. The page header of large models (six
+metrics, exact counts in the hundreds of billions) at the screen sizes lecturers use, and the Lecture sections'
+metrics in present mode's large type. A value is cut when its text box (Streamlit's ellipsis container inside
+stMetricValue) is wider than what it shows: scrollWidth > clientWidth."""
+import pytest
+
+from app.lecture_sections import SECTIONS
+from tests.helpers import settle
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+LOAD = 60_000
+VIEWPORTS = [(1280, 800), (1600, 1000), (1920, 1080)]
+CUT_JS = """() => [...document.querySelectorAll('[data-testid="stMetricValue"]')].flatMap(v =>
+    [v, ...v.querySelectorAll('*')].filter(e => e.scrollWidth > e.clientWidth)
+        .map(e => [v.innerText.trim(), e.scrollWidth, e.clientWidth]))"""
+VALUES_JS = """() => [...document.querySelectorAll('[data-testid="stMetricValue"]')].map(v => v.innerText.trim())"""
+
+
+def idle(page) -> None:
+    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=LOAD)
+    page.wait_for_timeout(500)
+
+
+@pytest.mark.parametrize("width,height", VIEWPORTS)
+def test_header_figures_show_whole(served_app, browser, width, height):
+    page = browser.new_page(viewport={"width": width, "height": height})
+    cut = {}
+    for preset, figure in (("mixtral-8x7b", "46,702,792,704"), ("deepseek-v3", "671,026,404,352"),
+                           ("llama-3-70b", "70,553,706,496")):
+        page.goto(f"{served_app}/?preset={preset}")
+        settle(page)
+        assert figure in page.evaluate(VALUES_JS), preset
+        cut[preset] = page.evaluate(CUT_JS)
+    page.goto(f"{served_app}/compare?preset=deepseek-v3")   # the header with deltas under each figure
+    settle(page)
+    cut["compare"] = page.evaluate(CUT_JS)
+    page.close()
+    assert not any(cut.values()), cut
+
+
+@pytest.mark.parametrize("width,height", [(1280, 800), (1920, 1080)])
+def test_lecture_figures_show_whole_in_present_mode(served_app, browser, width, height):
+    page = browser.new_page(viewport={"width": width, "height": height})
+    cut = {}
+    for section in SECTIONS:
+        page.goto(f"{served_app}/lecture?section={section}&present=1&preset=deepseek-v3")
+        page.get_by_role("heading", name=SECTIONS[section][0], exact=False).first.wait_for(timeout=LOAD)
+        idle(page)
+        cut[section] = page.evaluate(CUT_JS)
+    page.close()
+    assert not any(cut.values()), {k: v for k, v in cut.items() if v}
