@@ -1,0 +1,54 @@
+"""Writing a gpt-oss config.json (hf_gpt_oss.py's writer): what it writes reads back to the same config, and each
+field gpt-oss's MoE or attention cannot express is one exact problem naming the field, its value and why; a
+quantization other than MXFP4 is refused on import with the exact key and reason. Pure stdlib."""
+import pytest
+
+from engine.config import ConfigError
+from engine.interop import from_hf_config
+from engine.interop.hf_export import hf_problems
+
+# the sizes of tests/test_interop_gpt_oss.py (default layer pattern: sliding, full, sliding, full)
+_HF = dict(vocab_size=97, hidden_size=32, intermediate_size=24, head_dim=12, num_attention_heads=4,
+           num_key_value_heads=2, num_hidden_layers=4, num_local_experts=6, num_experts_per_tok=2, sliding_window=5,
+           max_position_embeddings=64)
+
+
+def _cfg():
+    return from_hf_config({"model_type": "gpt_oss", **_HF})
+
+
+def test_export_reads_back_to_the_same_config():
+    out, problems = hf_problems(_cfg(), "gpt_oss")
+    assert problems == []
+    assert out["layer_types"] == ["sliding_attention", "full_attention"] * 2
+    assert from_hf_config({"model_type": "gpt_oss", **out}) == _cfg()
+
+
+def _no(field: str, value: str, why: str = "gpt-oss's MoE") -> str:
+    return f"{field}: {value} is not expressible in gpt_oss" + (f" ({why})" if why else "")
+
+
+@pytest.mark.parametrize("changes,problem", [
+    (dict(ffn="swiglu"), _no("ffn", "'swiglu'")),
+    (dict(router="softmax_topk"), _no("router", "'softmax_topk'")),
+    (dict(expert_bias=False), _no("expert_bias", "False")),
+    (dict(router_selection_bias=True), _no("router_selection_bias", "True")),
+    (dict(router_groups=2), _no("router_groups", "2")),
+    (dict(routed_scale=2.0), _no("routed_scale", "2.0")),
+    (dict(n_shared_experts=1), _no("n_shared_experts", "1")),
+    (dict(moe_first_dense=1), _no("moe_first_dense", "1")),
+    (dict(moe_every=2), _no("moe_every", "2")),
+    (dict(bias=False, qkv_bias=True), _no("qkv_bias", "True", "attention_bias covers q, k, v and o alike")),
+    (dict(expert_d_ff=16), _no("expert_d_ff", "16", "experts use intermediate_size")),
+    (dict(dropout=0.1), _no("dropout", "0.1", "dropout only on attention probabilities")),
+    (dict(attn_sinks=False), _no("attn_sinks", "False", "")),
+])
+def test_each_inexpressible_field_is_one_exact_problem(changes, problem):
+    assert hf_problems(_cfg().replace(**changes), "gpt_oss")[1] == [problem]
+
+
+def test_other_quantization_is_refused_exactly():
+    with pytest.raises(ConfigError) as e:
+        from_hf_config({"model_type": "gpt_oss", **_HF, "quantization_config": {"quant_method": "gptq"}})
+    assert e.value.problems == ["quantization_config.quant_method: 'gptq' is not expressible "
+                                "(only MXFP4 storage of the bf16 architecture is read)"]
