@@ -42,7 +42,9 @@ def _refused(key: str, value: str, why: str) -> str:
      [_refused("head_dim", "16", "OLMoE heads are hidden_size // num_attention_heads")]),
     ({"model_type": "olmoe", "clip_qkv": 8.0},
      [_refused("clip_qkv", "8.0", "clamping q, k, v is not modelled")]),
-])
+], ids=["attention_dropout", "router_jitter_noise", "dense_not_first", "all_dense", "qwen2_moe_window",
+        "qwen3_moe_window", "qwen3_moe_attention_bias", "qwen2_moe_num_local_experts", "olmoe_head_dim",
+        "olmoe_clip_qkv"])
 def test_each_inexpressible_value_is_one_exact_problem(config, problems):
     assert _problems(config) == problems
 
