@@ -72,8 +72,3 @@ def test_shared_expert_only_when_it_has_a_width():
     one = from_hf_config({"model_type": "qwen2_moe", "shared_expert_intermediate_size": 40})
     assert (one.n_shared_experts, one.shared_d_ff, one.shared_expert_gate) == (1, 40, True)
 
-
-def test_olmoe_head_width_is_the_floor_of_hidden_over_heads():
-    """transformers' OLMoE: head_dim = hidden_size // num_attention_heads, so 34 // 4 = 8 is the value it implies."""
-    cfg = from_hf_config({"model_type": "olmoe", "hidden_size": 34, "num_attention_heads": 4, "head_dim": 8})
-    assert (cfg.head_width, cfg.attn_width) == (34 // 4, 4 * (34 // 4))
