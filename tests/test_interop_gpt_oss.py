@@ -12,6 +12,7 @@ from engine.config import ConfigError  # noqa: E402
 from engine.interop import (from_transformers, hf_model_from_config, scramble_, to_hf_config,  # noqa: E402
                             to_transformers)
 from engine.interop.hf_config import import_hf_config  # noqa: E402
+from engine.interop.hf_gpt_oss import gpt_oss_pairs  # noqa: E402
 from tests.helpers import hf_active, hf_meta  # noqa: E402
 
 transformers.logging.set_verbosity_error()
@@ -87,6 +88,14 @@ def test_round_trip_gives_identical_state_dict(pair):
     assert got.keys() == ref.keys()
     for key in ref:
         assert torch.equal(got[key], ref[key]), key
+
+
+def test_every_pair_names_a_transformers_tensor(pair):
+    """The mapping lists no module transformers lacks (such a pair would be skipped silently on both ways)."""
+    hf, ours, _ = pair
+    sd = hf.state_dict()
+    modules = set(sd) | {k.rsplit(".", 1)[0] for k in sd}
+    assert [p.hf for p in gpt_oss_pairs(ours.cfg) if p.hf not in modules] == []
 
 
 def test_counts_equal_transformers(pair):

@@ -10,8 +10,9 @@ tensors (Gemma's norm offset up to float rounding of (1 + w) - 1):
   rows_*    Phi-3's fused nn.Linear outputs: qkv_proj rows [q | k | v], gate_up_proj rows [gate | up]
   halves    MoE experts' fused gate_up_proj [E, 2f, d]: gate rows, then up rows (engine/interop/hf_moe.py)
   interleaved  gpt-oss's gate_up_proj [E, d, 2f] (bias [E, 2f]): gate even, up odd columns; experts_t [E, f, d]
-  grouped   NeoX / Falcon fused query_key_value: output rows as [kv_heads, group + 2, head_dim], each group's
-            query heads followed by its key and value head (NeoX: [heads, 3, head_dim]; Falcon MQA: [q..., k, v])
+  grouped   NeoX / Falcon fused query_key_value, GPTBigCode c_attn: output rows as [kv_heads, group + 2, head_dim],
+            each group's query heads followed by its key and value head (NeoX: [heads, 3, head_dim]; one kv head:
+            [q..., k, v])
 """
 from __future__ import annotations
 
@@ -87,8 +88,8 @@ def _llama_like(cfg: ModelConfig, family: str) -> list[Pair]:
 
 def _gpt2(cfg: ModelConfig, bigcode: bool = False) -> list[Pair]:
     """GPT-2's Conv1D layers ([in, out]); GPTBigCode has the same names on nn.Linear layers, its fused c_attn
-    stacked [q | k | v] with one kv head, else [heads, 3, head_dim]."""
-    lin, qkv = ("copy", "rows_qkv" if cfg.kv_heads == 1 else "grouped") if bigcode else ("t", "concat_t")
+    grouped: [heads, 3, head_dim], or with one kv head (multi_query) [q | k | v]."""
+    lin, qkv = ("copy", "grouped") if bigcode else ("t", "concat_t")
     pairs = [Pair("transformer.wte", ("tok_emb",), "copy"), Pair("transformer.wpe", ("pos_emb",), "copy"),
              Pair("transformer.ln_f", ("final_norm",), "copy")]
     for i in range(cfg.n_layers):
@@ -204,6 +205,8 @@ def _split(codec: str, t: Tensor, cfg: ModelConfig) -> list[Tensor]:
         return [x.contiguous() for x in torch.split(t.t(), _qkv_sizes(cfg))]
     if codec in _ROWS:
         return [x.contiguous() for x in torch.split(t, _ROWS[codec](cfg))]
+    if codec != "grouped":
+        raise ValueError(f"{codec}: not a weight codec")
     kv, hd = cfg.kv_heads, cfg.head_width
     g = cfg.n_heads // kv
     x = t.reshape(kv, g + 2, hd, *t.shape[1:])
@@ -229,6 +232,8 @@ def _join(codec: str, ts: list[Tensor], cfg: ModelConfig) -> Tensor:
         return (torch.stack(cols, dim=-1).flatten(-2) if codec == "interleaved" else cols[0]).contiguous()
     if codec == "concat_t":
         return torch.cat(ts).t().contiguous()
+    if codec != "grouped":
+        raise ValueError(f"{codec}: not a weight codec")
     kv, hd = cfg.kv_heads, cfg.head_width
     rest = ts[0].shape[1:]
     q, k, v = ts[0].reshape(kv, -1, hd, *rest), ts[1].reshape(kv, 1, hd, *rest), ts[2].reshape(kv, 1, hd, *rest)
