@@ -5,6 +5,7 @@ import pytest
 
 from engine.config import ConfigError
 from engine.interop import from_hf_config
+from engine.interop.hf_config import import_hf_config
 from engine.interop.hf_export import hf_problems
 
 # the sizes of tests/test_interop_gpt_oss.py (default layer pattern: sliding, full, sliding, full)
@@ -52,3 +53,30 @@ def test_other_quantization_is_refused_exactly():
         from_hf_config({"model_type": "gpt_oss", **_HF, "quantization_config": {"quant_method": "gptq"}})
     assert e.value.problems == ["quantization_config.quant_method: 'gptq' is not expressible "
                                 "(only MXFP4 storage of the bf16 architecture is read)"]
+
+
+def test_a_bare_quantization_name_is_refused_too():
+    with pytest.raises(ConfigError) as e:
+        from_hf_config({"model_type": "gpt_oss", **_HF, "quantization_config": "gptq"})
+    assert e.value.problems == ["quantization_config.quant_method: 'gptq' is not expressible "
+                                "(only MXFP4 storage of the bf16 architecture is read)"]
+
+
+def test_mxfp4_is_listed_as_ignored_with_its_reason():
+    _, ignored = import_hf_config({"model_type": "gpt_oss", **_HF, "quantization_config": {"quant_method": "mxfp4"}})
+    assert ignored == ["quantization_config: MXFP4 storage of the expert weights; the architecture and its "
+                       "parameter count are the dequantized model's"]
+
+
+def test_rope_keys_and_the_expert_alias_read_like_transformers():
+    """GptOssConfig: no rope mapping means YaRN x32 at rope_theta (default 150000); a given rope_scaling or
+    rope_parameters replaces it (theta default still 150000); num_experts is an alias of num_local_experts."""
+    def cfg(**extra):
+        return from_hf_config({"model_type": "gpt_oss", **_HF, **extra})
+    yarn = dict(rope_type="yarn", factor=4.0, original_max_position_embeddings=16)
+    assert (cfg().rope_base, cfg().rope_factor) == (150000.0, 32.0)
+    assert (cfg(rope_theta=5e5).rope_base, cfg(rope_theta=5e5).rope_factor) == (5e5, 32.0)
+    for key in ("rope_scaling", "rope_parameters"):
+        assert (cfg(**{key: yarn}).rope_base, cfg(**{key: yarn}).rope_factor) == (150000.0, 4.0), key
+    alias = {k: v for k, v in _HF.items() if k != "num_local_experts"}
+    assert from_hf_config({"model_type": "gpt_oss", **alias, "num_experts": 4}).n_experts == 4
