@@ -80,3 +80,9 @@ def test_rope_keys_and_the_expert_alias_read_like_transformers():
         assert (cfg(**{key: yarn}).rope_base, cfg(**{key: yarn}).rope_factor) == (150000.0, 4.0), key
     alias = {k: v for k, v in _HF.items() if k != "num_local_experts"}
     assert from_hf_config({"model_type": "gpt_oss", **alias, "num_experts": 4}).n_experts == 4
+
+
+def test_both_expert_keys_and_attention_bias():
+    """num_local_experts wins over its alias (GptOssConfig's attribute_map); attention_bias is `bias` here."""
+    assert from_hf_config({"model_type": "gpt_oss", **_HF, "num_experts": 4}).n_experts == 6
+    assert from_hf_config({"model_type": "gpt_oss", **_HF, "attention_bias": False}).bias is False
