@@ -1,0 +1,107 @@
+"""The structural switches of the older families, read as transformers reads them: Falcon's classic and new blocks
+(multi_query, parallel_attn, num_ln_in_parallel_attn), GPT-NeoX's serial block and theta keys, Phi's head
+counts, Qwen's window layers; and the exact message of every refusal (the HF key, its value, and why)."""
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers", minversion="5.0")
+
+from engine.config import ConfigError  # noqa: E402
+from engine.interop import from_hf_config, from_transformers, hf_model_from_config, logits_gap, scramble_  # noqa: E402
+from engine.interop.hf_config import import_hf_config  # noqa: E402
+
+transformers.logging.set_verbosity_error()
+_IDS = dict(bos_token_id=None, eos_token_id=None, pad_token_id=None)
+_SIZES = dict(vocab_size=61, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=32,
+              **_IDS)
+
+# (model_type, HF config, fields our import must have): each also matches transformers' logits
+CASES = {
+    # classic Falcon, serial (parallel_attn false), one key/value head per query head
+    "falcon_serial_mha": ("falcon", dict(_SIZES, parallel_attn=False, multi_query=False, layer_norm_epsilon=0.5),
+                          dict(block="serial", n_kv_heads=None, norm_eps=0.5, parallel_shared_norm=False)),
+    # classic parallel block saying its one norm out loud
+    "falcon_parallel_one_norm": ("falcon", dict(_SIZES, num_ln_in_parallel_attn=1),
+                                 dict(block="parallel", n_kv_heads=1, parallel_shared_norm=True)),
+    # new decoder architecture with one shared norm and as many key/value heads as query heads
+    "falcon_new_one_norm": ("falcon", dict(_SIZES, new_decoder_architecture=True, num_kv_heads=4,
+                                           num_ln_in_parallel_attn=1),
+                            dict(block="parallel", n_kv_heads=None, parallel_shared_norm=True)),
+    "falcon_new_two_norms": ("falcon", dict(_SIZES, new_decoder_architecture=True, num_kv_heads=2),
+                             dict(block="parallel", n_kv_heads=2, parallel_shared_norm=False)),
+    "gpt_neox_serial": ("gpt_neox", dict(_SIZES, intermediate_size=48, use_parallel_residual=False),
+                        dict(block="serial", norm="layernorm", bias=True)),
+    "phi_mha_spelled_out": ("phi", dict(_SIZES, intermediate_size=48, num_key_value_heads=4),
+                            dict(n_kv_heads=None, block="parallel", norm="layernorm", bias=True)),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_variants_import_to_the_function_transformers_computes(name):
+    model_type, config, fields = CASES[name]
+    hf = hf_model_from_config(model_type, config, attn_implementation="eager").eval()
+    scramble_(hf, seed=0)
+    cfg = from_hf_config({"model_type": model_type, **config})
+    assert {k: getattr(cfg, k) for k in fields} == fields
+    ours = from_transformers(hf)
+    assert ours.cfg == cfg
+    assert logits_gap(hf, ours, tokens=12) < 1e-5
+    # head_dim spelled out as these families fix it (hidden_size // num_attention_heads) changes nothing
+    assert from_hf_config({"model_type": model_type, **config, "head_dim": 8}) == cfg
+
+
+@pytest.mark.parametrize("use,max_window_layers", [(True, 2), (True, 0), (False, 2)])
+def test_qwen2_window_layers_follow_transformers(use, max_window_layers):
+    config = dict(num_hidden_layers=4, use_sliding_window=use, sliding_window=6, max_window_layers=max_window_layers)
+    types = transformers.AutoConfig.for_model("qwen2", **config).layer_types   # the reference
+    cfg = from_hf_config({"model_type": "qwen2", **config})
+    assert cfg.layer_windows == [6 if use and t == "sliding_attention" else None for t in types]
+    assert cfg.layer_windows == {(True, 2): [None, None, 6, 6], (True, 0): [6] * 4, (False, 2): [None] * 4}[
+        (use, max_window_layers)]
+
+
+def test_gpt_neox_reads_its_theta_from_rotary_emb_base_only():
+    for config in ({"rotary_emb_base": 5000.0}, {"rope_theta": 5000.0}, {"rotary_emb_base": 500.0, "rope_theta": 5.0}):
+        expected = transformers.AutoConfig.for_model("gpt_neox", **config).rope_parameters["rope_theta"]
+        cfg, ignored = import_hf_config({"model_type": "gpt_neox", **config})
+        assert cfg.rope_base == expected == config.get("rotary_emb_base", 10000.0)
+        assert ignored == (["rope_theta: GPT-NeoX reads rotary_emb_base"] if "rope_theta" in config else [])
+
+
+def _problems(d):
+    with pytest.raises(ConfigError) as e:
+        from_hf_config(d)
+    return e.value.problems
+
+
+@pytest.mark.parametrize("config,problems", [
+    ({"model_type": "qwen2", "use_mrope": True},
+     ["use_mrope: True is not expressible (multimodal RoPE sections are not modelled)"]),
+    ({"model_type": "qwen3", "attention_bias": True},
+     ["attention_bias: True is not expressible (Qwen3 puts it on q, k, v and o but not the MLP)"]),
+    ({"model_type": "gpt_neox", "attention_bias": False},
+     ["attention_bias: False is not expressible (the NeoX MLP always has biases; our `bias` covers both)"]),
+    ({"model_type": "gpt_neox", **_SIZES, "head_dim": 16},
+     ["head_dim: 16 is not expressible (gpt_neox heads are hidden_size // num_attention_heads)"]),
+    ({"model_type": "falcon", "alibi": True, "apply_residual_connection_post_layernorm": True},
+     ["alibi: True is not expressible (ALiBi position biases are not modelled; we use RoPE)",
+      "apply_residual_connection_post_layernorm: True is not expressible (the residual is the block input)"]),
+    ({"model_type": "falcon", "hidden_dropout": 1, "attention_dropout": 1.0},
+     ["hidden_dropout: 1 is not expressible (Falcon places dropout differently from our one dropout)",
+      "attention_dropout: 1.0 is not expressible (Falcon places dropout differently from our one dropout)"]),
+    ({"model_type": "falcon", "new_decoder_architecture": True, "parallel_attn": False},
+     ["parallel_attn: False is not expressible (new_decoder_architecture blocks are parallel)"]),
+    ({"model_type": "falcon", "num_ln_in_parallel_attn": 2},
+     ["num_ln_in_parallel_attn: 2 is not expressible (the classic parallel block has one shared norm)"]),
+    ({"model_type": "phi", "qk_layernorm": True},
+     ["qk_layernorm: True is not expressible (Phi's QK-norm is a LayerNorm with a bias per head dimension)"]),
+])
+def test_refusals_name_the_key_the_value_and_why(config, problems):
+    assert _problems(config) == problems
+
+
+def test_a_value_of_the_wrong_json_type_is_shown_up_to_40_characters():
+    whole, cut = "x" * 38, "y" * 39   # their reprs are 40 and 41 characters long
+    assert _problems({"model_type": "llama", "hidden_size": whole, "vocab_size": cut}) == [
+        f"hidden_size: '{whole}' has the wrong type or value (expected an integer)",
+        f"vocab_size: '{'y' * 36}... has the wrong type or value (expected an integer)"]
