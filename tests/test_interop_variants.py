@@ -83,6 +83,11 @@ def _problems(d):
      ["attention_bias: False is not expressible (the NeoX MLP always has biases; our `bias` covers both)"]),
     ({"model_type": "gpt_neox", **_SIZES, "head_dim": 16},
      ["head_dim: 16 is not expressible (gpt_neox heads are hidden_size // num_attention_heads)"]),
+    # transformers refuses both: `hidden_size` must be divisible by num_heads
+    ({"model_type": "falcon", **_SIZES, "hidden_size": 30},
+     ["num_attention_heads: 4 is not expressible (falcon needs hidden_size (30) to be a multiple of it)"]),
+    ({"model_type": "gpt_neox", **_SIZES, "hidden_size": 38, "rotary_pct": 0.5},
+     ["num_attention_heads: 4 is not expressible (gpt_neox needs hidden_size (38) to be a multiple of it)"]),
     ({"model_type": "falcon", "alibi": True, "apply_residual_connection_post_layernorm": True},
      ["alibi: True is not expressible (ALiBi position biases are not modelled; we use RoPE)",
       "apply_residual_connection_post_layernorm: True is not expressible (the residual is the block input)"]),
