@@ -28,11 +28,10 @@ A = {"a": torch.arange(6.0).reshape(2, 3)}
 B = {"b": torch.full((4,), -1.5)}
 
 
-def _folder(tmp_path: Path, **files) -> Path:
+def _folder(tmp_path: Path, files: dict | None = None) -> Path:
     """config.json plus files: name -> tensor dict (saved by suffix) or text."""
     (tmp_path / "config.json").write_text(json.dumps(CONFIG))
-    for name, content in files.items():
-        name = name.replace("__", ".")
+    for name, content in (files or {}).items():
         if isinstance(content, str):
             (tmp_path / name).write_text(content)
         elif name.endswith(".safetensors"):
@@ -55,12 +54,12 @@ def _index(*shards: str) -> str:
 # --- read_checkpoint and the weight layouts -------------------------------------------------------------------
 
 @pytest.mark.parametrize("files,source", [
-    (dict(model__safetensors=A), "model.safetensors"),
-    (dict(pytorch_model__bin=A), "pytorch_model.bin"),
-    (dict(model__safetensors=A, pytorch_model__bin=B), "model.safetensors"),   # safetensors preferred
+    ({"model.safetensors": A}, "model.safetensors"),
+    ({"pytorch_model.bin": A}, "pytorch_model.bin"),
+    ({"model.safetensors": A, "pytorch_model.bin": B}, "model.safetensors"),   # safetensors preferred
 ])
 def test_single_weight_files(tmp_path, files, source):
-    config, state, where = read_checkpoint(_folder(tmp_path, **files))
+    config, state, where = read_checkpoint(_folder(tmp_path, files))
     assert config == CONFIG and where == source
     _same(state, A)
 
@@ -69,8 +68,7 @@ def test_single_weight_files(tmp_path, files, source):
 def test_sharded_weights_follow_the_index(tmp_path, kind):
     stem, suffix = kind.split(".")
     names = [f"{stem}-0000{i}-of-00002.{suffix}" for i in (1, 2)]
-    _folder(tmp_path, **{names[1].replace(".", "__"): B, names[0].replace(".", "__"): A,
-                         f"{kind}.index.json".replace(".", "__"): _index(names[1], names[0], names[1])})
+    _folder(tmp_path, {names[1]: B, names[0]: A, f"{kind}.index.json": _index(names[1], names[0], names[1])})
     config, state, where = read_checkpoint(tmp_path)
     assert config == CONFIG and where == ", ".join(names)   # each shard once, in name order
     _same(state, A | B)
@@ -78,7 +76,7 @@ def test_sharded_weights_follow_the_index(tmp_path, kind):
 
 def test_config_only_and_no_weights(tmp_path):
     # weights=False reads no weight file, not even a broken index (the memory guard runs before any tensor)
-    _folder(tmp_path, model__safetensors__index__json="[1]")
+    _folder(tmp_path, {"model.safetensors.index.json": "[1]"})
     assert read_checkpoint(tmp_path, weights=False) == (CONFIG, None, "not read")
     (tmp_path / "model.safetensors.index.json").unlink()
     assert read_checkpoint(tmp_path) == (CONFIG, None, "random init (no weights in the folder)")
@@ -108,7 +106,7 @@ class _Payload:
 
 def test_pickles_are_refused_even_when_the_environment_allows_them(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")   # torch's own switch for unset weights_only
-    _folder(tmp_path, pytorch_model__bin={"x": _Payload()})
+    _folder(tmp_path, {"pytorch_model.bin": {"x": _Payload()}})
     with pytest.raises(ValueError) as e:
         read_checkpoint(tmp_path)
     assert str(e.value).startswith(f"{tmp_path / 'pytorch_model.bin'}: cannot load weights: ")
@@ -140,7 +138,7 @@ _WHAT = "model.safetensors.index.json"
 
 
 def _index_error(tmp_path, text) -> str:
-    _folder(tmp_path, model__safetensors__index__json=text)
+    _folder(tmp_path, {_WHAT: text})
     with pytest.raises(ValueError) as e:
         read_checkpoint(tmp_path)
     return str(e.value)
