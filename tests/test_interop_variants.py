@@ -2,7 +2,6 @@
 (multi_query, parallel_attn, num_ln_in_parallel_attn), GPT-NeoX's serial block and theta keys, Phi's head
 counts, Qwen's window layers; and the exact message of every refusal (the HF key, its value, and why)."""
 import pytest
-import torch
 
 transformers = pytest.importorskip("transformers", minversion="5.0")
 
