@@ -74,6 +74,14 @@ def _problems(d):
 
 
 @pytest.mark.parametrize("config,problems", [
+    # the shared reader: the Llama-like sizes, activations, unknown keys, per-layer types
+    ({"model_type": "llama", "attention_dropout": 0.1, "hidden_act": "gelu_fast", "foo": 1},
+     ["attention_dropout: 0.1 is not expressible (our dropout also acts on the residual stream)",
+      "hidden_act: 'gelu_fast' is not expressible (supported activations: silu, swish, gelu, gelu_pytorch_tanh, "
+      "gelu_new, relu)",
+      "foo: unknown llama config key; refusing to guess what it changes"]),
+    ({"model_type": "qwen2", "num_hidden_layers": 2, "layer_types": ["full_attention"]},
+     ["layer_types: ['full_attention'] is not expressible (2 entries of sliding_attention / full_attention)"]),
     ({"model_type": "qwen2", "use_mrope": True},
      ["use_mrope: True is not expressible (multimodal RoPE sections are not modelled)"]),
     ({"model_type": "qwen3", "attention_bias": True},
