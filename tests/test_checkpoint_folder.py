@@ -41,7 +41,7 @@ def _folder(tmp_path: Path, files: dict | None = None) -> Path:
     return tmp_path
 
 
-def _same(state, expected):
+def assert_same_tensors(state, expected):
     assert sorted(state) == sorted(expected)
     for k, v in expected.items():
         assert torch.equal(state[k], v), k
@@ -61,7 +61,7 @@ def _index(*shards: str) -> str:
 def test_single_weight_files(tmp_path, files, source):
     config, state, where = read_checkpoint(_folder(tmp_path, files))
     assert config == CONFIG and where == source
-    _same(state, A)
+    assert_same_tensors(state, A)
 
 
 @pytest.mark.parametrize("kind", ["model.safetensors", "pytorch_model.bin"])
@@ -71,7 +71,7 @@ def test_sharded_weights_follow_the_index(tmp_path, kind):
     _folder(tmp_path, {names[1]: B, names[0]: A, f"{kind}.index.json": _index(names[1], names[0], names[1])})
     config, state, where = read_checkpoint(tmp_path)
     assert config == CONFIG and where == ", ".join(names)   # each shard once, in name order
-    _same(state, A | B)
+    assert_same_tensors(state, A | B)
 
 
 def test_config_only_and_no_weights(tmp_path):
@@ -128,7 +128,7 @@ def test_weights_saved_from_a_gpu_load_on_the_cpu(tmp_path):
     _folder(tmp_path)
     (tmp_path / "pytorch_model.bin").write_bytes(out.getvalue())
     _, state, _ = read_checkpoint(tmp_path)
-    _same(state, A)
+    assert_same_tensors(state, A)
     assert state["a"].device.type == "cpu"
 
 
@@ -188,7 +188,7 @@ def test_hub_style_gpt2_names_stale_buffers_and_a_tied_head_load(tmp_path):
     state = {"h.0.attn.bias": torch.ones(1, 1, 16, 16), "h.0.attn.masked_bias": torch.tensor(-1e4)}
     state |= {k.removeprefix("transformer."): v for k, v in source.state_dict().items() if k != "lm_head.weight"}
     load_into(target, state)
-    _same(target.state_dict(), source.state_dict())
+    assert_same_tensors(target.state_dict(), source.state_dict())
     assert target.lm_head.weight is target.transformer.wte.weight
 
 
@@ -197,7 +197,7 @@ def test_full_names_and_gpt_neox_embed_out_load():
     state = dict(source.state_dict())
     state["embed_out.weight"] = state.pop("lm_head.weight")   # the head's name before transformers 5
     load_into(target, state)
-    _same(target.state_dict(), source.state_dict())
+    assert_same_tensors(target.state_dict(), source.state_dict())
 
 
 def _load_error(model, state) -> str:
