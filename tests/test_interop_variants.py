@@ -5,9 +5,9 @@ import pytest
 
 transformers = pytest.importorskip("transformers", minversion="5.0")
 
-from engine.config import ConfigError  # noqa: E402
+from engine.config import ConfigError, ModelConfig  # noqa: E402
 from engine.interop import from_hf_config, from_transformers, hf_model_from_config, logits_gap, scramble_  # noqa: E402
-from engine.interop.hf_config import import_hf_config  # noqa: E402
+from engine.interop.hf_config import NEUTRAL, import_hf_config  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 _IDS = dict(bos_token_id=None, eos_token_id=None, pad_token_id=None)
@@ -67,6 +67,21 @@ def test_gpt_neox_reads_its_theta_from_rotary_emb_base_only():
         assert ignored == (["rope_theta: GPT-NeoX reads rotary_emb_base"] if "rope_theta" in config else [])
 
 
+def test_bloom_reads_every_spelling_transformers_accepts():
+    """n_embed for hidden_size, num_hidden_layers / num_attention_heads for n_layer / n_head; seq_length (the
+    training length, 2048 when absent) as the context; a 4x tanh-GELU MLP, an embedding LayerNorm, ALiBi."""
+    d = {"vocab_size": 61, "n_embed": 96, "num_hidden_layers": 3, "num_attention_heads": 4, "seq_length": 100,
+         "layer_norm_epsilon": 0.5}
+    ref = transformers.AutoConfig.for_model("bloom", **d)
+    cfg = from_hf_config({"model_type": "bloom", **d})
+    assert (cfg.d_model, cfg.n_layers, cfg.n_heads) == (ref.hidden_size, ref.n_layer, ref.n_head) == (96, 3, 4)
+    assert cfg == ModelConfig.from_dict({**NEUTRAL, "name": "bloom", "vocab_size": 61, "context_length": 100,
+                                         "d_model": 96, "n_layers": 3, "n_heads": 4, "d_ff": 384, "ffn": "gelu_tanh",
+                                         "norm": "layernorm", "norm_eps": 0.5, "position": "alibi", "bias": True,
+                                         "embed_norm": True, "tie_embeddings": ref.tie_word_embeddings})
+    assert from_hf_config({"model_type": "bloom"}).context_length == 2048
+
+
 def _problems(d):
     with pytest.raises(ConfigError) as e:
         from_hf_config(d)
@@ -109,6 +124,11 @@ def _problems(d):
      ["parallel_attn: False is not expressible (new_decoder_architecture blocks are parallel)"]),
     ({"model_type": "falcon", "num_ln_in_parallel_attn": 2},
      ["num_ln_in_parallel_attn: 2 is not expressible (the classic parallel block has one shared norm)"]),
+    ({"model_type": "bloom", "apply_residual_connection_post_layernorm": True, "hidden_dropout": 1,
+      "attention_dropout": 1.0},
+     ["apply_residual_connection_post_layernorm: True is not expressible (the residual is the block input)",
+      "hidden_dropout: 1 is not expressible (BLOOM places dropout differently from our one dropout)",
+      "attention_dropout: 1.0 is not expressible (BLOOM places dropout differently from our one dropout)"]),
     ({"model_type": "phi", "qk_layernorm": True},
      ["qk_layernorm: True is not expressible (Phi's QK-norm is a LayerNorm with a bias per head dimension)"]),
 ])
