@@ -1,6 +1,7 @@
 """The structural switches of the older families, read as transformers reads them: Falcon's classic and new blocks
 (multi_query, parallel_attn, num_ln_in_parallel_attn), GPT-NeoX's serial block and theta keys, Phi's head
-counts, Qwen's window layers; and the exact message of every refusal (the HF key, its value, and why)."""
+counts, Qwen's window layers, BLOOM's spellings; and the exact message of every refusal of every dense family (the HF
+key, its value, and why)."""
 import pytest
 
 transformers = pytest.importorskip("transformers", minversion="5.0")
@@ -129,6 +130,43 @@ def _problems(d):
      ["apply_residual_connection_post_layernorm: True is not expressible (the residual is the block input)",
       "hidden_dropout: 1 is not expressible (BLOOM places dropout differently from our one dropout)",
       "attention_dropout: 1.0 is not expressible (BLOOM places dropout differently from our one dropout)"]),
+    ({"model_type": "llama", "attention_bias": True},
+     ["attention_bias: True is not expressible (with mlp_bias=False: our `bias` covers attention and MLP alike)"]),
+    ({"model_type": "gemma", "attention_bias": True, "use_bidirectional_attention": True, "hidden_act": "gelu",
+      "hidden_activation": "relu"},
+     ["attention_bias: True is not expressible (Gemma puts it on q, k, v and o but not the MLP)",
+      "use_bidirectional_attention: True is not expressible (the model is causal)",
+      "hidden_activation: 'relu' is not expressible (disagrees with hidden_act, which transformers 5 uses "
+      "(geglu_tanh))"]),
+    ({"model_type": "gemma2", "query_pre_attn_scalar": -1},
+     ["query_pre_attn_scalar: -1 is not expressible (scores are scaled by its inverse square root)"]),
+    ({"model_type": "gpt2", "scale_attn_weights": False, "scale_attn_by_inverse_layer_idx": True,
+      "add_cross_attention": True, "resid_pdrop": 0.0},
+     ["scale_attn_weights: False is not expressible (scores are always scaled by 1/sqrt(head_dim))",
+      "scale_attn_by_inverse_layer_idx: True is not expressible (no per-layer score scaling)",
+      "add_cross_attention: True is not expressible (decoder-only)",
+      "resid_pdrop: 0.0 is not expressible (our one dropout needs resid_pdrop = embd_pdrop = attn_pdrop)"]),
+    ({"model_type": "stablelm", "qk_layernorm": True, "hidden_dropout": 0.1, "attention_dropout": 0.1},
+     ["qk_layernorm: True is not expressible (StableLM's QK-norm has separate weights for every head)",
+      "hidden_dropout: 0.1 is not expressible (StableLM drops only the MLP output; our one dropout acts everywhere)",
+      "attention_dropout: 0.1 is not expressible (StableLM drops only the MLP output; our one dropout acts "
+      "everywhere)"]),
+    ({"model_type": "starcoder2", "residual_dropout": 0.1},
+     ["residual_dropout: 0.1 is not expressible (our one dropout needs residual_dropout = embedding_dropout = "
+      "attention_dropout)"]),
+    ({"model_type": "phi3", "resid_pdrop": 0.1},
+     ["resid_pdrop: 0.1 is not expressible (our one dropout needs resid_pdrop = embd_pdrop = attention_dropout)"]),
+    ({"model_type": "olmo2", "attention_bias": True},
+     ["attention_bias: True is not expressible (OLMo-2 puts it on q, k, v and o but not the MLP)"]),
+    ({"model_type": "cohere", "use_qk_norm": True, "attention_bias": True, "attention_dropout": 0.1},
+     ["use_qk_norm: True is not expressible (Cohere's QK-norm is a LayerNorm with weights for every head)",
+      "attention_bias: True is not expressible (Cohere puts it on q, k, v and o but not the MLP)",
+      "attention_dropout: 0.1 is not expressible (our dropout also acts on the residual stream)"]),
+    ({"model_type": "mpt", "n_heads": 6, "d_model": 36, "attn_config": {"clip_qkv": 8}},
+     ["n_heads: 6 is not expressible (MPT orders the ALiBi slopes of non-power-of-two head counts unlike BLOOM; "
+      "only powers of two are modelled)",
+      "attn_config.clip_qkv: 8 is not expressible (clamping q, k, v is not modelled)"]),
+    ({"model_type": "mpt", "attn_config": [1]}, ["attn_config: [1] is not expressible (expected a mapping)"]),
     ({"model_type": "phi", "qk_layernorm": True},
      ["qk_layernorm: True is not expressible (Phi's QK-norm is a LayerNorm with a bias per head dimension)"]),
 ])
