@@ -179,3 +179,18 @@ def test_a_value_of_the_wrong_json_type_is_shown_up_to_40_characters():
     assert _problems({"model_type": "llama", "hidden_size": whole, "vocab_size": cut}) == [
         f"hidden_size: '{whole}' has the wrong type or value (expected an integer)",
         f"vocab_size: '{'y' * 36}... has the wrong type or value (expected an integer)"]
+
+
+def test_mpt_reads_only_what_transformers_reads_of_attn_config():
+    cfg, ignored = import_hf_config({"model_type": "mpt", "d_model": 64, "n_heads": 4, "expansion_ratio": 4,
+                                     "attn_config": {"softmax_scale": 0.5, "attn_pdrop": 0.1}})
+    assert (cfg.attn_scale, cfg.dropout, cfg.d_ff) == (0.5, 0.1, 4 * 64)
+    assert ignored == ["expansion_ratio: transformers' MPT does not read it"]
+    # the default scale spelled out, 1 / sqrt(64 / 4), is no custom scale
+    assert from_hf_config({"model_type": "mpt", "d_model": 64, "n_heads": 4,
+                           "attn_config": {"softmax_scale": 0.25}}).attn_scale is None
+
+
+def test_gpt_bigcode_multi_query_is_one_key_value_head():
+    assert from_hf_config({"model_type": "gpt_bigcode"}).n_kv_heads == 1   # multi_query defaults to true
+    assert from_hf_config({"model_type": "gpt_bigcode", "multi_query": False}).n_kv_heads is None
