@@ -158,10 +158,10 @@ def _problems(d):
      ["resid_pdrop: 0.1 is not expressible (our one dropout needs resid_pdrop = embd_pdrop = attention_dropout)"]),
     ({"model_type": "olmo2", "attention_bias": True},
      ["attention_bias: True is not expressible (OLMo-2 puts it on q, k, v and o but not the MLP)"]),
-    ({"model_type": "cohere", "use_qk_norm": True, "attention_bias": True, "attention_dropout": 0.1},
+    ({"model_type": "cohere", "use_qk_norm": True, "attention_bias": True, "attention_dropout": 1},
      ["use_qk_norm: True is not expressible (Cohere's QK-norm is a LayerNorm with weights for every head)",
       "attention_bias: True is not expressible (Cohere puts it on q, k, v and o but not the MLP)",
-      "attention_dropout: 0.1 is not expressible (our dropout also acts on the residual stream)"]),
+      "attention_dropout: 1 is not expressible (our dropout also acts on the residual stream)"]),
     ({"model_type": "mpt", "n_heads": 6, "d_model": 36, "attn_config": {"clip_qkv": 8}},
      ["n_heads: 6 is not expressible (MPT orders the ALiBi slopes of non-power-of-two head counts unlike BLOOM; "
       "only powers of two are modelled)",
@@ -183,14 +183,25 @@ def test_a_value_of_the_wrong_json_type_is_shown_up_to_40_characters():
 
 def test_mpt_reads_only_what_transformers_reads_of_attn_config():
     cfg, ignored = import_hf_config({"model_type": "mpt", "d_model": 64, "n_heads": 4, "expansion_ratio": 4,
+                                     "layer_norm_epsilon": 0.5,
                                      "attn_config": {"softmax_scale": 0.5, "attn_pdrop": 0.1}})
-    assert (cfg.attn_scale, cfg.dropout, cfg.d_ff) == (0.5, 0.1, 4 * 64)
+    # transformers' MPT: a 4x exact-GELU MLP, LayerNorms without bias, ALiBi, no linear biases
+    assert (cfg.attn_scale, cfg.dropout, cfg.d_ff, cfg.ffn, cfg.norm_eps, cfg.norm_bias, cfg.position, cfg.bias) == \
+        (0.5, 0.1, 4 * 64, "gelu", 0.5, False, "alibi", False)
     assert ignored == ["expansion_ratio: transformers' MPT does not read it"]
     # the default scale spelled out, 1 / sqrt(64 / 4), is no custom scale
     assert from_hf_config({"model_type": "mpt", "d_model": 64, "n_heads": 4,
                            "attn_config": {"softmax_scale": 0.25}}).attn_scale is None
+    assert from_hf_config({"model_type": "mpt", "d_model": 16, "n_heads": 1}).n_heads == 1   # 2^0 is a power of two
 
 
 def test_gpt_bigcode_multi_query_is_one_key_value_head():
     assert from_hf_config({"model_type": "gpt_bigcode"}).n_kv_heads == 1   # multi_query defaults to true
     assert from_hf_config({"model_type": "gpt_bigcode", "multi_query": False}).n_kv_heads is None
+
+
+def test_cohere_head_counts_spelled_out_change_nothing():
+    d = {"model_type": "cohere", "hidden_size": 32, "num_attention_heads": 4, "intermediate_size": 48}
+    cfg = from_hf_config(d)
+    assert cfg.n_kv_heads is None and cfg.head_dim is None
+    assert from_hf_config(dict(d, num_key_value_heads=4, head_dim=8)) == cfg
