@@ -1,4 +1,5 @@
-"""FSDP2 and tensor parallelism in one process: torch's fake process group (no communication; each collective
+"""Distributed training code run in this process. Outside torchrun everything is the single-process no-op.
+FSDP2 and tensor parallelism: torch's fake process group (no communication; each collective
 returns a tensor of the right shape) lets this process act as rank r of 2, so the layout code runs in-process.
 Each rank's parameter, gradient and AdamW-state bytes after one step == the planner's ZeRO-3 / TP figures
 (the same reference tests/test_sharding.py checks under torchrun with real gloo ranks)."""
@@ -15,7 +16,7 @@ from engine.config import ModelConfig
 from engine.model import build_model
 from engine.plan import Layout, Setup
 from engine.plan.memory import gpu_memory
-from engine.train.ddp import DistInfo
+from engine.train.ddp import SINGLE, DistInfo, env_world, session
 from engine.train.loop import TrainConfig, _optimizer
 from engine.train.sharding import clip_grad_norm, full, parallelize, rank_bytes
 
@@ -82,3 +83,13 @@ def test_full_gathers_a_shard_and_passes_whole_tensors(fake_rank):
     gathered = full(shard)
     assert type(gathered) is torch.Tensor and gathered.shape == (32, 32)     # the whole q weight, no DTensor
     assert full(whole) is whole
+
+
+def test_outside_torchrun_the_world_is_one_process(monkeypatch):
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    assert env_world() == 1
+    with session("cpu") as info:
+        assert info is SINGLE and (info.rank, info.world, info.main) == (0, 1, True)
+        assert not dist.is_initialized()
+    monkeypatch.setenv("WORLD_SIZE", "3")                       # what torchrun --nproc_per_node=3 sets
+    assert env_world() == 3
