@@ -5,6 +5,8 @@ Each rank's parameter, gradient and AdamW-state bytes after one step == the plan
 (the same reference tests/test_sharding.py checks under torchrun with real gloo ranks)."""
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 import torch.distributed as dist
@@ -40,7 +42,10 @@ def fake_rank(request):
 
 def _one_step(cfg: ModelConfig, info: DistInfo, mode: str):
     model = build_model(cfg, seed=0)
-    assert parallelize(model, info, mode) is model          # sharded in place, no wrapper
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert parallelize(model, info, mode) is model      # sharded in place, no wrapper
+    assert [str(w.message) for w in seen] == []             # e.g. a plan key naming a module the block lacks
     opt = _optimizer(model, TrainConfig())
     x = torch.randint(cfg.vocab_size, (2, 8), generator=torch.Generator().manual_seed(0))
     F.cross_entropy(model(x).flatten(0, 1), x.flatten()).backward()
