@@ -205,3 +205,23 @@ def test_cohere_head_counts_spelled_out_change_nothing():
     cfg = from_hf_config(d)
     assert cfg.n_kv_heads is None and cfg.head_dim is None
     assert from_hf_config(dict(d, num_key_value_heads=4, head_dim=8)) == cfg
+
+
+def test_gpt2_and_bigcode_sizes_read_like_transformers():
+    d = {"n_embd": 32, "n_head": 4, "n_inner": 40, "activation_function": "relu", "layer_norm_epsilon": 0.5}
+    cfg = from_hf_config({"model_type": "gpt2", **d})
+    assert (cfg.d_ff, cfg.ffn, cfg.norm_eps) == (40, "relu", 0.5)
+    assert from_hf_config({"model_type": "gpt2", "n_embd": 32, "n_head": 4}).d_ff == 4 * 32   # n_inner null: 4 d
+    # precision switches of gpt_bigcode: read, no effect on what is computed
+    flags = {"attention_softmax_in_fp32": True, "scale_attention_softmax_in_fp32": True}
+    assert from_hf_config({"model_type": "gpt_bigcode", **flags}) == from_hf_config({"model_type": "gpt_bigcode"})
+
+
+@pytest.mark.parametrize("family", ["stablelm", "starcoder2"])
+def test_head_counts_spelled_out_change_nothing(family):
+    d = {"model_type": family, "hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "intermediate_size": 48}
+    cfg = from_hf_config(d)
+    assert cfg.n_kv_heads == 2 and cfg.head_dim is None
+    assert from_hf_config(dict(d, head_dim=8)) == cfg
+    assert from_hf_config(dict(d, num_key_value_heads=4)).n_kv_heads is None
