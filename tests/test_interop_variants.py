@@ -146,10 +146,10 @@ def _problems(d):
       "scale_attn_by_inverse_layer_idx: True is not expressible (no per-layer score scaling)",
       "add_cross_attention: True is not expressible (decoder-only)",
       "resid_pdrop: 0.0 is not expressible (our one dropout needs resid_pdrop = embd_pdrop = attn_pdrop)"]),
-    ({"model_type": "stablelm", "qk_layernorm": True, "hidden_dropout": 0.1, "attention_dropout": 0.1},
+    ({"model_type": "stablelm", "qk_layernorm": True, "hidden_dropout": 1, "attention_dropout": 1.0},
      ["qk_layernorm: True is not expressible (StableLM's QK-norm has separate weights for every head)",
-      "hidden_dropout: 0.1 is not expressible (StableLM drops only the MLP output; our one dropout acts everywhere)",
-      "attention_dropout: 0.1 is not expressible (StableLM drops only the MLP output; our one dropout acts "
+      "hidden_dropout: 1 is not expressible (StableLM drops only the MLP output; our one dropout acts everywhere)",
+      "attention_dropout: 1.0 is not expressible (StableLM drops only the MLP output; our one dropout acts "
       "everywhere)"]),
     ({"model_type": "starcoder2", "residual_dropout": 0.1},
      ["residual_dropout: 0.1 is not expressible (our one dropout needs residual_dropout = embedding_dropout = "
