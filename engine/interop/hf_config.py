@@ -110,17 +110,26 @@ def _fixed_head_dim(r: _Reader, d: int, heads: int) -> None:
         r.expect("head_dim", (None, d // heads), f"{r.family} heads are hidden_size // num_attention_heads")
 
 
+def _whole_heads(r: _Reader, d: int, heads: int) -> None:
+    """Falcon and GPT-NeoX split hidden_size into heads; transformers refuses a remainder."""
+    if d % heads:
+        r.bad("num_attention_heads", heads, f"{r.family} needs hidden_size ({d}) to be a multiple of it")
+
+
 def _gpt_neox(r: _Reader) -> dict[str, Any]:
     d, heads = r("hidden_size"), r("num_attention_heads")
     _fixed_head_dim(r, d, heads)
+    _whole_heads(r, d, heads)
     r.expect("attention_bias", (True,), "the NeoX MLP always has biases; our `bias` covers both")
+    if "rope_theta" in r.d:   # transformers 4 also wrote its copy of rotary_emb_base; 5 reads only the latter
+        r.ignore("rope_theta", "GPT-NeoX reads rotary_emb_base")
     return dict(vocab_size=r("vocab_size"), context_length=r("max_position_embeddings"), d_model=d,
                 n_layers=r("num_hidden_layers"), n_heads=heads, d_ff=r("intermediate_size"),
                 ffn=r.act("hidden_act", DENSE_ACTS), norm="layernorm", norm_eps=float(r("layer_norm_eps")),
                 position="rope", bias=True, block="parallel" if r("use_parallel_residual") else "serial",
                 dropout=_same_dropout(r, ("hidden_dropout", "attention_dropout")),
                 tie_embeddings=bool(r("tie_word_embeddings")),
-                **rope_fields(r, d // heads, theta_keys=("rotary_emb_base", "rope_theta"), fraction_keys=("rotary_pct",),
+                **rope_fields(r, d // heads, theta_keys=("rotary_emb_base",), fraction_keys=("rotary_pct",),
                         fraction_default=0.25, partial_ok=True))
 
 
@@ -128,6 +137,7 @@ def _falcon(r: _Reader) -> dict[str, Any]:
     d = r("n_embed") or r("hidden_size")   # n_embed: the legacy name transformers still accepts
     heads = r("num_attention_heads")
     _fixed_head_dim(r, d, heads)
+    _whole_heads(r, d, heads)
     r.expect("alibi", (False,), "ALiBi position biases are not modelled; we use RoPE")
     r.expect("apply_residual_connection_post_layernorm", (False,), "the residual is the block input")
     for key in ("hidden_dropout", "attention_dropout"):

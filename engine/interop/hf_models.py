@@ -105,12 +105,8 @@ def read_checkpoint(folder: str | Path, weights: bool = True
         return config, None, "random init (no weights in the folder)"
     state: dict[str, torch.Tensor] = {}
     for f in files:
-        try:
-            if f.suffix == ".safetensors":
-                from safetensors.torch import load_file
-                state.update(load_file(str(f)))
-            else:
-                state.update(torch.load(f, map_location="cpu", weights_only=True))
+        try:   # torch.load reads a .safetensors path with safetensors itself, anything else weights-only
+            state.update(torch.load(f, map_location="cpu", weights_only=True))
         except Exception as e:   # corrupt file, or a pickle that weights_only refuses
             raise ValueError(f"{f}: cannot load weights: {e}") from None
     return config, state, ", ".join(f.name for f in files)

@@ -58,15 +58,13 @@ class _Reader:
                 for k in self.d if k not in self.read and k not in INERT]
 
 
-def windows_to_fields(r: _Reader, windows: list[int | None], key: str) -> dict[str, Any]:
-    """A per-layer window list as attn_window + global_every (full attention on layers k, 2k, ...), or as an
-    explicit layer_types list when the full-attention layers are not every k-th."""
+def windows_to_fields(windows: list[int | None]) -> dict[str, Any]:
+    """A per-layer window list (one window size, or None for full attention) as attn_window + global_every (full
+    attention on layers k, 2k, ...), or as an explicit layer_types list when the full layers are not every k-th."""
     sizes = {w for w in windows if w is not None}
     if not sizes:
         return dict(attn_window=None, global_every=None)
-    if len(sizes) > 1:
-        r.bad(key, sorted(sizes), "one window size for all windowed layers")
-    w = min(sizes)
+    w = sizes.pop()
     if None not in windows:
         return dict(attn_window=w, global_every=None)
     k = windows.index(None) + 1
@@ -81,7 +79,7 @@ def _layer_windows(r: _Reader, n_layers: int, window: int | None, default_types:
     if len(types) != n_layers or set(types) - {"sliding_attention", "full_attention"}:
         r.bad("layer_types", types, f"{n_layers} entries of sliding_attention / full_attention")
         return dict(attn_window=None, global_every=None)
-    return windows_to_fields(r, [window if t == "sliding_attention" else None for t in types], "layer_types")
+    return windows_to_fields([window if t == "sliding_attention" else None for t in types])
 
 
 def _decoder(r: _Reader, theta_default: float = 10000.0, partial_ok: bool = False) -> dict[str, Any]:

@@ -15,10 +15,7 @@ def rope_fields(r: Any, head_dim: int, *, theta_keys=("rope_theta",), fraction_k
     (earlier releases) or the legacy top-level keys."""
     source = "rope_scaling" if r.d.get("rope_scaling") else "rope_parameters"
     params = r.d.get(source) or {}
-    r.read.update({"rope_scaling", "rope_parameters", *theta_keys, *fraction_keys})
-    if not isinstance(params, dict):
-        r.bad(source, params, "expected a mapping")
-        params = {}
+    r.read.update({"rope_scaling", "rope_parameters", *theta_keys, *fraction_keys})   # both mappings (hf_types)
     local: dict[str, Any] = {}
     if source == "rope_parameters" and {"full_attention", "sliding_attention"} & set(params):   # per layer type
         local = dict(params.get("sliding_attention") or {})

@@ -1,0 +1,57 @@
+"""to_hf_config's refusals, message by message: each family writer names every field of a config it cannot express,
+with the value and the reason, in a fixed order; the error leads with the closest family."""
+import pytest
+
+from engine.config import ConfigError, ModelConfig
+from engine.interop import to_hf_config
+from engine.interop.hf_export import hf_problems
+
+# a valid config that no family can express: post-norm, no final norm, an embedding norm, a head bias, scaled
+# logits, GQA with a window, dropout, learned positions, ReGLU
+ODD = ModelConfig(name="odd", vocab_size=61, context_length=32, d_model=32, n_layers=2, n_heads=4, d_ff=48,
+                  norm="rmsnorm", norm_placement="post", position="learned", ffn="reglu", bias=True, qkv_bias=True,
+                  dropout=0.1, n_kv_heads=2, attn_window=8, final_norm=False, embed_norm=True, head_bias=True,
+                  logit_scale=0.5)
+
+_SHARED = [("norm_placement", "'post'", ""), ("final_norm", "False", ""), ("embed_norm", "True", ""),
+           ("head_bias", "True", "no bias on the output head"), ("logit_scale", "0.5", "logits are not rescaled")]
+_LAYERNORM = [("norm", "'rmsnorm'", ""), *_SHARED[:3], ("norm_bias", "None", "its LayerNorms have a bias"),
+              *_SHARED[3:], ("attn_window", "8", "no sliding window")]
+_DROPOUT = ("dropout", "0.1", "dropout only on attention probabilities")
+_FFN = ("ffn", "'reglu'", "supported: gelu, gelu_tanh, relu, silu")
+_LEARNED = ("position", "'learned'", "")
+EXPECTED = {
+    "llama": [*_SHARED, ("attn_window", "8", "no sliding window"), _DROPOUT, _LEARNED],
+    "qwen3": [*_SHARED, ("qk_norm", "False", ""), _DROPOUT, ("bias", "True", ""),
+              ("qkv_bias", "True", "Qwen2 always has q, k, v biases; Qwen3 has none"), _LEARNED],
+    "gpt_neox": [*_LAYERNORM, ("n_kv_heads", "2", "one key/value head per query head"), _FFN, _LEARNED],
+    "falcon": [*_LAYERNORM, _DROPOUT, ("n_kv_heads", "2", "a serial Falcon block has MHA or MQA only"), _FFN,
+               _LEARNED],
+}
+
+
+def _messages(family, problems):
+    return [f"{field}: {value} is not expressible in {family}" + (f" ({why})" if why else "")
+            for field, value, why in problems]
+
+
+@pytest.mark.parametrize("family", EXPECTED)
+def test_each_writer_names_every_field_it_cannot_express(family):
+    assert hf_problems(ODD, family)[1] == _messages(family, EXPECTED[family])
+
+
+def test_the_error_leads_with_the_closest_family():
+    with pytest.raises(ConfigError) as e:
+        to_hf_config(ODD)
+    lead = "odd: no Hugging Face family we support computes this model; closest is llama:"
+    assert e.value.problems == [lead, *_messages("llama", EXPECTED["llama"])]
+
+
+def test_mistral_needs_the_window_on_every_layer():
+    cfg = ModelConfig(vocab_size=61, context_length=32, d_model=32, n_layers=2, n_heads=4, d_ff=48, norm="rmsnorm",
+                      position="rope", ffn="swiglu", bias=False, attn_window=8, global_every=2)
+    assert hf_problems(cfg, "mistral")[1] == _messages(
+        "mistral", [("global_every", "2", "the window applies to every layer")])
+    cfg = cfg.replace(global_every=None, layer_types=("sliding", "full"))
+    assert hf_problems(cfg, "mistral")[1] == _messages(
+        "mistral", [("layer_types", "('sliding', 'full')", "the window applies to every layer")])
