@@ -242,3 +242,40 @@ def test_memory_and_flops_json_for_mixtral(capsys):
     assert active_matrix == 12_748_587_008
     assert flops["matmul_flops"] == 2 * active_matrix * 128
     assert flops["six_n_per_token"] == 6 * 12_617_781_248
+
+
+def test_dense_counterpart_has_the_moe_active_parameters_minus_the_router():
+    from engine.layers.moe import dense_counterpart
+    from engine.presets import PRESETS
+    moe = PRESETS["mixtral-8x7b"].config
+    dense = dense_counterpart(moe)
+    assert dense.n_experts is None and dense.ffn_width == 2 * 14336
+    assert count_params(dense).total == count_params(dense).active == 12_879_925_248 - 32 * 8 * 4096
+
+
+@pytest.mark.parametrize("preset", ["qwen1.5-moe-a2.7b", "olmoe-1b-7b", "qwen3-30b-a3b", "deepseek-v3"])
+def test_dense_counterpart_drops_only_the_router_and_the_shared_gate(preset):
+    """Active minus, per MoE layer, the router E*d and the shared-expert gate d: exact for presets whose experts
+    have no biases and whose dense layers (DeepSeek-V3's first three: 18,432 = 8*2,048 + 2,048) are that wide."""
+    from engine.layers.moe import dense_counterpart
+    from engine.presets import PRESETS
+    moe = PRESETS[preset].config
+    dense = dense_counterpart(moe)
+    dropped = sum(moe.moe_layers) * (moe.n_experts * moe.d_model + (moe.d_model if moe.shared_expert_gate else 0))
+    assert count_params(dense).total == count_params(dense).active == count_params(moe).active - dropped
+
+
+def test_dense_counterpart_resets_every_moe_field():
+    """Every MoE knob back to its dense default, the width k*expert_d_ff + n_shared*shared_d_ff, and the experts'
+    biases kept as the dense FFN's: the whole config, field by field."""
+    from engine.layers.moe import dense_counterpart
+    moe = ModelConfig(name="tiny", vocab_size=64, context_length=16, d_model=32, n_layers=4, n_heads=4,
+                      ffn="swiglu", d_ff=112, n_experts=4, experts_per_token=2, expert_d_ff=32, n_shared_experts=1,
+                      shared_d_ff=48, shared_expert_gate=True, moe_first_dense=1, moe_every=2, expert_bias=True, bias=False)
+    assert moe.moe_layers == [False, True, False, True] and not moe.bias
+    dense = dense_counterpart(moe)
+    assert dense.to_dict() == {**moe.to_dict(), "name": "tiny-dense-equal-active", "n_experts": None,
+                               "d_ff": 2 * 32 + 48, "expert_d_ff": None, "n_shared_experts": None,
+                               "shared_d_ff": None, "shared_expert_gate": False, "moe_first_dense": None,
+                               "moe_every": 1, "bias": True, "expert_bias": False}
+    assert dense.moe_layers == [False] * 4   # built, so valid
