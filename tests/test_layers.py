@@ -11,7 +11,7 @@ from engine.config import FIELDS, ModelConfig
 from engine.layers.attention import (Attention, LayerKV, attention_params, attention_variants, kv_bytes,
                                      kv_head_choices)
 from engine.layers.block import Block, block_layout, block_params
-from engine.layers.ffn import ACTIVATIONS, GATE_ACTIVATION, ffn_params, make_ffn
+from engine.layers.ffn import ACTIVATIONS, GATE_ACTIVATION, ffn_formula, ffn_params, make_ffn
 from engine.layers.norm import NORMS, make_norm, norm_params
 from engine.model import build_model
 from engine.presets import get_preset
@@ -131,3 +131,12 @@ def test_family_tables_are_the_config_choices():
     assert set(FORMULAS) == set(FIELDS["ffn"].choices)
     assert set(AXES["ffn"]) == set(ACTIVATIONS) | set(GATE_ACTIVATION) and set(AXES["norm"]) == set(NORMS)
     assert FORMULAS["swiglu"] == "SiLU(g)·u" and FORMULAS["relu"] == "max(0, x)"
+
+
+def test_ffn_formula_names_the_dense_activation_or_the_gate_of_each_choice():
+    """Called here, not read from activation_grid's import-time table: the formula the lecture prints."""
+    assert {ffn: ffn_formula(ffn) for ffn in FIELDS["ffn"].choices} == {
+        "relu": "max(0, x)", "gelu": "x·Φ(x)  (exact, Φ = normal CDF)",
+        "gelu_tanh": "x·½(1 + tanh(√(2/π)(x + 0.044715x³)))", "silu": "x·σ(x)",
+        "swiglu": "SiLU(g)·u", "geglu": "GELU(g)·u", "geglu_tanh": "GELU_tanh(g)·u", "reglu": "ReLU(g)·u",
+        "swiglu_clamped": "g'·σ(α·g')·(u' + 1),  g' = min(g, limit), u' = clamp(u, ±limit)"}
