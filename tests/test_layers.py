@@ -92,6 +92,16 @@ def test_kv_head_choices_follow_the_rule(n_heads):
     assert kv_head_choices(4, min_group=2) == {"MHA": 4, "GQA-2": 2, "MQA": 1}
 
 
+def test_kv_head_choices_keep_the_configs_own_gqa_count():
+    """A config's own GQA count (1 < own < n_heads) is its GQA choice even if the rule would pick another;
+    its MHA (own = n_heads) or MQA (own = 1) is no GQA, so the rule picks one."""
+    rule = {"MHA": 32, "GQA-8": 8, "MQA": 1}
+    assert kv_head_choices(32, own=2) == {"MHA": 32, "GQA-2": 2, "MQA": 1}
+    assert kv_head_choices(32, own=16) == {"MHA": 32, "GQA-16": 16, "MQA": 1}
+    assert kv_head_choices(32, own=32) == kv_head_choices(32, own=1) == kv_head_choices(32) == rule
+    assert kv_head_choices(2, own=2) == {"MHA": 2, "MQA": 1} and kv_head_choices(1, own=1) == {"MHA": 1}
+
+
 @torch.no_grad()
 def _init_by_name_suffix(model, seed: int, std: float = 0.02) -> None:
     """The model-wide init the modules replaced: walk named_modules, match residual projections by suffix."""

@@ -7,8 +7,10 @@ import torch
 
 from engine.budget.params import count_params
 from engine.config import ConfigError, ModelConfig
+from engine.layers.attention import attention_variants
 from engine.layers.mla import mla_kv_bytes
 from engine.model import KVCache, build_model
+from engine.presets import PRESETS
 
 transformers = pytest.importorskip("transformers", minversion="5.0")
 from engine.interop import from_hf_config, from_transformers, hf_model_from_config, scramble_  # noqa: E402
@@ -145,3 +147,9 @@ def test_attn_scale_replaces_the_default_one_over_sqrt_qk_head_dim():
         same = build_model(_tiny(attn_scale=16 ** -0.5), seed=4)(idx)     # qk_head_dim = 10 + 6
         other = build_model(_tiny(attn_scale=0.5), seed=4)(idx)
     assert torch.equal(default, same) and (default - other).abs().max() > 1e-4
+
+
+def test_plain_attention_siblings_of_mla():
+    kinds = attention_variants(PRESETS["deepseek-v3"].config)
+    assert {k: (v.kv_lora_rank, v.head_width, v.kv_heads) for k, v in kinds.items()} == {
+        "MHA": (None, 128, 128), "GQA-32": (None, 128, 32), "MQA": (None, 128, 1)}
