@@ -10,7 +10,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from engine.budget.params import count_params
 from engine.config import ConfigError, ModelConfig
-from engine.layers.moe import MoE, balance_loss, z_loss
+from engine.layers.moe import MoE, balance_loss, balanced_counts, z_loss
 from engine.model import build_model
 
 
@@ -167,6 +167,13 @@ def test_balance_loss_is_k_when_balanced_and_matches_the_switch_formula():
     P = logits.softmax(-1).mean(0)
     assert balance_loss(logits, idx, E).item() == pytest.approx(E * float((f * P).sum()))
     assert z_loss(logits).item() == pytest.approx(float((torch.logsumexp(logits, -1) ** 2).mean()))
+
+
+def test_balanced_counts_spread_the_assignments_as_evenly_as_possible():
+    """The meta device's stand-in routing: sizes differ by at most one, the first experts take the remainder."""
+    assert balanced_counts(8, 4) == [2, 2, 2, 2]
+    assert balanced_counts(10, 4) == [3, 3, 2, 2]
+    assert balanced_counts(3, 8) == [1, 1, 1, 0, 0, 0, 0, 0]
 
 
 def test_model_returns_router_losses_in_training_only():
