@@ -17,11 +17,15 @@ if TYPE_CHECKING:
 
 
 def params_table(pc: ParamCount) -> pd.DataFrame:
-    """One row per component: group, exact count with separators, share of the total."""
+    """One row per component: group, exact count with separators, share of the total; multi-token-prediction
+    modules (DeepSeek-V3) on their own row after the total, as DeepSeek reports them: outside it."""
     rows = [{"component": LABELS[name], "group": LABELS.get(COMPONENT_GROUP[name], COMPONENT_GROUP[name]),
              "parameters": fmt_count(n), "share": f"{n / pc.total:.2%}"}
             for name, n in pc.components.items() if n]
     rows.append({"component": "total", "group": "", "parameters": fmt_count(pc.total), "share": "100.00%"})
+    if pc.mtp:
+        rows.append({"component": "multi-token prediction (not in the total)", "group": "extra modules",
+                     "parameters": fmt_count(pc.mtp), "share": f"+{pc.mtp / pc.total:.2%}"})
     return pd.DataFrame(rows)
 
 

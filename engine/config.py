@@ -127,6 +127,10 @@ class ModelConfig:
                                                 "this, sharpening attention at long range.", lo=0, lo_open=True,
                                                 null="from rope_factor: yarn 0.1*ln(s)+1, longrope "
                                                      "sqrt(1+ln(s)/ln(original context))")
+    rope_mscale_all_dim: float | None = _decl(None, "position", "yarn with MLA (DeepSeek's mscale_all_dim m): "
+                                              "the softmax scale is also multiplied by (0.1*m*ln(s)+1)^2, "
+                                              "s = rope_factor; ignored without MLA or without yarn.", lo=0,
+                                              lo_open=True, null="no softmax correction")
     rope_short_factor: tuple[float, ...] | None = _decl(None, "position", "longrope: per-frequency divisors "
                                                         "(rotary_dim/2 numbers) within the original context.",
                                                         lo=0, lo_open=True, null="not longrope")
@@ -173,7 +177,10 @@ class ModelConfig:
     router_groups: int = _decl(1, "moe", "Group-limited selection: experts split into this many groups "
                                "(must divide n_experts); 1 means no groups.", lo=1)
     router_group_topk: int = _decl(1, "moe", "With groups: tokens choose experts only inside this many best "
-                                   "groups (group score = sum of its two best scores, DeepSeek-V3).", lo=1)
+                                   "groups (scored by router_group_score).", lo=1)
+    router_group_score: str = _decl("top2_sum", "moe", "With groups: a group's score is the sum of its two best "
+                                    "expert scores (DeepSeek-V3) or its best one (DeepSeek-V2).",
+                                    choices=("top2_sum", "max"))
     routed_scale: float = _decl(1.0, "moe", "Multiply the routed experts' weights by this factor "
                                 "(DeepSeek-V3 routed_scaling_factor 2.5).", lo=0, lo_open=True)
     expert_bias: bool = _decl(False, "moe", "Biases on the router and on every expert projection (gpt-oss).")
@@ -212,6 +219,11 @@ class ModelConfig:
                             "not shared with a tied embedding.")
     logit_scale: float = _decl(1.0, "output", "Multiply the output logits by this factor, before any soft cap "
                                "(Cohere: 0.0625).", lo=0, lo_open=True)
+    mtp_depth: int | None = _decl(None, "output", "Multi-token prediction (DeepSeek-V3): this many extra "
+                                  "modules, each predicting one token further with two norms, a 2*d_model -> "
+                                  "d_model projection and one more block, sharing the embedding and output head. "
+                                  "Used in training and for speculative decoding: counted apart from the total, "
+                                  "not built.", lo=1, null="no multi-token-prediction modules")
 
     def __post_init__(self) -> None:
         for spec in FIELDS.values():   # a list given for a list field is kept as a tuple (the config is frozen)
@@ -563,7 +575,7 @@ def _moe_problems(c: ModelConfig, ok) -> list[str]:
         elif c.router_groups > 1 and c.experts_per_token > c.router_group_topk * (E // c.router_groups):
             out.append(f"experts_per_token: {c.experts_per_token} is more than the {c.router_group_topk} chosen "
                        f"groups hold ({c.router_group_topk} * {E // c.router_groups} experts)")
-        elif c.router_groups > 1 and E // c.router_groups < 2:
+        elif c.router_groups > 1 and c.router_group_score == "top2_sum" and E // c.router_groups < 2:
             out.append(f"router_groups: {c.router_groups} groups of {E // c.router_groups} expert; a group "
                        f"score sums its two best experts, so a group needs at least 2")
     if ok("shared_expert_gate", "n_shared_experts") and c.shared_expert_gate and not c.n_shared_experts:

@@ -23,6 +23,8 @@ class Preset:
 _LLAMA = dict(norm="rmsnorm", bias=False, position="rope", ffn="swiglu", tie_embeddings=False)
 _GPT2 = dict(vocab_size=50257, context_length=1024, position="learned", ffn="gelu_tanh", tie_embeddings=True)
 
+# DeepSeek-V2/V3 extend 4,096 positions 40-fold with YaRN; mscale = mscale_all_dim gives cos/sin factor 1
+_DEEPSEEK_YARN = dict(rope_scaling="yarn", rope_factor=40.0, rope_original_context=4096, rope_attention_factor=1.0)
 _LLAMA3_1 = dict(rope_scaling="llama3", rope_factor=8.0, rope_original_context=8192, rope_low_freq_factor=1.0,
                  rope_high_freq_factor=4.0, norm_eps=1e-5)
 # Phi-3.5-mini's LongRoPE divisors, as published in its config.json (rope_scaling.short_factor / long_factor)
@@ -163,10 +165,19 @@ PRESETS: dict[str, Preset] = {p.config.name: p for p in [
                        qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, n_experts=256,
                        experts_per_token=8, expert_d_ff=2048, n_shared_experts=1, moe_first_dense=3,
                        router="sigmoid", router_selection_bias=True, router_groups=8, router_group_topk=4,
-                       routed_scale=2.5), 671_026_404_352, _HF + "deepseek-ai/DeepSeek-V3",
+                       routed_scale=2.5, **_DEEPSEEK_YARN, rope_mscale_all_dim=1.0, mtp_depth=1), 671_026_404_352,
+           _HF + "deepseek-ai/DeepSeek-V3",
            "MLA (latent 512 + rotary key 64 cached per layer) and 256 sigmoid-routed experts top-8 in 8 groups "
-           "(best 4) plus one shared: 37,552,282,624 active. Not modelled: its YaRN RoPE scaling (factor 40) "
-           "and the multi-token-prediction layer, which transformers does not build either."),
+           "(best 4) plus one shared: 37,552,282,624 active. YaRN x40 with DeepSeek's softmax correction. Its "
+           "multi-token-prediction module (11,610,067,968, not built by transformers' causal LM) is counted "
+           "apart, not in the total."),
+    Preset(ModelConfig(name="deepseek-v2-lite", **_LLAMA, vocab_size=102400, context_length=163840, d_model=2048,
+                       n_layers=27, n_heads=16, d_ff=10944, norm_eps=1e-6, kv_lora_rank=512, qk_rope_head_dim=64,
+                       qk_nope_head_dim=128, v_head_dim=128, n_experts=64, experts_per_token=6, expert_d_ff=1408,
+                       n_shared_experts=2, moe_first_dense=1, router_renorm=False, **_DEEPSEEK_YARN,
+                       rope_mscale_all_dim=0.707), 15_706_484_224, _HF + "deepseek-ai/DeepSeek-V2-Lite",
+           "MLA without a query latent and 64 softmax-routed experts top-6 (not renormalised) plus two shared: "
+           "2,661,150,208 active. YaRN x40 with DeepSeek's softmax correction (mscale_all_dim 0.707)."),
     Preset(ModelConfig(name="microgpt", vocab_size=28, context_length=16, d_model=16, n_layers=1, n_heads=4,
                        norm="rmsnorm", norm_affine=False, embed_norm=True, final_norm=False,
                        ffn="relu", bias=False, position="learned", tie_embeddings=False), 4_224,

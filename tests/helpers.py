@@ -29,7 +29,9 @@ def moe_fields(draw) -> dict:
         moe_first_dense=draw(st.none() | st.integers(1, 1)), moe_every=draw(st.integers(1, 2)),
         router=draw(st.sampled_from(FIELDS["router"].choices)), router_renorm=draw(st.booleans()),
         router_selection_bias=draw(st.booleans()), router_groups=groups,
-        router_group_topk=draw(st.integers(1, groups)), routed_scale=draw(st.floats(0.5, 3)),
+        router_group_topk=draw(st.integers(1, groups)),
+        router_group_score=draw(st.sampled_from(FIELDS["router_group_score"].choices)),
+        routed_scale=draw(st.floats(0.5, 3)),
         expert_bias=draw(st.booleans()), aux_loss_coef=draw(st.floats(0, 0.1)),
         z_loss_coef=draw(st.floats(0, 0.01)))
 
@@ -40,7 +42,8 @@ def mla_fields(draw) -> dict:
     per query head, no window, QK-norm or soft-cap); otherwise the MLA sizes are drawn but unused."""
     values = dict(kv_lora_rank=draw(st.none() | st.integers(1, 10)), q_lora_rank=draw(st.none() | st.integers(1, 10)),
                   qk_rope_head_dim=draw(st.sampled_from([2, 4, 6])), qk_nope_head_dim=draw(st.integers(1, 6)),
-                  v_head_dim=draw(st.integers(1, 6)), mla_rope_interleave=draw(st.booleans()))
+                  v_head_dim=draw(st.integers(1, 6)), mla_rope_interleave=draw(st.booleans()),
+                  rope_mscale_all_dim=draw(st.none() | st.floats(0.1, 2)))
     if values["kv_lora_rank"] is not None and draw(st.integers(0, 2)) == 0:
         return values
     return dict(values, kv_lora_rank=None)
@@ -56,13 +59,13 @@ def _mla_compatible(values: dict) -> dict:
 @st.composite
 def configs(draw, max_d: int = 24) -> ModelConfig:
     """Any valid config at tiny sizes: sizes and every knob drawn; invalid combinations are filtered out."""
-    n_heads = draw(st.integers(1, 6))
+    n_heads, n_layers = draw(st.integers(1, 6)), draw(st.integers(1, 3))
     divisors = [k for k in range(1, n_heads + 1) if n_heads % k == 0]
     opt = lambda s: st.none() | s  # noqa: E731
     values = dict(
         name=draw(st.text(max_size=12)),
         vocab_size=draw(st.integers(1, 40)), context_length=draw(st.integers(1, 12)),
-        d_model=draw(st.integers(1, max_d)), n_layers=draw(st.integers(1, 3)), n_heads=n_heads,
+        d_model=draw(st.integers(1, max_d)), n_layers=n_layers, n_heads=n_heads,
         n_kv_heads=draw(opt(st.sampled_from(divisors))), head_dim=draw(opt(st.integers(1, 8))),
         attn_window=draw(opt(st.integers(1, 6))), global_every=draw(opt(st.integers(1, 3))),
         qk_norm=draw(st.booleans()), attn_softcap=draw(opt(st.floats(0.5, 50))), qkv_bias=draw(st.booleans()),
@@ -83,11 +86,13 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
         rope_attention_factor=draw(opt(st.floats(0.5, 2))),
         rope_short_factor=draw(opt(st.lists(st.floats(0.5, 4), min_size=1, max_size=4).map(tuple))),
         rope_long_factor=draw(opt(st.lists(st.floats(0.5, 4), min_size=1, max_size=4).map(tuple))),
-        layer_types=draw(opt(st.lists(st.sampled_from(["full", "sliding"]), min_size=1, max_size=3).map(tuple))),
+        layer_types=draw(opt(st.lists(st.sampled_from(["full", "sliding"]), min_size=n_layers,   # one per layer
+                                      max_size=n_layers).map(tuple))),
         attn_scale=draw(opt(st.floats(0.01, 2))), rope_local_base=draw(opt(st.floats(2, 1e6))),
-        nope_layers=draw(opt(st.lists(st.integers(1, 3), min_size=1, max_size=3).map(tuple))),
+        nope_layers=draw(opt(st.lists(st.integers(1, n_layers), min_size=1, max_size=3).map(tuple))),
         head_bias=draw(st.booleans()), logit_scale=draw(st.floats(0.01, 4)), attn_sinks=draw(st.booleans()),
-        swiglu_limit=draw(st.floats(0.5, 10)), swiglu_alpha=draw(st.floats(0.5, 2)))
+        swiglu_limit=draw(st.floats(0.5, 10)), swiglu_alpha=draw(st.floats(0.5, 2)),
+        mtp_depth=draw(opt(st.integers(1, 2))))
     values["norm_bias"] = values["norm"] == "layernorm" and draw(st.booleans())
     values.update(qk_norm_scope=draw(st.sampled_from(FIELDS["qk_norm_scope"].choices)), **draw(moe_fields()),
                   **draw(mla_fields()))

@@ -39,6 +39,16 @@ def test_params_table_has_separators_and_total():
     df = tables.params_table(count_params(PRESETS["gpt2"].config))
     assert df.iloc[-1]["parameters"] == "124,439,808"
     assert "output head" not in set(df["component"])      # tied: zero rows are left out
+    assert not df["component"].str.contains("multi-token").any()
+
+
+def test_params_table_puts_deepseek_v3_mtp_after_the_total():
+    df = tables.params_table(count_params(PRESETS["deepseek-v3"].config))
+    total, mtp = df.iloc[-2], df.iloc[-1]
+    assert (total["component"], total["parameters"]) == ("total", "671,026,404,352")
+    # DeepSeek-V3's one MTP module: 11,610,067,968 (engine/budget/mtp.py, held against transformers there)
+    assert (mtp["component"], mtp["parameters"]) == ("multi-token prediction (not in the total)", "11,610,067,968")
+    assert mtp["share"] == f"+{11_610_067_968 / 671_026_404_352:.2%}"
 
 
 def test_memory_figure_stacks_engine_terms():

@@ -116,14 +116,17 @@ KNOBS = {
         "moe_first_dense": ({}, 1), "moe_every": ({}, 2), "router": ({}, "sigmoid"),
         "router_renorm": ({}, False), "router_groups": ({"router_group_topk": 1}, 2),
         "router_group_topk": ({"router_groups": 2}, 2), "routed_scale": ({}, 2.5),
+        "router_group_score": ({"router_groups": 2, "router_group_topk": 1}, "max"),
         "expert_bias": ({}, True)}.items()},
     "kv_lora_rank": ({"position": "rope"}, 8),
     **{name: ({"position": "rope", "kv_lora_rank": 8, "qk_rope_head_dim": 4, "qk_nope_head_dim": 3,
                "v_head_dim": 5, **extra}, value) for name, (extra, value) in {
         "q_lora_rank": ({}, 6), "qk_rope_head_dim": ({}, 2), "qk_nope_head_dim": ({}, 4), "v_head_dim": ({}, 3),
-        "mla_rope_interleave": ({}, False)}.items()}}
-# training-only (the router losses' weights, tested in test_moe.py) or zero at init (DeepSeek's selection bias)
-NOT_IN_FORWARD = {"name", "dropout", "aux_loss_coef", "z_loss_coef", "router_selection_bias"}
+        "mla_rope_interleave": ({}, False),
+        "rope_mscale_all_dim": ({"rope_scaling": "yarn", "rope_factor": 4.0}, 0.707)}.items()}}
+# training-only (the router losses' weights, tested in test_moe.py), zero at init (DeepSeek's selection bias) or
+# counted apart and never built (the multi-token-prediction modules, tested in test_mtp.py)
+NOT_IN_FORWARD = {"name", "dropout", "aux_loss_coef", "z_loss_coef", "router_selection_bias", "mtp_depth"}
 
 
 def fingerprint(cfg: ModelConfig):

@@ -107,7 +107,7 @@ def reference_moe(moe: MoE, cfg: ModelConfig, x: torch.Tensor) -> torch.Tensor:
             g = choice.view(len(x), cfg.router_groups, -1)
             best = g.topk(2, -1)[0].sum(-1).topk(cfg.router_group_topk, -1)[1]
             mask = torch.zeros(len(x), cfg.router_groups).scatter(1, best, 1.0).repeat_interleave(E // cfg.router_groups, 1)
-            choice = choice * mask
+            choice = choice.masked_fill(mask == 0, float("-inf"))   # experts outside the best groups: never
         idx = choice.topk(k, -1)[1]
         kept = s.gather(1, idx)
         kept = kept / kept.sum(-1, keepdim=True) if cfg.router_renorm else kept

@@ -38,14 +38,17 @@ REF_LAYER_TYPES = ("full", "sliding")
 # mla_rope_interleave is inert here) in tests/test_mla.py
 HELD_BY_TRANSFORMERS = {"rope_scaling": {"linear", "dynamic", "llama3", "yarn", "longrope"}, "position": {"alibi"}}
 REF_ROUTERS = ("softmax_topk", "topk_softmax", "sigmoid")
+REF_GROUP_SCORES = {"top2_sum": lambda s: sum(sorted(s)[-2:]), "max": max}   # a group's score from its experts'
 HANDLED = {"ffn": set(REF_ACT) | set(REF_GATE) | set(REF_CLAMPED), "norm": set(REF_NORMS), "position": set(REF_POSITIONS),
            "norm_placement": set(REF_PLACEMENTS), "block": set(REF_BLOCKS), "qk_norm_scope": set(REF_QK_SCOPES),
-           "router": set(REF_ROUTERS), "layer_types": set(REF_LAYER_TYPES), "rope_scaling": {"none"}}
+           "router": set(REF_ROUTERS), "layer_types": set(REF_LAYER_TYPES), "rope_scaling": {"none"},
+           "router_group_score": set(REF_GROUP_SCORES)}
 CONFIGS = variant_configs()
 MOE = dict(n_experts=4, experts_per_token=2, expert_d_ff=8)
 MOE_CONFIGS = [make(MOE | c) for c in (
     {}, {"router_renorm": False}, {"router": "topk_softmax"}, {"router": "sigmoid", "routed_scale": 2.5},
     {"router": "sigmoid", "router_selection_bias": True, "router_groups": 2, "router_group_topk": 1},
+    {"router_groups": 2, "router_group_topk": 1, "router_group_score": "max", "router_renorm": False},
     {"n_shared_experts": 2, "shared_d_ff": 4, "shared_expert_gate": True, "expert_bias": True, "ffn": "swiglu"},
     {"moe_first_dense": 1, "ffn": "relu", "n_shared_experts": 1, "qk_norm": True, "qk_norm_scope": "all_heads"},
     {"moe_every": 2, "experts_per_token": 1, "ffn": "geglu", "block": "parallel", "norm_placement": "sandwich"},
@@ -166,10 +169,11 @@ def _route(cfg, sd, name, x):
     choice = scores + sd[name + ".selection_bias"] if cfg.router_selection_bias else scores.clone()
     if cfg.router_groups > 1:                            # only experts inside the best groups may be chosen
         size = len(choice) // cfg.router_groups
-        group_score = [sorted(choice[g * size:(g + 1) * size].tolist())[-2:] for g in range(cfg.router_groups)]
-        best = sorted(range(cfg.router_groups), key=lambda g: -sum(group_score[g]))[:cfg.router_group_topk]
-        for g in set(range(cfg.router_groups)) - set(best):
-            choice[g * size:(g + 1) * size] = 0
+        score = REF_GROUP_SCORES[cfg.router_group_score]
+        group_score = [score(choice[g * size:(g + 1) * size].tolist()) for g in range(cfg.router_groups)]
+        best = sorted(range(cfg.router_groups), key=lambda g: -group_score[g])[:cfg.router_group_topk]
+        for g in set(range(cfg.router_groups)) - set(best):   # never chosen, whatever the bias makes the rest
+            choice[g * size:(g + 1) * size] = float("-inf")
     idx = sorted(range(len(choice)), key=lambda e: -choice[e])[:k]
     w = scores[idx]
     if cfg.router_renorm:

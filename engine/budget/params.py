@@ -11,6 +11,7 @@ Per layer, with d = d_model, A = n_heads*head_dim, K = kv_heads*head_dim, f = d_
   norms       1-4 per block (placement, layout), plus embedding and final norms
 Model: token embedding V*d, learned positions T*d, output head V*d unless tied (one shared Parameter), plus V
 with head_bias (never tied).
+Multi-token-prediction modules (mtp_depth, engine/budget/mtp.py) are reported as `mtp`, beside the total.
 Active: what one token uses: everything except the routed experts it is not sent to (k of E per MoE layer);
 equal to total for a dense model.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engine.budget.mtp import mtp_params
 from engine.config import ModelConfig
 from engine.layers.block import block_params
 from engine.layers.moe import moe_skipped_params
@@ -38,11 +40,13 @@ class ParamCount:
     tied: bool
     active: int                  # parameters one token uses: total minus the routed experts it skips
     active_non_embedding: int
+    mtp: int = 0                 # multi-token-prediction modules, beside the total, never in it (budget/mtp.py)
 
     def as_dict(self) -> dict:
         return {"total": self.total, "non_embedding": self.non_embedding, "active": self.active,
                 "active_non_embedding": self.active_non_embedding, "per_layer": self.per_layer,
-                "tying_saves": self.tying_saves, "tied": self.tied, "components": dict(self.components)}
+                "tying_saves": self.tying_saves, "tied": self.tied, "components": dict(self.components),
+                "mtp": self.mtp}
 
 
 def count_params(cfg: ModelConfig) -> ParamCount:
@@ -60,4 +64,4 @@ def count_params(cfg: ModelConfig) -> ParamCount:
     non_embedding = total - comps["token_embedding"] - comps["positions"] - head
     return ParamCount(components=comps, per_layer=sum((moe if cfg.moe_layers[0] else dense).values()), total=total,
                       non_embedding=non_embedding, tying_saves=V * d, tied=cfg.tie_embeddings,
-                      active=total - skipped, active_non_embedding=non_embedding - skipped)
+                      active=total - skipped, active_non_embedding=non_embedding - skipped, mtp=mtp_params(cfg))

@@ -42,5 +42,8 @@ def _params(args: argparse.Namespace) -> None:
               f"memory holds all {count.total:,}, compute uses {count.active:,}")
     for name, n in count.components.items():
         print(f"  {name:<16} {n:>16,}  {100 * n / count.total:6.2f}%")
+    if count.mtp:
+        print(f"multi-token prediction ({cfg.mtp_depth} module{'s' * (cfg.mtp_depth > 1)}): {count.mtp:,} "
+              f"more, not in the total")
     verb = "saves" if count.tied else "would save"
     print(f"tying the embedding and output head {verb} {count.tying_saves:,}")

@@ -1,6 +1,7 @@
-"""ModelConfig -> deepseek_v3 config.json; the inverse of hf_deepseek.py's reader. A model with MLA attention,
-a gated FFN and, if any, DeepSeek's MoE (sigmoid scores with selection bias, shared experts of the routed
-width, every layer after the first dense ones MoE)."""
+"""ModelConfig -> deepseek_v3 or deepseek_v2 config.json; the inverse of hf_deepseek.py's readers. A model with
+MLA attention, a gated FFN and, if any, DeepSeek's MoE: every layer after the first dense ones MoE, shared
+experts of the routed width; V3 routes with sigmoid scores and a selection bias, V2 with a softmax, plain or
+inside the groups with the best expert (never renormalised)."""
 from __future__ import annotations
 
 from typing import Any
@@ -8,32 +9,61 @@ from typing import Any
 from engine.interop.hf_writer import _GATED, _Writer
 
 
-def _deepseek_v3(w: _Writer) -> dict[str, Any]:
+def _mla(w: _Writer) -> dict[str, Any]:
     c = w.cfg
-    w.common("rmsnorm", moe=True, mla=True)
-    w.check(c.mla, "kv_lora_rank", "DeepSeek-V3 attention is MLA")
+    w.common("rmsnorm", moe=True, mla=True, mtp=w.family == "deepseek_v3")
+    w.check(c.mla, "kv_lora_rank", f"{w.family} attention is MLA")
     w.need("block", "serial")
     w.need("bias", False, "DeepSeek's attention_bias leaves the MLP without biases")
+    w.need("norm_eps", 1e-6, "transformers keeps the latent norms at eps 1e-6")
     w.no_dropout()
-    out = dict(vocab_size=c.vocab_size, hidden_size=c.d_model, intermediate_size=c.ffn_width,
-               num_hidden_layers=c.n_layers, num_attention_heads=c.n_heads, num_key_value_heads=c.n_heads,
-               rms_norm_eps=c.norm_eps, tie_word_embeddings=c.tie_embeddings, attention_dropout=0.0,
-               attention_bias=False, hidden_act=w.act(_GATED), kv_lora_rank=c.kv_lora_rank,
-               q_lora_rank=c.q_lora_rank, qk_rope_head_dim=c.qk_rope_head_dim, qk_nope_head_dim=c.qk_nope_head_dim,
-               v_head_dim=c.v_head_dim, rope_interleave=c.mla_rope_interleave, **w.rope())
+    return dict(vocab_size=c.vocab_size, hidden_size=c.d_model, intermediate_size=c.ffn_width,
+                num_hidden_layers=c.n_layers, num_attention_heads=c.n_heads, num_key_value_heads=c.n_heads,
+                rms_norm_eps=c.norm_eps, tie_word_embeddings=c.tie_embeddings, attention_dropout=0.0,
+                attention_bias=False, hidden_act=w.act(_GATED), kv_lora_rank=c.kv_lora_rank,
+                q_lora_rank=c.q_lora_rank, qk_rope_head_dim=c.qk_rope_head_dim, qk_nope_head_dim=c.qk_nope_head_dim,
+                v_head_dim=c.v_head_dim, **w.rope())
+
+
+def _experts(w: _Writer) -> dict[str, Any]:
+    c = w.cfg
+    w.need("moe_every", 1, "every layer after the dense ones is MoE")
+    w.need("expert_bias", False)
+    w.need("shared_expert_gate", False)
+    w.check((c.n_shared_experts or 0) >= 1, "n_shared_experts", f"{w.family} always builds shared experts")
+    w.check(c.shared_d_ff in (None, c.expert_width), "shared_d_ff", "shared experts have the routed width")
+    return dict(n_routed_experts=c.n_experts, num_experts_per_tok=c.experts_per_token,
+                moe_intermediate_size=c.expert_width, n_shared_experts=c.n_shared_experts,
+                first_k_dense_replace=c.moe_first_dense or 0, routed_scaling_factor=c.routed_scale)
+
+
+def _deepseek_v3(w: _Writer) -> dict[str, Any]:
+    c = w.cfg
+    out = dict(_mla(w), rope_interleave=c.mla_rope_interleave, num_nextn_predict_layers=c.mtp_depth or 0)
     if c.n_experts is None:   # every layer dense
         return dict(out, first_k_dense_replace=c.n_layers)
     w.need("router", "sigmoid", "DeepSeek-V3 scores experts with a sigmoid")
     w.need("router_selection_bias", True, "DeepSeek-V3 always has e_score_correction_bias")
-    w.need("moe_every", 1, "every layer after the dense ones is MoE")
-    w.need("expert_bias", False)
-    w.need("shared_expert_gate", False)
-    w.check((c.n_shared_experts or 0) >= 1, "n_shared_experts", "DeepSeek-V3 always builds shared experts")
-    w.check(c.shared_d_ff in (None, c.expert_width), "shared_d_ff", "shared experts have the routed width")
-    return dict(out, n_routed_experts=c.n_experts, num_experts_per_tok=c.experts_per_token,
-                moe_intermediate_size=c.expert_width, n_shared_experts=c.n_shared_experts,
-                first_k_dense_replace=c.moe_first_dense, n_group=c.router_groups, topk_group=c.router_group_topk,
-                norm_topk_prob=c.router_renorm, routed_scaling_factor=c.routed_scale)
+    if c.router_groups > 1:
+        w.need("router_group_score", "top2_sum", "DeepSeek-V3 scores a group by its two best experts")
+    return dict(out, **_experts(w), n_group=c.router_groups, topk_group=c.router_group_topk,
+                norm_topk_prob=c.router_renorm)
 
 
-WRITERS = {"deepseek_v3": _deepseek_v3}
+def _deepseek_v2(w: _Writer) -> dict[str, Any]:
+    c = w.cfg
+    w.need("mla_rope_interleave", True, "DeepSeek-V2 always rotates adjacent pairs")
+    out = dict(_mla(w), mlp_bias=False)
+    if c.n_experts is None:
+        return dict(out, first_k_dense_replace=c.n_layers)
+    w.need("router", "softmax_topk", "DeepSeek-V2 takes the top-k of a softmax over all experts")
+    w.need("router_renorm", False, "transformers' DeepSeek-V2 never renormalises the top-k weights")
+    w.need("router_selection_bias", False)
+    grouped = c.router_groups > 1
+    if grouped:
+        w.need("router_group_score", "max", "DeepSeek-V2 scores a group by its best expert")
+    return dict(out, **_experts(w), topk_method="group_limited_greedy" if grouped else "greedy",
+                n_group=c.router_groups, topk_group=c.router_group_topk, norm_topk_prob=False)
+
+
+WRITERS = {"deepseek_v3": _deepseek_v3, "deepseek_v2": _deepseek_v2}

@@ -32,13 +32,15 @@ class _Writer:
 
     def common(self, norm: str, placement: str = "pre", *, embed_scale: bool = False, qk_norm: bool = False,
                softcaps: bool = False, moe: bool = False, qk_scope: str = "head", mla: bool = False,
-               sinks: bool = False) -> None:
+               sinks: bool = False, mtp: bool = False) -> None:
         """What every supported family shares (a final norm, no embedding norm, learned gains) and the
         features only some have, off unless the family passes them."""
         if not moe:
             self.need("n_experts", None, "a dense family")
         if not mla:
             self.need("kv_lora_rank", None, "no latent attention (MLA)")
+        if not mtp:
+            self.need("mtp_depth", None, "no multi-token-prediction modules")
         if self.cfg.qk_norm:
             self.need("qk_norm_scope", qk_scope)
         self.need("norm", norm)
@@ -104,6 +106,8 @@ def scaling_params(cfg: ModelConfig) -> dict[str, Any]:
         out.update(low_freq_factor=cfg.rope_low_freq_factor, high_freq_factor=cfg.rope_high_freq_factor)
     if kind == "yarn":
         out.update(beta_fast=cfg.rope_beta_fast, beta_slow=cfg.rope_beta_slow, truncate=cfg.rope_truncate)
+        if cfg.rope_mscale_all_dim is not None and cfg.mla:   # DeepSeek's softmax correction (ignored without)
+            out["mscale_all_dim"] = cfg.rope_mscale_all_dim
     if kind == "longrope":
         out.update(short_factor=list(cfg.rope_short_factor), long_factor=list(cfg.rope_long_factor))
     if kind in ("yarn", "longrope") and cfg.rope_attention_factor is not None:

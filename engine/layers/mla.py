@@ -9,6 +9,7 @@ c and k_rot per past token: the latent cache. The expanded cache keeps the per-h
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -71,7 +72,7 @@ class MLA(nn.Module):
         self.H, self.r, self.dn, self.dr, self.dv = H, cfg.kv_lora_rank, cfg.qk_nope_head_dim, \
             cfg.qk_rope_head_dim, cfg.v_head_dim
         self.interleave, self.dropout = cfg.mla_rope_interleave, cfg.dropout
-        self.scale = cfg.qk_head_dim ** -0.5 if cfg.attn_scale is None else cfg.attn_scale
+        self.scale = mla_softmax_scale(cfg)
         if cfg.q_lora_rank is None:
             self.q_proj = nn.Linear(d, H * cfg.qk_head_dim, bias=False)
             self.q_a = self.q_norm = self.q_b = None
@@ -141,6 +142,16 @@ class MLA(nn.Module):
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=cache is None, scale=self.scale,
                                                dropout_p=self.dropout if self.training else 0.0)
         return self.o_proj(y.transpose(1, 2).reshape(B, T, self.H * self.dv))   # [B, T, d_model]
+
+
+def mla_softmax_scale(cfg: ModelConfig) -> float:
+    """attn_scale or 1/sqrt(qk_head_dim), times DeepSeek's YaRN correction m^2 when rope_mscale_all_dim is set:
+    m = 0.1 * mscale_all_dim * ln(rope_factor) + 1 (1 for rope_factor <= 1), as transformers' yarn_get_mscale.
+    The cos/sin tables carry yarn's own attention factor; this one sharpens the softmax of every head."""
+    scale = cfg.qk_head_dim ** -0.5 if cfg.attn_scale is None else cfg.attn_scale
+    if cfg.rope_mscale_all_dim is None or cfg.rope_scaling != "yarn" or cfg.rope_factor <= 1:
+        return scale
+    return scale * (0.1 * cfg.rope_mscale_all_dim * math.log(cfg.rope_factor) + 1.0) ** 2
 
 
 # Closed forms of one MLA layer. d = d_model, H = n_heads, r = kv_lora_rank, rq = q_lora_rank,

@@ -4,7 +4,8 @@
 
 Routers (cfg.router): softmax_topk  p = softmax(x R), keep the k largest (optionally renormalised to sum 1);
 topk_softmax  softmax over the k largest logits; sigmoid  s = sigmoid(x R), chosen by s + selection bias
-inside the best groups, weighted by s (renormalised), times routed_scale (DeepSeek-V3).
+inside the best groups, weighted by s (renormalised), times routed_scale (DeepSeek-V3). Groups (DeepSeek-V2
+group_limited_greedy, V3) restrict the choice of any router to the router_group_topk best groups of experts.
 Dispatch sorts the N*k (token, expert) pairs by expert, so each expert runs one matmul over its own rows and
 index_add_ scatters the weighted results back: no loop over tokens, no expert computed for a token it skips.
 
@@ -61,12 +62,15 @@ class Router(nn.Module):
         return logits, (w * cfg.routed_scale).to(x.dtype), idx
 
     def _within_best_groups(self, choice: torch.Tensor) -> torch.Tensor:
-        """Scores outside the router_group_topk best groups (group score: sum of its two best) set to 0."""
-        G = self.cfg.router_groups
-        grouped = choice.view(choice.shape[0], G, -1)
-        best = grouped.topk(2, dim=-1)[0].sum(-1).topk(self.cfg.router_group_topk, dim=-1)[1]
-        keep = torch.zeros_like(grouped[..., 0]).scatter_(1, best, 1.0).unsqueeze(-1)
-        return (grouped * keep).view_as(choice)
+        """Scores outside the router_group_topk best groups set to -inf, so no expert there is chosen: not 0,
+        which would beat the negative choice scores a selection bias can give. A group's score is the sum of
+        its two best choice scores (DeepSeek-V3) or its best one (DeepSeek-V2, router_group_score: max)."""
+        cfg = self.cfg
+        grouped = choice.view(choice.shape[0], cfg.router_groups, -1)
+        score = grouped.max(-1)[0] if cfg.router_group_score == "max" else grouped.topk(2, dim=-1)[0].sum(-1)
+        best = score.topk(cfg.router_group_topk, dim=-1)[1]
+        keep = torch.zeros_like(score, dtype=torch.bool).scatter_(1, best, True).unsqueeze(-1)
+        return grouped.masked_fill(~keep, float("-inf")).view_as(choice)
 
 
 class Experts(nn.Module):
