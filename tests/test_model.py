@@ -322,6 +322,19 @@ def test_tying_survives_dtype_and_device_moves():
 
 
 @pytest.mark.parametrize("impl", ["sdpa", "explicit"])
+@pytest.mark.parametrize("changes", [{}, {"position": "sinusoidal"}, {"position": "alibi"}, {"position": "none"},
+                                     ROPE, LINEAR, LLAMA3, YARN, {**LONGROPE, "rope_original_context": 4},
+                                     {**ROPE, "rope_scaling": "dynamic", "rope_factor": 2.0, "rope_original_context": 4}])
+def test_meta_forward_builds_every_position_table_on_the_meta_device(changes, impl):
+    """FLOPs are counted on meta: every table (sinusoids, ALiBi slopes, each RoPE scaling's frequencies, dynamic
+    and longrope past their original context) must follow the tokens' device, never default to the CPU."""
+    model = build_model(BASE.replace(**changes), device="meta")
+    model.set_attention(impl)
+    logits = model(tokens().to("meta"))
+    assert logits.device.type == "meta" and logits.shape == (2, 8, 11)
+
+
+@pytest.mark.parametrize("impl", ["sdpa", "explicit"])
 def test_dropout_only_in_train_mode(impl):
     idx = tokens()
     for p in (0.0, 0.3):
