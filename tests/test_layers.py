@@ -150,3 +150,17 @@ def test_ffn_formula_names_the_dense_activation_or_the_gate_of_each_choice():
         "gelu_tanh": "x·½(1 + tanh(√(2/π)(x + 0.044715x³)))", "silu": "x·σ(x)",
         "swiglu": "SiLU(g)·u", "geglu": "GELU(g)·u", "geglu_tanh": "GELU_tanh(g)·u", "reglu": "ReLU(g)·u",
         "swiglu_clamped": "g'·σ(α·g')·(u' + 1),  g' = min(g, limit), u' = clamp(u, ±limit)"}
+
+
+def test_init_weights_sets_every_value_whatever_the_memory_held():
+    """build_model allocates uninitialised memory, which is often zero already: poisoned with NaN first, every
+    parameter and buffer (biases and norm shifts included) must come out exactly as a fresh build's."""
+    for cfg in variant_configs():
+        fresh, model = build_model(cfg, seed=3), build_model(cfg, seed=3)
+        with torch.no_grad():
+            for t in itertools.chain(model.parameters(), model.buffers()):
+                if t.is_floating_point():
+                    t.fill_(float("nan"))
+        model.init_weights(3)
+        for (name, a), (_, b) in zip(model.state_dict().items(), fresh.state_dict().items(), strict=True):
+            assert torch.equal(a, b), (cfg, name)
