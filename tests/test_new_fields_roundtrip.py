@@ -1,11 +1,12 @@
-"""The fields added for real configs (RoPE scaling, ALiBi, per-layer patterns, score scale) go through every
-route a config takes: YAML, the URL, the CLI flags and the editor's text form, and come back equal. List fields
-are written as YAML lists and as comma-separated text."""
+"""The fields added for real configs (RoPE scaling, ALiBi, per-layer patterns, score scale, gpt-oss sinks and
+clamped SwiGLU, DeepSeek MLA/YaRN/MTP) go through every route a config takes: YAML, the URL, the CLI flags and
+the editor's text form, and come back equal. List fields are written as YAML lists and as comma-separated text."""
 import pytest
 
 from app import state
 from engine.cli import main
 from engine.config import FIELDS, ModelConfig
+from engine.presets import PRESETS
 
 NEW = ["rope_scaling", "rope_factor", "rope_original_context", "rope_low_freq_factor", "rope_high_freq_factor",
        "rope_beta_fast", "rope_beta_slow", "rope_truncate", "rope_attention_factor", "rope_short_factor",
@@ -23,14 +24,24 @@ CONFIGS = {
     "llama3": ModelConfig(**BASE, rope_scaling="llama3", rope_factor=8.0, rope_low_freq_factor=2.0,
                           rope_high_freq_factor=8.0),
     "alibi": ModelConfig(**{**BASE, "position": "alibi"}),
+    # gpt-oss: attention sinks, the clamped SwiGLU (limit, alpha), per-layer types, YaRN, MoE with biases
+    "gpt-oss-20b": PRESETS["gpt-oss-20b"].config,
+    # DeepSeek: MLA ranks, YaRN's mscale_all_dim softmax factor, group scoring, multi-token prediction
+    "deepseek-v3": PRESETS["deepseek-v3"].config,
+    "deepseek-v2-lite": PRESETS["deepseek-v2-lite"].config,
 }
+LATER = {"attn_sinks": "attention", "swiglu_limit": "ffn", "swiglu_alpha": "ffn", "mtp_depth": "output",
+         "router_group_score": "moe", "rope_mscale_all_dim": "position", "head_bias": "output",
+         "logit_scale": "output"}
 
 
 def test_every_new_field_is_declared_with_help():
     for name in NEW:
         spec = FIELDS[name]
         assert spec.help.endswith(".") and len(spec.help) > 20 and spec.group in ("position", "attention"), name
-    assert "alibi" in FIELDS["position"].choices
+    for name, group in LATER.items():
+        assert FIELDS[name].help.endswith(".") and len(FIELDS[name].help) > 20 and FIELDS[name].group == group, name
+    assert "alibi" in FIELDS["position"].choices and "swiglu_clamped" in FIELDS["ffn"].choices
     assert FIELDS["rope_short_factor"].allowed() == ("a comma-separated list, each number > 0, or null "
                                                       "(not longrope)")
 
@@ -40,6 +51,7 @@ def test_yaml_round_trip(name):
     cfg = CONFIGS[name]
     text = cfg.to_yaml()
     assert ModelConfig.from_yaml(text) == cfg
+    assert all(f"{n}: " in text for n in LATER)
     if cfg.rope_short_factor:
         assert "rope_short_factor: [1.0, 1.015625, " in text   # a YAML flow list on one line, no tuple tag
 
