@@ -140,6 +140,13 @@ def test_activation_estimate_refuses_what_it_does_not_cover():
     from engine.budget.activations import activation_estimate
     with pytest.raises(ValueError, match="attention: the MLA activation estimate covers sdpa"):
         activation_estimate(_tiny(), 1, 8, "fp32", "explicit")
+    covers = "attention: the MLA activation estimate covers sdpa without dropout; got "
+    dropout = _tiny().replace(dropout=0.1)
+    for cfg, impl, got in [(_tiny(), "explicit", "explicit"), (dropout, "sdpa", "sdpa with dropout"),
+                           (dropout, "explicit", "explicit with dropout")]:
+        with pytest.raises(ValueError) as err:
+            activation_estimate(cfg, 1, 8, "fp32", impl)
+        assert str(err.value) == covers + got
 
 
 def test_attn_scale_replaces_the_default_one_over_sqrt_qk_head_dim():

@@ -87,6 +87,7 @@ LINEAR = {**ROPE, "rope_scaling": "linear"}
 LLAMA3 = {**ROPE, "rope_scaling": "llama3", "rope_factor": 8.0}
 YARN = {**ROPE, "rope_scaling": "yarn", "rope_factor": 4.0, "rope_original_context": 64, "rope_truncate": False}
 LONGROPE = {**ROPE, "rope_scaling": "longrope", "rope_short_factor": (1.0, 1.0), "rope_long_factor": (1.0, 1.0)}
+DYNAMIC = {**ROPE, "rope_scaling": "dynamic", "rope_factor": 2.0, "rope_original_context": 4}
 # field -> (overrides of BASE that make the knob active, a different value); each must change the model
 KNOBS = {
     "vocab_size": ({}, 12), "context_length": ({}, 9), "d_model": ({}, 12), "n_layers": ({}, 3),
@@ -323,8 +324,7 @@ def test_tying_survives_dtype_and_device_moves():
 
 @pytest.mark.parametrize("impl", ["sdpa", "explicit"])
 @pytest.mark.parametrize("changes", [{}, {"position": "sinusoidal"}, {"position": "alibi"}, {"position": "none"},
-                                     ROPE, LINEAR, LLAMA3, YARN, {**LONGROPE, "rope_original_context": 4},
-                                     {**ROPE, "rope_scaling": "dynamic", "rope_factor": 2.0, "rope_original_context": 4}])
+                                     ROPE, LINEAR, LLAMA3, YARN, {**LONGROPE, "rope_original_context": 4}, DYNAMIC])
 def test_meta_forward_builds_every_position_table_on_the_meta_device(changes, impl):
     """FLOPs are counted on meta: every table (sinusoids, ALiBi slopes, each RoPE scaling's frequencies, dynamic
     and longrope past their original context) must follow the tokens' device, never default to the CPU."""

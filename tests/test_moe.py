@@ -276,9 +276,9 @@ def test_dense_counterpart_resets_every_moe_field():
     """Every MoE knob back to its dense default, the width k*expert_d_ff + n_shared*shared_d_ff, and the experts'
     biases kept as the dense FFN's: the whole config, field by field."""
     from engine.layers.moe import dense_counterpart
-    moe = ModelConfig(name="tiny", vocab_size=64, context_length=16, d_model=32, n_layers=4, n_heads=4,
+    moe = ModelConfig(name="tiny", vocab_size=64, context_length=16, d_model=32, n_layers=4, n_heads=4, bias=False,
                       ffn="swiglu", d_ff=112, n_experts=4, experts_per_token=2, expert_d_ff=32, n_shared_experts=1,
-                      shared_d_ff=48, shared_expert_gate=True, moe_first_dense=1, moe_every=2, expert_bias=True, bias=False)
+                      shared_d_ff=48, shared_expert_gate=True, moe_first_dense=1, moe_every=2, expert_bias=True)
     assert moe.moe_layers == [False, True, False, True] and not moe.bias
     dense = dense_counterpart(moe)
     assert dense.to_dict() == {**moe.to_dict(), "name": "tiny-dense-equal-active", "n_experts": None,
