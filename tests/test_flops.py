@@ -91,3 +91,10 @@ def test_cpu_profile_is_measured_and_cached():
 def test_bad_sizes():
     with pytest.raises(ValueError, match="seq"):
         flops_budget(get_preset("gpt2").config, 1, 0)
+
+
+def test_flop_budget_as_dict_is_every_field_plus_train_flops():
+    from dataclasses import fields
+    b = flops_budget(get_preset("gpt2").config, 2, 64)
+    assert b.as_dict() == {**{f.name: getattr(b, f.name) for f in fields(b)},
+                           "train_flops": b.forward_flops + b.backward_flops}

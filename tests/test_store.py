@@ -64,7 +64,9 @@ def test_list_reload_csv_delete(store):
         ids.append(rid)
     listed = store.list_runs()
     assert [r["name"] for r in listed] == ["b", "a"] and listed[0]["steps"] == 2 and listed[0]["status"] == "running"
-    rows = list(csv.DictReader(io.StringIO(store.export_csv(ids[0]))))
+    text = store.export_csv(ids[0])
+    assert text.split("\n")[0] == ",".join(STEP_COLUMNS) and text.count("\n") == 3 and "\r" not in text  # Unix lines
+    rows = list(csv.DictReader(io.StringIO(text)))
     assert tuple(rows[0]) == STEP_COLUMNS and [r["train_loss"] for r in rows] == ["3.0", "1.5"]
     assert rows[1]["val_loss"] == ""            # NaN is stored as NULL, exported as an empty cell
     with pytest.raises(RunningError, match=f"run {ids[0]} is still being trained"):

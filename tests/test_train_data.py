@@ -65,3 +65,42 @@ def test_batches_are_shifted_windows_and_ranks_share_one_global_batch():
     assert torch.equal(torch.cat(halves), x)
     with pytest.raises(ValueError, match="seq: 16 needs more than 17 tokens"):
         get_batch(torch.arange(10), 2, 16, torch.Generator())
+
+
+def test_each_source_by_name_gives_its_dataset(tmp_path):
+    names = load_data("names")
+    assert names.name == "names" and torch.equal(names.train, load_names(seed=0).train)      # seed 0 by default
+    assert torch.equal(load_data("names", seed=3).val, load_names(seed=3).val)
+    stdlib = load_data("stdlib")
+    assert stdlib.name == "stdlib" and len(stdlib.train) + len(stdlib.val) == 2_000_000 and len(stdlib.val) == 200_000
+    text = "the quick brown fox jumps over the lazy dog\n" * 3
+    (tmp_path / "fox.txt").write_text(text, encoding="utf-8")
+    d = load_data(str(tmp_path / "fox.txt"))
+    assert (d.name, d.level) == ("fox.txt", "char") and d.decode(torch.cat([d.train, d.val]).tolist()) == text
+
+
+def test_stdlib_bytes_split_and_printable_tokens():
+    d = load_stdlib(max_bytes=50_000)
+    assert (d.name, d.level, len(d.val)) == ("stdlib", "byte", 5_000)      # the last 10% held out
+    assert len(load_stdlib(max_bytes=20).val) == 2                          # at least one input and its target
+    # token b+1 is byte b: printable ASCII (0x20 space .. 0x7e ~) as itself, every other byte as \xNN
+    assert len(d.itos) == 257 and d.itos[1 + 65] == "A"
+    assert [d.itos[1 + b] for b in (0x00, 0x1f, 0x20, 0x7e, 0x7f, 0x80, 0xff)] == \
+        ["\\x00", "\\x1f", " ", "~", "\\x7f", "\\x80", "\\xff"]
+
+
+def test_stdlib_missing_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setattr("sysconfig.get_paths", lambda: {"stdlib": str(tmp_path)})
+    with pytest.raises(FileNotFoundError, match=f"no .py files in the standard library directory {tmp_path}$"):
+        load_stdlib()
+
+
+def test_text_split_name_and_length_limit():
+    text = "abcdefgh" * 21                                                    # 168 characters
+    d = load_text(text)
+    assert (d.name, d.level, len(d.train), len(d.val)) == ("text", "char", 152, 16)   # int(168 * 0.1) held out
+    assert len(load_text(text[:64], val_fraction=0.01).val) == 2            # never fewer than 2 tokens
+    with_bos = load_text("ab\x00" * 40)                                     # BOS is the separator: dropped
+    assert with_bos.itos == ("\x00", "a", "b") and with_bos.decode(with_bos.train.tolist()) == "ab" * 36
+    with pytest.raises(ValueError, match="^data: the text has 63 characters; at least 64 are needed to train$"):
+        load_text("x" * 63)

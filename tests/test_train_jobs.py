@@ -52,3 +52,42 @@ def test_a_stopped_job_ends_early_and_errors_are_kept():
     bad = TrainJob({"a": SMALL.replace(position="learned")}, TC.replace(seq=4000), load_names(), device="cpu")
     bad.start().join(60)
     assert bad.error is not None and not bad.running
+
+
+def test_matched_gated_width_is_two_thirds_rounded_and_at_least_one():
+    assert [matched_gated_dff(d) for d in (1, 2, 3, 256, 3072)] == [1, 1, 2, 171, 2048]
+
+
+def test_dense_vs_swiglu_from_a_gated_model_is_gelu_at_four_d_against_its_matched_swiglu():
+    base = SMALL.replace(ffn="swiglu", d_ff=100, name="m")
+    d = base.d_model
+    assert ab_configs(base, "dense vs SwiGLU") == {
+        "dense GELU": base.replace(ffn="gelu", d_ff=4 * d, name="m dense GELU"),
+        "SwiGLU (matched params)": base.replace(ffn="swiglu", d_ff=round(8 * d / 3), name="m SwiGLU (matched params)")}
+
+
+def test_a_job_trains_on_its_own_data_into_the_store_and_stops_mid_run(tmp_path):
+    from engine.train.data import load_text
+    from engine.train.store import RunStore
+    store = RunStore(tmp_path / "runs.sqlite")
+    text = load_text("abba baab " * 20)                 # not the TrainConfig's default source (names)
+    job = TrainJob({"a": SMALL, "b": SMALL}, TC.replace(steps=200, eval_every=200, samples=0), text, store).start()
+    assert job.device == "auto" and job._thread.daemon and job._thread.name == "explorer-train"
+    job.join(0.01)
+    assert job.running                                  # join(timeout) returned while the run goes on
+    while job.steps_done < 2 and job.running:
+        job.join(0.05)
+    job.stop.set()
+    job.join(60)
+    assert job.error is None and list(job.results) == ["a"]          # b never started
+    result = job.results["a"]
+    assert result.status == "stopped" and 2 <= len(result.records) < 200
+    assert result.model_config.vocab_size == text.vocab_size == 4     # BOS, space, a, b
+    assert [(r["name"], r["status"], r["steps"]) for r in store.list_runs()] == \
+        [(SMALL.name, "stopped", len(result.records))]
+
+
+def test_a_job_reports_the_device_it_was_given():
+    job = TrainJob({"a": SMALL}, TC, load_names(), device="cuda:99").start()
+    job.join(60)
+    assert job.error.startswith("ValueError: device: 'cuda:99' ") and job.results == {}

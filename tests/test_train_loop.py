@@ -118,3 +118,33 @@ def test_small_version_keeps_the_first_layers_pattern_and_resamples_longrope():
     assert len(small.rope_long_factor) == half
     assert small.rope_long_factor[0] == long[0] and small.rope_long_factor[-1] == long[-1]
     assert all(f in long for f in small.rope_long_factor)
+    assert small_version(base, n_layers=2).nope_layers == (2,)          # layer 2 is still one of the two
+
+
+def test_small_version_pins_the_size_and_drops_the_big_widths():
+    big = get_preset("gemma-2-2b").config                                # head_dim 256, ffn_multiple_of 256
+    small = small_version(big)
+    assert (small.name, small.d_model, small.n_layers, small.n_heads, small.head_dim, small.d_ff) == \
+        ("gemma-2-2b-small", 64, 2, 4, None, None)
+    assert (small.head_width, small.ffn_multiple_of, small.ffn_width) == (16, 8, 176)   # 8/3 * 64 up to 8s
+    assert small.n_kv_heads == 2                                         # GQA-4 becomes GQA-2 at 4 heads
+    assert small_version(big, n_heads=2).n_kv_heads is None              # no GQA at 2 heads: MHA
+    assert small_version(get_preset("gpt2").config).n_kv_heads is None   # MHA stays MHA (None, not 4)
+
+
+@pytest.mark.parametrize("first_dense, every, expected", [(None, 1, (None, 1)), (1, 1, (1, 1)), (3, 3, (1, 2))])
+def test_small_version_keeps_moe_layers_and_drops_expert_widths(first_dense, every, expected):
+    big = get_preset("qwen1.5-moe-a2.7b").config.replace(moe_first_dense=first_dense, moe_every=every)
+    small = small_version(big)
+    assert (small.moe_first_dense, small.moe_every) == expected          # at least one MoE layer of the two
+    assert (small.expert_d_ff, small.shared_d_ff, small.n_experts, small.n_shared_experts) == (None, None, 60, 1)
+
+
+def test_small_version_resamples_longrope_to_one_and_two_frequencies():
+    base = get_preset("phi-3.5-mini").config
+    long = base.rope_long_factor
+    assert small_version(base, n_heads=32).rope_long_factor == (long[0],)           # head 2: one frequency
+    assert small_version(base, n_heads=16).rope_long_factor == (long[0], long[-1])  # head 4: fastest, slowest
+    half = base.replace(rope_fraction=0.5, rope_long_factor=long[::2], rope_short_factor=base.rope_short_factor[::2])
+    # rotary 16 * 0.5 = 8 wide: 4 frequencies, evenly over the 24 from fastest to slowest
+    assert small_version(half).rope_long_factor == tuple(long[::2][i] for i in (0, 8, 15, 23))

@@ -33,8 +33,7 @@ class MeasuredCPU(DeviceProfile):
     """The host CPU: peak per dtype and bandwidth probed (engine.measure.probe), kept per process and on disk."""
 
     def __init__(self) -> None:
-        object.__setattr__(self, "name", "CPU (measured)")
-        object.__setattr__(self, "memory_bytes", None)
+        object.__setattr__(self, "name", "CPU (measured)")      # memory_bytes keeps its default None: the host's
         object.__setattr__(self, "source", "measured on this machine: the best of short matmul probes per dtype "
                                            "(peak) and of 64 MiB copies (bandwidth), stored in "
                                            "$EXPLORER_HOME/peaks.json")

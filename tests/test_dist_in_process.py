@@ -1,0 +1,100 @@
+"""Distributed training code run in this process. Outside torchrun everything is the single-process no-op.
+FSDP2 and tensor parallelism: torch's fake process group (no communication; each collective
+returns a tensor of the right shape) lets this process act as rank r of 2, so the layout code runs in-process.
+Each rank's parameter, gradient and AdamW-state bytes after one step == the planner's ZeRO-3 / TP figures
+(the same reference tests/test_sharding.py checks under torchrun with real gloo ranks)."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.distributed.tensor import DTensor, Shard
+from torch.testing._internal.distributed.fake_pg import FakeStore
+
+from engine.config import ModelConfig
+from engine.model import build_model
+from engine.plan import Layout, Setup
+from engine.plan.memory import gpu_memory
+from engine.train.ddp import SINGLE, DistInfo, env_world, session
+from engine.train.loop import TrainConfig, _optimizer
+from engine.train.sharding import clip_grad_norm, full, parallelize, rank_bytes
+
+# 8 query heads over tp=2: 4 per rank (not tp, so "n_heads = tp" would be caught); 2 kv heads: 1 per rank
+TP_CFG = dict(name="tp", vocab_size=37, context_length=16, d_model=32, n_layers=2, n_heads=8, n_kv_heads=2,
+              d_ff=40, position="rope", bias=True, tie_embeddings=False)
+# odd sizes: the 37-row vocabulary, d_ff=35 and the 30 rows of 5 query heads split unevenly under FSDP2
+FSDP_CFG = dict(name="odd", vocab_size=37, context_length=16, d_model=30, n_layers=2, n_heads=5, n_kv_heads=1,
+                ffn="swiglu", d_ff=35, norm="rmsnorm", norm_bias=False, position="rope", bias=True)
+
+
+@pytest.fixture
+def fake_rank(request):
+    """Join a fake 2-rank process group as rank `request.param`; torn down after the test."""
+    dist.init_process_group("fake", store=FakeStore(), rank=request.param, world_size=2)
+    try:
+        yield DistInfo(request.param, 2, 0)
+    finally:
+        dist.destroy_process_group()
+
+
+def _one_step(cfg: ModelConfig, info: DistInfo, mode: str):
+    model = build_model(cfg, seed=0)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert parallelize(model, info, mode) is model      # sharded in place, no wrapper
+    assert [str(w.message) for w in seen] == []             # e.g. a plan key naming a module the block lacks
+    opt = _optimizer(model, TrainConfig())
+    x = torch.randint(cfg.vocab_size, (2, 8), generator=torch.Generator().manual_seed(0))
+    F.cross_entropy(model(x).flatten(0, 1), x.flatten()).backward()
+    clip_grad_norm(list(model.parameters()), 1.0)
+    opt.step()
+    return model, opt
+
+
+@pytest.mark.parametrize("fake_rank", [0, 1], indirect=True)
+@pytest.mark.parametrize("ffn", ["gelu", "swiglu"])
+def test_tensor_parallel_rank_bytes_equal_planner(fake_rank, ffn):
+    cfg = ModelConfig(**{**TP_CFG, "ffn": ffn})
+    model, opt = _one_step(cfg, fake_rank, "tp")
+    planned = gpu_memory(cfg, Layout(2, tp=2), Setup(policy="fp32", seq=8))
+    assert rank_bytes(model, opt) == {k: planned[k] for k in ("weights", "grads", "optimizer")}
+    block = model.blocks[0]
+    assert (block.attn.n_heads, block.attn.kv_heads) == (4, 1)
+    # Megatron layout: q, k, v, up (and gate) split by output rows, o and down by input columns
+    cols = ["attn.q_proj", "attn.k_proj", "attn.v_proj", "ffn.up"] + (["ffn.gate"] if ffn == "swiglu" else [])
+    placements = {n: p.placements for n, p in block.named_parameters() if isinstance(p, DTensor)}
+    assert {n: pl for n, pl in placements.items() if n.endswith("weight")} == \
+        {**{f"{m}.weight": (Shard(0),) for m in cols}, "attn.o_proj.weight": (Shard(1),),
+         "ffn.down.weight": (Shard(1),)}
+
+
+@pytest.mark.parametrize("fake_rank", [0, 1], indirect=True)
+def test_fsdp_rank_bytes_equal_planner(fake_rank):
+    cfg = ModelConfig(**FSDP_CFG)
+    model, opt = _one_step(cfg, fake_rank, "fsdp")
+    planned = gpu_memory(cfg, Layout(2, zero=3), Setup(policy="fp32", seq=8), dp_rank=fake_rank.rank)
+    assert rank_bytes(model, opt) == {k: planned[k] for k in ("weights", "grads", "optimizer")}
+
+
+@pytest.mark.parametrize("fake_rank", [0], indirect=True)
+def test_full_gathers_a_shard_and_passes_whole_tensors(fake_rank):
+    cfg = ModelConfig(**{**TP_CFG, "ffn": "gelu"})
+    model = parallelize(build_model(cfg, seed=0), fake_rank, "tp")
+    shard, whole = model.blocks[0].attn.q_proj.weight, model.blocks[0].norm1.weight
+    assert shard.to_local().shape == (16, 32)
+    gathered = full(shard)
+    assert type(gathered) is torch.Tensor and gathered.shape == (32, 32)     # the whole q weight, no DTensor
+    assert full(whole) is whole
+
+
+def test_outside_torchrun_the_world_is_one_process(monkeypatch):
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    assert env_world() == 1
+    with session("cpu") as info:
+        assert info is SINGLE and (info.rank, info.world, info.main) == (0, 1, True)
+        assert not dist.is_initialized()
+    monkeypatch.setenv("WORLD_SIZE", "3")                       # what torchrun --nproc_per_node=3 sets
+    assert env_world() == 3
