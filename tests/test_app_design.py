@@ -152,3 +152,13 @@ def test_yaml_upload_applies_config_and_reports_problems(new_app):
     up = next(u for u in at.get("file_uploader") if "yaml_upload" in u.key)
     up.set_value(("big.yaml", b"#" * 70000, "application/x-yaml")).run()
     assert any("the limit is 65,536 bytes" in e.value for e in at.sidebar.error)
+
+
+def test_design_page_draws_the_rope_frequencies_for_rope_only(new_app):
+    at = new_app(preset="llama-3.1-8b")
+    at.run()
+    assert not at.exception
+    assert "RoPE rotation frequencies" in [h.value for h in at.subheader]
+    at = new_app(preset="gpt2")
+    at.run()
+    assert "RoPE rotation frequencies" not in [h.value for h in at.subheader]

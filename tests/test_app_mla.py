@@ -2,7 +2,6 @@
 Budgets KV series hold the latent cache (70,272 B/token) and the expanded cache beside MHA/GQA/MQA."""
 import pytest
 
-from engine.layers.attention import attention_variants
 from engine.presets import PRESETS
 
 PAGES = ["pages/design.py", "pages/budgets.py", "pages/activations.py", "pages/latency.py", "pages/training.py",
@@ -25,9 +24,3 @@ def test_kv_series_include_latent_and_expanded():
     assert series["current (MLA)"][at] == 70_272 * grid[at]
     assert series["MLA, expanded per-head K/V"][at] == 61 * 128 * (192 + 128) * 2 * grid[at]
     assert series["MHA, full attention"][at] == 61 * 2 * 128 * 128 * 2 * grid[at]
-
-
-def test_plain_attention_siblings_of_mla():
-    kinds = attention_variants(PRESETS["deepseek-v3"].config)
-    assert {k: (v.kv_lora_rank, v.head_width, v.kv_heads) for k, v in kinds.items()} == {
-        "MHA": (None, 128, 128), "GQA-32": (None, 128, 32), "MQA": (None, 128, 1)}

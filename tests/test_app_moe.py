@@ -32,16 +32,6 @@ def test_every_page_renders_an_moe_preset(new_app, page):
     assert metrics(at)["Active / token"] == "2,689,173,504"
 
 
-def test_dense_counterpart_has_the_moe_active_parameters_minus_the_router():
-    from engine.budget.params import count_params
-    from engine.layers.moe import dense_counterpart
-    from engine.presets import PRESETS
-    moe = PRESETS["mixtral-8x7b"].config
-    dense = dense_counterpart(moe)
-    assert dense.n_experts is None and dense.ffn_width == 2 * 14336
-    assert count_params(dense).total == count_params(dense).active == 12_879_925_248 - 32 * 8 * 4096
-
-
 def test_compare_pins_an_moe_and_its_dense_counterpart(new_app):
     at = new_app("pages/compare.py", preset="mixtral-8x7b")
     at.run()

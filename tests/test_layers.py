@@ -11,7 +11,7 @@ from engine.config import FIELDS, ModelConfig
 from engine.layers.attention import (Attention, LayerKV, attention_params, attention_variants, kv_bytes,
                                      kv_head_choices)
 from engine.layers.block import Block, block_layout, block_params
-from engine.layers.ffn import ACTIVATIONS, GATE_ACTIVATION, ffn_params, make_ffn
+from engine.layers.ffn import ACTIVATIONS, GATE_ACTIVATION, ffn_formula, ffn_params, make_ffn
 from engine.layers.norm import NORMS, make_norm, norm_params
 from engine.model import build_model
 from engine.presets import get_preset
@@ -92,6 +92,16 @@ def test_kv_head_choices_follow_the_rule(n_heads):
     assert kv_head_choices(4, min_group=2) == {"MHA": 4, "GQA-2": 2, "MQA": 1}
 
 
+def test_kv_head_choices_keep_the_configs_own_gqa_count():
+    """A config's own GQA count (1 < own < n_heads) is its GQA choice even if the rule would pick another;
+    its MHA (own = n_heads) or MQA (own = 1) is no GQA, so the rule picks one."""
+    rule = {"MHA": 32, "GQA-8": 8, "MQA": 1}
+    assert kv_head_choices(32, own=2) == {"MHA": 32, "GQA-2": 2, "MQA": 1}
+    assert kv_head_choices(32, own=16) == {"MHA": 32, "GQA-16": 16, "MQA": 1}
+    assert kv_head_choices(32, own=32) == kv_head_choices(32, own=1) == kv_head_choices(32) == rule
+    assert kv_head_choices(2, own=2) == {"MHA": 2, "MQA": 1} and kv_head_choices(1, own=1) == {"MHA": 1}
+
+
 @torch.no_grad()
 def _init_by_name_suffix(model, seed: int, std: float = 0.02) -> None:
     """The model-wide init the modules replaced: walk named_modules, match residual projections by suffix."""
@@ -131,3 +141,26 @@ def test_family_tables_are_the_config_choices():
     assert set(FORMULAS) == set(FIELDS["ffn"].choices)
     assert set(AXES["ffn"]) == set(ACTIVATIONS) | set(GATE_ACTIVATION) and set(AXES["norm"]) == set(NORMS)
     assert FORMULAS["swiglu"] == "SiLU(g)·u" and FORMULAS["relu"] == "max(0, x)"
+
+
+def test_ffn_formula_names_the_dense_activation_or_the_gate_of_each_choice():
+    """Called here, not read from activation_grid's import-time table: the formula the lecture prints."""
+    assert {ffn: ffn_formula(ffn) for ffn in FIELDS["ffn"].choices} == {
+        "relu": "max(0, x)", "gelu": "x·Φ(x)  (exact, Φ = normal CDF)",
+        "gelu_tanh": "x·½(1 + tanh(√(2/π)(x + 0.044715x³)))", "silu": "x·σ(x)",
+        "swiglu": "SiLU(g)·u", "geglu": "GELU(g)·u", "geglu_tanh": "GELU_tanh(g)·u", "reglu": "ReLU(g)·u",
+        "swiglu_clamped": "g'·σ(α·g')·(u' + 1),  g' = min(g, limit), u' = clamp(u, ±limit)"}
+
+
+def test_init_weights_sets_every_value_whatever_the_memory_held():
+    """build_model allocates uninitialised memory, which is often zero already: poisoned with NaN first, every
+    parameter and buffer (biases and norm shifts included) must come out exactly as a fresh build's."""
+    for cfg in variant_configs():
+        fresh, model = build_model(cfg, seed=3), build_model(cfg, seed=3)
+        with torch.no_grad():
+            for t in itertools.chain(model.parameters(), model.buffers()):
+                if t.is_floating_point():
+                    t.fill_(float("nan"))
+        model.init_weights(3)
+        for (name, a), (_, b) in zip(model.state_dict().items(), fresh.state_dict().items(), strict=True):
+            assert torch.equal(a, b), (cfg, name)

@@ -2,13 +2,17 @@
 re-drawn, fp32), with and without a query latent; latent-cache and expanded-cache decoding give the same
 logits as a full forward; cache bytes == the closed form == the real cache tensors; parameters == the closed
 form; field-named validation."""
+import math
+
 import pytest
 import torch
 
 from engine.budget.params import count_params
 from engine.config import ConfigError, ModelConfig
-from engine.layers.mla import mla_kv_bytes
+from engine.layers.attention import attention_variants
+from engine.layers.mla import mla_kv_bytes, mla_softmax_scale
 from engine.model import KVCache, build_model
+from engine.presets import PRESETS
 
 transformers = pytest.importorskip("transformers", minversion="5.0")
 from engine.interop import from_hf_config, from_transformers, hf_model_from_config, scramble_  # noqa: E402
@@ -136,6 +140,13 @@ def test_activation_estimate_refuses_what_it_does_not_cover():
     from engine.budget.activations import activation_estimate
     with pytest.raises(ValueError, match="attention: the MLA activation estimate covers sdpa"):
         activation_estimate(_tiny(), 1, 8, "fp32", "explicit")
+    covers = "attention: the MLA activation estimate covers sdpa without dropout; got "
+    dropout = _tiny().replace(dropout=0.1)
+    for cfg, impl, got in [(_tiny(), "explicit", "explicit"), (dropout, "sdpa", "sdpa with dropout"),
+                           (dropout, "explicit", "explicit with dropout")]:
+        with pytest.raises(ValueError) as err:
+            activation_estimate(cfg, 1, 8, "fp32", impl)
+        assert str(err.value) == covers + got
 
 
 def test_attn_scale_replaces_the_default_one_over_sqrt_qk_head_dim():
@@ -145,3 +156,24 @@ def test_attn_scale_replaces_the_default_one_over_sqrt_qk_head_dim():
         same = build_model(_tiny(attn_scale=16 ** -0.5), seed=4)(idx)     # qk_head_dim = 10 + 6
         other = build_model(_tiny(attn_scale=0.5), seed=4)(idx)
     assert torch.equal(default, same) and (default - other).abs().max() > 1e-4
+
+
+def test_plain_attention_siblings_of_mla():
+    kinds = attention_variants(PRESETS["deepseek-v3"].config)
+    assert {k: (v.kv_lora_rank, v.head_width, v.kv_heads) for k, v in kinds.items()} == {
+        "MHA": (None, 128, 128), "GQA-32": (None, 128, 32), "MQA": (None, 128, 1)}
+
+
+def test_softmax_scale_takes_the_mscale_correction_only_under_yarn_past_factor_one():
+    """attn_scale (else 1/sqrt(dn + dr)) times (0.1 m ln s + 1)^2, applied only with yarn and s > 1."""
+    cfg = from_hf_config(dict(CASES["no_q_lora"], model_type="deepseek_v3"))
+    assert cfg.qk_head_dim == 16 and cfg.rope_scaling == "none" and mla_softmax_scale(cfg) == 0.25
+    assert mla_softmax_scale(cfg.replace(attn_scale=0.5)) == 0.5
+    assert mla_softmax_scale(cfg.replace(rope_mscale_all_dim=0.707)) == 0.25
+    assert mla_softmax_scale(cfg.replace(rope_scaling="linear", rope_factor=4.0, rope_mscale_all_dim=0.707)) == 0.25
+    yarn = cfg.replace(rope_scaling="yarn", rope_factor=4.0, rope_original_context=16, rope_mscale_all_dim=0.707)
+    assert mla_softmax_scale(yarn) == pytest.approx(0.25 * (0.1 * 0.707 * math.log(4.0) + 1.0) ** 2, rel=1e-12)
+    assert mla_softmax_scale(yarn.replace(attn_scale=0.5)) == pytest.approx(2 * mla_softmax_scale(yarn), rel=1e-12)
+    assert mla_softmax_scale(yarn.replace(rope_mscale_all_dim=None)) == 0.25
+    slight = yarn.replace(rope_factor=1.5)   # any factor past 1 corrects
+    assert mla_softmax_scale(slight) == pytest.approx(0.25 * (0.1 * 0.707 * math.log(1.5) + 1.0) ** 2, rel=1e-12)

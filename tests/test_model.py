@@ -15,7 +15,7 @@ from hypothesis import given, settings
 
 from engine.config import FIELDS, ModelConfig
 from engine.layers.norm import LayerNorm, RMSNorm
-from engine.layers.position import apply_rope, rope_tables
+from engine.layers.position import apply_rope, rope_tables, seq_problem
 from engine.model import KVCache, build_model
 from tests.helpers import KV, LAYOUTS, configs
 
@@ -87,6 +87,7 @@ LINEAR = {**ROPE, "rope_scaling": "linear"}
 LLAMA3 = {**ROPE, "rope_scaling": "llama3", "rope_factor": 8.0}
 YARN = {**ROPE, "rope_scaling": "yarn", "rope_factor": 4.0, "rope_original_context": 64, "rope_truncate": False}
 LONGROPE = {**ROPE, "rope_scaling": "longrope", "rope_short_factor": (1.0, 1.0), "rope_long_factor": (1.0, 1.0)}
+DYNAMIC = {**ROPE, "rope_scaling": "dynamic", "rope_factor": 2.0, "rope_original_context": 4}
 # field -> (overrides of BASE that make the knob active, a different value); each must change the model
 KNOBS = {
     "vocab_size": ({}, 12), "context_length": ({}, 9), "d_model": ({}, 12), "n_layers": ({}, 3),
@@ -223,6 +224,18 @@ def test_rope_depends_only_on_relative_position_and_rotates_only_rotary_dims():
     torch.testing.assert_close(at(q, 0), q)
 
 
+def test_rope_tables_are_cos_and_sin_of_position_times_frequency_on_the_positions_device():
+    """Entry [p, j] is cos / sin of p * base^(-2i/r) with i = j mod r/2 (rotate-half: both halves alike); built
+    on the positions' device, so a meta-device forward never mixes devices."""
+    r, base = 6, 100.0
+    cos, sin = rope_tables(torch.arange(5), r, base)
+    angles = [[p * base ** (-2 * (j % (r // 2)) / r) for j in range(r)] for p in range(5)]
+    torch.testing.assert_close(cos, torch.tensor(angles).cos())
+    torch.testing.assert_close(sin, torch.tensor(angles).sin())
+    cos, sin = rope_tables(torch.arange(5, device="meta"), r, base)
+    assert cos.device.type == sin.device.type == "meta" and cos.shape == sin.shape == (5, r)
+
+
 def test_embed_scale_multiplies_token_embeddings_by_sqrt_d():
     inputs = []
     for scale in (False, True):
@@ -310,6 +323,18 @@ def test_tying_survives_dtype_and_device_moves():
 
 
 @pytest.mark.parametrize("impl", ["sdpa", "explicit"])
+@pytest.mark.parametrize("changes", [{}, {"position": "sinusoidal"}, {"position": "alibi"}, {"position": "none"},
+                                     ROPE, LINEAR, LLAMA3, YARN, {**LONGROPE, "rope_original_context": 4}, DYNAMIC])
+def test_meta_forward_builds_every_position_table_on_the_meta_device(changes, impl):
+    """FLOPs are counted on meta: every table (sinusoids, ALiBi slopes, each RoPE scaling's frequencies, dynamic
+    and longrope past their original context) must follow the tokens' device, never default to the CPU."""
+    model = build_model(BASE.replace(**changes), device="meta")
+    model.set_attention(impl)
+    logits = model(tokens().to("meta"))
+    assert logits.device.type == "meta" and logits.shape == (2, 8, 11)
+
+
+@pytest.mark.parametrize("impl", ["sdpa", "explicit"])
 def test_dropout_only_in_train_mode(impl):
     idx = tokens()
     for p in (0.0, 0.3):
@@ -331,6 +356,13 @@ def test_learned_positions_beyond_context_length_raise_a_clear_error():
         model(idx[:, 8:], cache)
     for position in ("sinusoidal", "rope", "none"):   # no table to run off: longer inputs work
         assert build(BASE.replace(position=position))(idx).shape == (2, 9, 11)
+
+
+def test_seq_problem_only_for_learned_positions_past_the_table():
+    assert seq_problem(BASE, 8) is None   # BASE: learned positions, context_length 8: rows 0..7
+    assert seq_problem(BASE, 9) == "seq: 9 exceeds context_length=8 (learned positions have no row for it)"
+    for position in ("sinusoidal", "rope", "alibi", "none"):
+        assert seq_problem(BASE.replace(position=position), 9) is None
 
 
 def test_head_dim_independent_of_d_model():

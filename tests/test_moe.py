@@ -10,7 +10,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from engine.budget.params import count_params
 from engine.config import ConfigError, ModelConfig
-from engine.layers.moe import MoE, balance_loss, z_loss
+from engine.layers.moe import MoE, balance_loss, balanced_counts, z_loss
 from engine.model import build_model
 
 
@@ -169,6 +169,13 @@ def test_balance_loss_is_k_when_balanced_and_matches_the_switch_formula():
     assert z_loss(logits).item() == pytest.approx(float((torch.logsumexp(logits, -1) ** 2).mean()))
 
 
+def test_balanced_counts_spread_the_assignments_as_evenly_as_possible():
+    """The meta device's stand-in routing: sizes differ by at most one, the first experts take the remainder."""
+    assert balanced_counts(8, 4) == [2, 2, 2, 2]
+    assert balanced_counts(10, 4) == [3, 3, 2, 2]
+    assert balanced_counts(3, 8) == [1, 1, 1, 0, 0, 0, 0, 0]
+
+
 def test_model_returns_router_losses_in_training_only():
     model = build_model(ModelConfig(**{**TINY, "z_loss_coef": 0.001}))
     idx = torch.randint(0, 11, (2, 6))
@@ -242,3 +249,40 @@ def test_memory_and_flops_json_for_mixtral(capsys):
     assert active_matrix == 12_748_587_008
     assert flops["matmul_flops"] == 2 * active_matrix * 128
     assert flops["six_n_per_token"] == 6 * 12_617_781_248
+
+
+def test_dense_counterpart_has_the_moe_active_parameters_minus_the_router():
+    from engine.layers.moe import dense_counterpart
+    from engine.presets import PRESETS
+    moe = PRESETS["mixtral-8x7b"].config
+    dense = dense_counterpart(moe)
+    assert dense.n_experts is None and dense.ffn_width == 2 * 14336
+    assert count_params(dense).total == count_params(dense).active == 12_879_925_248 - 32 * 8 * 4096
+
+
+@pytest.mark.parametrize("preset", ["qwen1.5-moe-a2.7b", "olmoe-1b-7b", "qwen3-30b-a3b", "deepseek-v3"])
+def test_dense_counterpart_drops_only_the_router_and_the_shared_gate(preset):
+    """Active minus, per MoE layer, the router E*d and the shared-expert gate d: exact for presets whose experts
+    have no biases and whose dense layers (DeepSeek-V3's first three: 18,432 = 8*2,048 + 2,048) are that wide."""
+    from engine.layers.moe import dense_counterpart
+    from engine.presets import PRESETS
+    moe = PRESETS[preset].config
+    dense = dense_counterpart(moe)
+    dropped = sum(moe.moe_layers) * (moe.n_experts * moe.d_model + (moe.d_model if moe.shared_expert_gate else 0))
+    assert count_params(dense).total == count_params(dense).active == count_params(moe).active - dropped
+
+
+def test_dense_counterpart_resets_every_moe_field():
+    """Every MoE knob back to its dense default, the width k*expert_d_ff + n_shared*shared_d_ff, and the experts'
+    biases kept as the dense FFN's: the whole config, field by field."""
+    from engine.layers.moe import dense_counterpart
+    moe = ModelConfig(name="tiny", vocab_size=64, context_length=16, d_model=32, n_layers=4, n_heads=4, bias=False,
+                      ffn="swiglu", d_ff=112, n_experts=4, experts_per_token=2, expert_d_ff=32, n_shared_experts=1,
+                      shared_d_ff=48, shared_expert_gate=True, moe_first_dense=1, moe_every=2, expert_bias=True)
+    assert moe.moe_layers == [False, True, False, True] and not moe.bias
+    dense = dense_counterpart(moe)
+    assert dense.to_dict() == {**moe.to_dict(), "name": "tiny-dense-equal-active", "n_experts": None,
+                               "d_ff": 2 * 32 + 48, "expert_d_ff": None, "n_shared_experts": None,
+                               "shared_d_ff": None, "shared_expert_gate": False, "moe_first_dense": None,
+                               "moe_every": 1, "bias": True, "expert_bias": False}
+    assert dense.moe_layers == [False] * 4   # built, so valid

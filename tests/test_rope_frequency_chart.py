@@ -1,5 +1,5 @@
 """The rotation-frequency figure of the Design page: the engine's per-pair frequencies held against the textbook
-formulas, the figure builder, and the page drawing it for a RoPE config."""
+formulas, and the figure builder (the Design page drawing it: tests/test_app_design.py)."""
 import math
 
 import pytest
@@ -37,6 +37,19 @@ def test_llama3_keeps_fast_pairs_and_slows_slow_ones_by_the_factor():
             assert w / 8 < v < w
 
 
+def test_dynamic_grows_the_base_only_past_the_original_context():
+    """NTK-aware: at T = 2 * L0 with s = 2 the base becomes base * (s*T/L0 - (s-1))^(r/(r-2)) = base * 3^(r/(r-2));
+    up to L0 the frequencies stay plain (fp32 arithmetic, hence approx)."""
+    cfg = PRESETS["llama-3-8b"].config.replace(rope_scaling="dynamic", rope_factor=2.0)
+    r, L0 = cfg.rotary_dim, cfg.context_length
+    original, scaled = rope_frequency_profile(cfg, L0)
+    assert scaled == original
+    original, scaled = rope_frequency_profile(cfg, 2 * L0)
+    grown = cfg.rope_base * 3 ** (r / (r - 2))
+    assert original == pytest.approx([cfg.rope_base ** (-2 * i / r) for i in range(r // 2)], rel=1e-6)
+    assert scaled == pytest.approx([grown ** (-2 * i / r) for i in range(r // 2)], rel=1e-5)
+
+
 def test_figure_has_both_curves_and_units():
     original, scaled = rope_frequency_profile(LLAMA31, 131072)
     fig = rope_frequency_chart(original, scaled, "llama3", 131072)
@@ -44,13 +57,3 @@ def test_figure_has_both_curves_and_units():
     assert "131,072 tokens" in fig.data[1].name
     assert "radians per token" in fig.layout.yaxis.title.text and fig.layout.yaxis.type == "log"
     assert "dimension pair" in fig.layout.xaxis.title.text
-
-
-def test_design_page_draws_it_for_rope_only(new_app):
-    at = new_app(preset="llama-3.1-8b")
-    at.run()
-    assert not at.exception
-    assert "RoPE rotation frequencies" in [h.value for h in at.subheader]
-    at = new_app(preset="gpt2")
-    at.run()
-    assert "RoPE rotation frequencies" not in [h.value for h in at.subheader]

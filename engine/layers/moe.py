@@ -214,12 +214,6 @@ def moe_params(cfg: ModelConfig) -> dict[str, int]:
             "routed_experts": E * expert_params(cfg)}
 
 
-def moe_active_params(cfg: ModelConfig) -> int:
-    """What one token uses in one MoE layer: the router, the shared experts and k routed experts."""
-    p = moe_params(cfg)
-    return p["router"] + p["shared_experts"] + cfg.experts_per_token * expert_params(cfg)
-
-
 def moe_skipped_params(cfg: ModelConfig) -> int:
     """Routed-expert parameters one token does not use in one MoE layer: E - k experts."""
     return (cfg.n_experts - cfg.experts_per_token) * expert_params(cfg)
@@ -267,7 +261,9 @@ def ffn_saved(cfg: ModelConfig, rows: int, width: int, e: int) -> int:
 def dense_counterpart(cfg: ModelConfig) -> ModelConfig:
     """The dense model computing as much per token: every MoE layer's FFN replaced by one dense FFN as wide as
     the k routed plus the shared experts together. Its total (= active) equals the MoE's active parameters
-    minus the router (and shared-expert gate), which a dense model has no use for."""
+    minus the router (and shared-expert gate), which a dense model has no use for, when the experts have no
+    biases (one dense FFN has one output bias where k experts have k) and any dense layers already have that
+    width (one config has one FFN width: they take it too)."""
     width = cfg.experts_per_token * cfg.expert_width + cfg.shared_width
     return cfg.replace(name=f"{cfg.name}-dense-equal-active", n_experts=None, d_ff=width, moe_first_dense=None,
                        moe_every=1, n_shared_experts=None, shared_d_ff=None, shared_expert_gate=False,
