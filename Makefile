@@ -21,14 +21,15 @@ bench: $(VENV)/.dev
 # survivors. MUTANTS narrows the run to name globs, e.g. MUTANTS='engine.budget.*'; MUTATE_JOBS sets the workers.
 # One OpenMP thread: mutmut forks a child per mutant from a process that has run torch, and a forked child of a
 # multi-threaded OpenMP pool waits forever on a lock no thread holds (seen: every such mutant a bogus "timeout").
-# MUTATE_MINUTES stops the run after that long (SIGINT: mutmut saves every verdict so far) and still writes the
-# score of what was checked; the next `make mutate` resumes with the mutants not checked yet.
+# MUTATE_MINUTES stops the run after that long (SIGTERM; mutmut ignores SIGINT while children run, and it saves
+# each verdict as it comes) and still writes the score of what was checked; the next `make mutate` resumes with
+# the mutants not checked yet.
 MUTATE_JOBS ?= 2
 MUTANTS ?=
 MUTATE_MINUTES ?=
 mutate: $(VENV)/.dev requirements-mutate.txt
 	$(BIN)/python -m pip install -q -r requirements-mutate.txt
-	-OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(if $(MUTATE_MINUTES),timeout --signal=INT $(MUTATE_MINUTES)m) \
+	-OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(if $(MUTATE_MINUTES),timeout $(MUTATE_MINUTES)m) \
 		$(BIN)/mutmut run --max-children $(MUTATE_JOBS) $(MUTANTS)
 	$(BIN)/python -m bench.mutation_score | tee bench/mutation.txt
 
