@@ -20,6 +20,7 @@ import torch
 
 from engine.config import ModelConfig
 from engine.interop.pair import Pair
+from engine.interop.rope_order import rope_half_to_interleaved, rope_interleaved_to_half
 from engine.model import build_model
 
 Tensor = torch.Tensor
@@ -280,25 +281,3 @@ def ours_to_hf(cfg: ModelConfig, family: str, our_sd: dict[str, Tensor]) -> dict
     if cfg.tie_embeddings:
         out["lm_head.weight"] = our_sd["tok_emb.weight"]
     return out
-
-
-# ---- RoPE pairing conventions -------------------------------------------------------------------------------
-def _half_order(head_dim: int, rotary_dim: int) -> Tensor:
-    return torch.cat([torch.arange(0, rotary_dim, 2), torch.arange(1, rotary_dim, 2),
-                      torch.arange(rotary_dim, head_dim)])
-
-
-def rope_interleaved_to_half(w: Tensor, n_heads: int, rotary_dim: int | None = None) -> Tensor:
-    """Reorder the rows of a q or k projection (weight [heads*hd, in] or bias [heads*hd]) written for the
-    interleaved pairing (dims 2i and 2i+1 rotate together: Meta's original Llama, GPT-J) into our rotate-half
-    pairing (dims i and i + r/2). Scores q.k are unchanged because q and k get the same permutation."""
-    hd = w.shape[0] // n_heads
-    order = _half_order(hd, rotary_dim or hd)
-    return w.reshape(n_heads, hd, *w.shape[1:])[:, order].reshape(w.shape)
-
-
-def rope_half_to_interleaved(w: Tensor, n_heads: int, rotary_dim: int | None = None) -> Tensor:
-    """The inverse of rope_interleaved_to_half."""
-    hd = w.shape[0] // n_heads
-    order = torch.argsort(_half_order(hd, rotary_dim or hd))
-    return w.reshape(n_heads, hd, *w.shape[1:])[:, order].reshape(w.shape)
