@@ -86,3 +86,21 @@ def test_both_expert_keys_and_attention_bias():
     """num_local_experts wins over its alias (GptOssConfig's attribute_map); attention_bias is `bias` here."""
     assert from_hf_config({"model_type": "gpt_oss", **_HF, "num_experts": 4}).n_experts == 6
     assert from_hf_config({"model_type": "gpt_oss", **_HF, "attention_bias": False}).bias is False
+
+
+def test_rope_theta_is_taken_as_given_even_zero():
+    """GptOssConfig(rope_theta=0) keeps 0 in its YaRN mapping (transformers 5.24); a zero base is then refused by
+    name rather than replaced by the default 150000."""
+    with pytest.raises(ConfigError) as e:
+        from_hf_config({"model_type": "gpt_oss", **_HF, "rope_theta": 0})
+    assert e.value.problems == ["rope_base: 0.0 is not a number > 1"]
+
+
+def test_keys_transformers_does_not_read_are_listed_with_their_reasons():
+    _, ignored = import_hf_config({"model_type": "gpt_oss", **_HF, "hidden_act": "silu", "experts_per_token": 2,
+                                   "initial_context_length": 4096})
+    assert ignored == [
+        "hidden_act: gpt-oss experts always apply the clamped SwiGLU; GptOssConfig's hidden_act is unused",
+        "experts_per_token: OpenAI's name for num_experts_per_tok; transformers reads the latter",
+        "initial_context_length: OpenAI's name for the YaRN original context; transformers reads "
+        "rope_scaling.original_max_position_embeddings"]

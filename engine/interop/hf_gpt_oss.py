@@ -54,8 +54,8 @@ def _quantization(r: _Reader) -> None:
 
 def _gpt_oss(r: _Reader) -> dict[str, Any]:
     if not r.d.get("rope_scaling") and not r.d.get("rope_parameters"):   # GptOssConfig's default RoPE
-        r.d = {**r.d, "rope_parameters": dict(_YARN, rope_theta=r.d.get("rope_theta") or r.defaults["rope_theta"])}
-    base = _decoder(r, theta_default=r.defaults["rope_theta"])
+        r.d = {**r.d, "rope_parameters": dict(_YARN)}   # its theta: rope_theta, as rope_fields reads it
+    base = _decoder(r)   # its theta default is DEFAULTS' 150000
     n = base["n_layers"]
     default = ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n)]
     base.update(_layer_windows(r, n, r.nullable("sliding_window"), default))
