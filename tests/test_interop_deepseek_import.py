@@ -5,6 +5,7 @@ import pytest
 
 from engine.config import ConfigError
 from engine.interop import from_hf_config
+from engine.interop.hf_config import import_hf_config
 
 # the tiny MLA + MoE sizes of tests/test_mla.py: qk_head_dim = 10 + 6, layer 0 dense, 8 experts in 4 groups
 _HF = dict(vocab_size=97, hidden_size=32, intermediate_size=48, moe_intermediate_size=16, num_hidden_layers=2,
@@ -57,3 +58,19 @@ def test_every_layer_dense_reads_no_router():
     """first_k_dense_replace >= layers: transformers builds no MoE, so the routing keys are read but unused."""
     cfg = from_hf_config({"model_type": "deepseek_v3", **_HF, "first_k_dense_replace": 2, "topk_method": "greedy"})
     assert (cfg.n_experts, cfg.moe_layers) == (None, [False, False])
+
+
+@pytest.mark.parametrize("extra,depth", [
+    ({}, 1), (dict(num_nextn_predict_layers=0), None), (dict(num_mtp_layers=2), 2),
+    (dict(num_mtp_layers=2, num_nextn_predict_layers=3), 3), (dict(num_nextn_predict_layers=3, num_mtp_layers=2), 3),
+])
+def test_mtp_depth_reads_both_names_as_transformers_does(extra, depth):
+    """DeepseekV3Config's attribute_map sends num_mtp_layers to num_nextn_predict_layers (default 1); given both,
+    num_nextn_predict_layers wins whatever the key order (transformers 5.24: 2 and 3 read as 3)."""
+    assert from_hf_config({"model_type": "deepseek_v3", **_HF, **extra}).mtp_depth == depth
+
+
+def test_prediction_modules_of_an_all_dense_model_are_listed_as_ignored():
+    cfg, ignored = import_hf_config({"model_type": "deepseek_v3", **_HF, "first_k_dense_replace": 2})
+    assert (cfg.mtp_depth, ignored) == (None, ["num_nextn_predict_layers: every layer is dense: its MoE "
+                                               "prediction modules are not counted"])
