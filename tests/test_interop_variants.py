@@ -226,3 +226,53 @@ def test_head_counts_spelled_out_change_nothing(family):
     assert cfg.n_kv_heads == 2 and cfg.head_dim is None
     assert from_hf_config(dict(d, head_dim=8)) == cfg
     assert from_hf_config(dict(d, num_key_value_heads=4)).n_kv_heads is None
+
+
+# 100 // 6 = 16: transformers' head_dim (hidden_size // num_attention_heads) when the heads do not divide hidden_size
+_UNEVEN = dict(_SIZES, hidden_size=100, num_attention_heads=6, num_key_value_heads=6)
+
+
+@pytest.mark.parametrize("family", ["stablelm", "starcoder2", "phi", "cohere"])
+def test_uneven_heads_rotate_a_share_of_the_floor_head_width(family):
+    ref = transformers.AutoConfig.for_model(family, **_UNEVEN)
+    head = ref.hidden_size // ref.num_attention_heads
+    rotary = int(head * ref.rope_parameters.get("partial_rotary_factor", 1.0))   # transformers truncates
+    cfg = from_hf_config({"model_type": family, **_UNEVEN})
+    assert (cfg.head_width, cfg.rope_fraction) == (head, rotary / head)
+
+
+def test_mpt_softmax_scale_of_the_floor_head_width_is_the_default():
+    """MptAttention's default softmax_scale is 1 / sqrt(d_model // n_heads)."""
+    def scale(s):
+        return from_hf_config({"model_type": "mpt", "vocab_size": 61, "d_model": 100, "n_heads": 8, "n_layers": 2,
+                               "max_seq_len": 32, "attn_config": {"softmax_scale": s}}).attn_scale
+    assert (scale((100 // 8) ** -0.5), scale(0.25)) == (None, 0.25)
+
+
+def test_gemma2_scores_scale_by_query_pre_attn_scalar_to_the_minus_half():
+    """Gemma2Attention: scaling = query_pre_attn_scalar ** -0.5; the head width's own value is the default."""
+    def scale(s):
+        return from_hf_config({"model_type": "gemma2", **_UNEVEN, "head_dim": 16, "query_pre_attn_scalar": s}).attn_scale
+    assert (scale(16), scale(1), scale(4)) == (None, 1.0, 0.5)
+
+
+@pytest.mark.parametrize("acts,ffn", [
+    (dict(hidden_act="silu"), "swiglu"),
+    (dict(hidden_act="gelu", hidden_activation="gelu_pytorch_tanh"), "geglu_tanh"),
+    (dict(hidden_act="gelu_pytorch_tanh", hidden_activation="gelu_pytorch_tanh"), "geglu_tanh"),
+])
+def test_gemma_gates_with_hidden_act_and_accepts_an_agreeing_hidden_activation(acts, ffn):
+    assert from_hf_config({"model_type": "gemma", **_SIZES, "num_key_value_heads": 4, **acts}).ffn == ffn
+
+
+def test_uneven_gpt_neox_heads_are_one_problem_even_with_the_floor_head_dim():
+    assert _problems({"model_type": "gpt_neox", "hidden_size": 100, "num_attention_heads": 6, "head_dim": 16}) == [
+        "num_attention_heads: 6 is not expressible (gpt_neox needs hidden_size (100) to be a multiple of it)"]
+
+
+def test_gemma3_pattern_key_wins_over_its_private_spelling_as_in_transformers():
+    d = dict(_SIZES, num_hidden_layers=6, sliding_window_pattern=3, _sliding_window_pattern=2)
+    ref = transformers.AutoConfig.for_model("gemma3_text", **d)
+    cfg = from_hf_config({"model_type": "gemma3_text", **d})
+    assert [w is None for w in cfg.layer_windows] == [t == "full_attention" for t in ref.layer_types]
+    assert cfg.global_every == 3
