@@ -83,6 +83,14 @@ def test_bloom_reads_every_spelling_transformers_accepts():
     assert from_hf_config({"model_type": "bloom"}).context_length == 2048
 
 
+def test_bloom_given_both_spellings_counts_the_alias_as_transformers_does():
+    """BloomConfig sets its attribute_map aliases (num_hidden_layers, num_attention_heads) after n_layer, n_head."""
+    d = {"n_embed": 64, "n_layer": 2, "num_hidden_layers": 3, "n_head": 4, "num_attention_heads": 8}
+    ref = transformers.AutoConfig.for_model("bloom", **d)
+    cfg = from_hf_config({"model_type": "bloom", **d})
+    assert (cfg.n_layers, cfg.n_heads) == (ref.n_layer, ref.n_head) == (3, 8)
+
+
 def _problems(d):
     with pytest.raises(ConfigError) as e:
         from_hf_config(d)

@@ -164,10 +164,11 @@ def _falcon(r: _Reader) -> dict[str, Any]:
                 tie_embeddings=bool(r("tie_word_embeddings")), **rope_fields(r, d // heads))
 
 
-def _alias(r: _Reader, key: str, other: str) -> Any:
-    """A key transformers also accepts under another name (its attribute_map), e.g. BLOOM's n_head."""
-    r.read.add(other)
-    return r.d[other] if r.d.get(other) is not None and r.d.get(key) is None else r(key)
+def _alias(r: _Reader, key: str, other: str, other_wins: bool = False) -> Any:
+    """A key transformers also accepts under another name. other_wins: an attribute_map alias (BLOOM's
+    num_attention_heads for n_head) is set after the named argument, so given both, the alias counts."""
+    r.read.update({key, other})
+    return r.d[other] if r.d.get(other) is not None and (other_wins or r.d.get(key) is None) else r(key)
 
 
 def _bloom(r: _Reader) -> dict[str, Any]:
@@ -177,7 +178,8 @@ def _bloom(r: _Reader) -> dict[str, Any]:
     for key in ("hidden_dropout", "attention_dropout"):
         r.expect(key, (0, 0.0), "BLOOM places dropout differently from our one dropout")
     return dict(vocab_size=r("vocab_size"), context_length=int(r.d.get("seq_length") or 2048), d_model=d,
-                n_layers=_alias(r, "n_layer", "num_hidden_layers"), n_heads=_alias(r, "n_head", "num_attention_heads"),
+                n_layers=_alias(r, "n_layer", "num_hidden_layers", other_wins=True),
+                n_heads=_alias(r, "n_head", "num_attention_heads", other_wins=True),
                 d_ff=4 * d, ffn="gelu_tanh", norm="layernorm", norm_eps=float(r("layer_norm_epsilon")),
                 position="alibi", bias=True, embed_norm=True, tie_embeddings=bool(r("tie_word_embeddings")))
 
