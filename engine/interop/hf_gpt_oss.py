@@ -66,7 +66,7 @@ def _gpt_oss(r: _Reader) -> dict[str, Any]:
             r.ignore(k, why)
     _quantization(r)
     width = r("intermediate_size")
-    return dict(base, n_experts=r(key), experts_per_token=r("num_experts_per_tok"), expert_d_ff=width, d_ff=width,
+    return dict(base, n_experts=r(key), experts_per_token=r("num_experts_per_tok"), expert_d_ff=width,
                 router="topk_softmax", router_renorm=True, expert_bias=True,
                 aux_loss_coef=float(r("router_aux_loss_coef")), ffn="swiglu_clamped",
                 swiglu_limit=float(r("swiglu_limit")), swiglu_alpha=float(r("swiglu_alpha")),
