@@ -86,7 +86,7 @@ def test_folder_and_config_errors_name_the_file(tmp_path):
     missing = tmp_path / "nowhere"
     with pytest.raises(ValueError) as e:
         read_checkpoint(missing)
-    assert str(e.value) == f"{missing}: not a folder"
+    assert str(e.value) == f"{missing}: not a folder (nor a .json config file)"
     with pytest.raises(ValueError) as e:
         read_checkpoint(tmp_path)
     assert str(e.value) == f"{tmp_path}: no config.json"

@@ -1,6 +1,7 @@
 """`python -m engine import-hf PATH [--check]` on tiny checkpoint folders written by the test (no network)."""
 import json
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -100,6 +101,23 @@ def test_weights_that_do_not_fit_the_config_exit_2(tmp_path, capsys):
 def test_missing_folder_exit_2(tmp_path, capsys):
     code, out, err = _run(capsys, tmp_path / "nowhere")
     assert code == 2 and "not a folder" in err and out == ""
+    (tmp_path / "notes.txt").write_text("{}")
+    code, out, err = _run(capsys, tmp_path / "notes.txt")
+    assert code == 2 and "notes.txt: not a folder (nor a .json config file)" in err and out == ""
+
+
+@pytest.mark.parametrize("name, preset", [("deepseek-v3", "deepseek-v3"), ("deepseek-v2-lite", "deepseek-v2-lite"),
+                                          ("gpt-oss-20b", "gpt-oss-20b")])
+def test_a_published_config_json_file_imports_as_its_folder_does(tmp_path, capsys, name, preset):
+    """The file the Hub shows can be passed as it is: same YAML as its folder, and the preset's exact count."""
+    from engine.budget.params import count_params
+    from engine.presets import PRESETS
+    published = Path(__file__).parent / "data" / "hf_configs" / f"{name}.json"
+    code, from_file, _ = _run(capsys, published)
+    (tmp_path / "config.json").write_text(published.read_text())
+    assert code == 0 and (code, from_file) == _run(capsys, tmp_path)[:2]
+    cfg = ModelConfig.from_yaml(from_file)
+    assert count_params(cfg).total == count_params(PRESETS[preset].config).total
 
 
 def test_weights_of_the_wrong_shape_exit_2(tmp_path, capsys):

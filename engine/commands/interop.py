@@ -17,7 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("import-hf", help="import a local Hugging Face config.json as our YAML config",
                        description="Print the YAML config of a local Hugging Face checkpoint folder (config.json, "
                                    "optionally model.safetensors or pytorch_model.bin). Never downloads.")
-    p.add_argument("path", help="folder holding config.json")
+    p.add_argument("path", help="folder holding config.json (and optionally weights), or a config.json file")
     p.add_argument("--verbose", action="store_true",
                    help="also list the keys present that transformers does not read either (accepted, ignored)")
     p.add_argument("--check", action="store_true",

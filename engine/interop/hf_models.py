@@ -89,12 +89,16 @@ def scramble_(model: nn.Module, seed: int = 0, spread: float = 0.5) -> None:
 
 def read_checkpoint(folder: str | Path, weights: bool = True
                     ) -> tuple[dict[str, Any], dict[str, torch.Tensor] | None, str]:
-    """(config.json dict, state dict or None, where the weights came from) of a local checkpoint folder.
+    """(config.json dict, state dict or None, where the weights came from) of a local checkpoint folder, or of
+    a config file alone (a config.json saved from the Hub's file view: no weights, so random ones for --check).
     weights=False reads only config.json (so the memory guard can run before any tensor is loaded).
     Raises ValueError with a readable message for anything missing or malformed."""
     folder = Path(folder)
+    if folder.is_file() and folder.suffix == ".json":
+        config = json_loads(read_text(folder, MAX_CONFIG_BYTES, folder.name), folder.name)
+        return config, None, "random init (a config file, no weights)" if weights else "not read"
     if not folder.is_dir():
-        raise ValueError(f"{folder}: not a folder")
+        raise ValueError(f"{folder}: not a folder (nor a .json config file)")
     if not (folder / "config.json").exists():
         raise ValueError(f"{folder}: no config.json")
     config = json_loads(read_text(folder / "config.json", MAX_CONFIG_BYTES, "config.json"), "config.json")
