@@ -276,3 +276,24 @@ def convert_cases(cases: dict, vocab: int, seq: int) -> dict:
     eager, every weight redrawn (seeded by the case's position), converted to ours, and a batch of 2 x `seq` ids;
     each case built on first use."""
     return _Cases(cases, vocab, seq)
+
+
+def assert_same_weights(ref: dict, got: dict, family: str) -> None:
+    """Two HF state dicts hold the same tensors, bit for bit (Gemma's norm gains up to one ulp of 1 + w)."""
+    import torch
+    assert got.keys() == ref.keys()
+    for key in ref:
+        if family.startswith("gemma") and "norm" in key:
+            # Gemma stores w for a gain of (1 + w): (1 + w) - 1 is exact up to one ulp of 1 + w (< 4 here)
+            assert ref[key].abs().max() < 3
+            torch.testing.assert_close(got[key], ref[key], rtol=0, atol=2 ** -22)
+        else:
+            assert torch.equal(got[key], ref[key]), key
+
+
+def pairs_missing_from(hf, pairs: list) -> list[str]:
+    """The HF modules a weight mapping names that the transformers model lacks (each would be skipped silently
+    both ways)."""
+    sd = hf.state_dict()
+    modules = set(sd) | {k.rsplit(".", 1)[0] for k in sd}
+    return [p.hf for p in pairs if p.hf not in modules]

@@ -9,7 +9,7 @@ transformers = pytest.importorskip("transformers", minversion="5.0")
 
 from engine.budget.params import count_params  # noqa: E402
 from engine.interop.weights import ours_to_hf, pairs_for  # noqa: E402
-from tests.helpers import convert_cases  # noqa: E402
+from tests.helpers import assert_same_weights, convert_cases, pairs_missing_from  # noqa: E402
 from engine.layers.position import alibi_slopes  # noqa: E402
 
 transformers.logging.set_verbosity_error()
@@ -103,23 +103,14 @@ def test_round_trip_gives_identical_state_dict(converted, name):
     """ours_to_hf inverts the import for these families too (they have no config exporter yet)."""
     hf, ours, _ = converted[name]
     ref, got = hf.state_dict(), ours_to_hf(ours.cfg, CASES[name][0], ours.state_dict())
-    assert got.keys() == ref.keys()
-    for key in ref:
-        if CASES[name][0].startswith("gemma") and "norm" in key:
-            # Gemma stores w for a gain of (1 + w): (1 + w) - 1 is exact up to one ulp of 1 + w (< 4 here)
-            assert ref[key].abs().max() < 3
-            torch.testing.assert_close(got[key], ref[key], rtol=0, atol=2 ** -22)
-        else:
-            assert torch.equal(got[key], ref[key]), key
+    assert_same_weights(ref, got, CASES[name][0])
 
 
 @pytest.mark.parametrize("name", CASES)
 def test_every_pair_names_a_transformers_tensor(converted, name):
     """The mapping lists no module transformers lacks (such a pair would be skipped silently on both ways)."""
     hf, ours, _ = converted[name]
-    sd = hf.state_dict()
-    modules = set(sd) | {k.rsplit(".", 1)[0] for k in sd}
-    assert [p.hf for p in pairs_for(ours.cfg, CASES[name][0]) if p.hf not in modules] == []
+    assert pairs_missing_from(hf, pairs_for(ours.cfg, CASES[name][0])) == []
 
 
 @pytest.mark.parametrize("name", CASES)

@@ -7,7 +7,7 @@ import torch
 transformers = pytest.importorskip("transformers", minversion="5.0")
 
 from engine.budget.params import count_params  # noqa: E402
-from tests.helpers import convert_cases  # noqa: E402
+from tests.helpers import convert_cases, pairs_missing_from  # noqa: E402
 from engine.interop import to_hf_config, to_transformers  # noqa: E402
 from engine.interop.weights import pairs_for  # noqa: E402
 
@@ -80,9 +80,7 @@ def test_round_trip_gives_identical_state_dict(converted, name):
 def test_every_pair_names_a_transformers_tensor(converted, name):
     """The mapping lists no module transformers lacks (such a pair would be skipped silently on both ways)."""
     hf, ours, _ = converted[name]
-    sd = hf.state_dict()
-    modules = set(sd) | {k.rsplit(".", 1)[0] for k in sd}
-    assert [p.hf for p in pairs_for(ours.cfg, CASES[name][0]) if p.hf not in modules] == []
+    assert pairs_missing_from(hf, pairs_for(ours.cfg, CASES[name][0])) == []
 
 
 @pytest.mark.parametrize("name", CASES)
