@@ -13,7 +13,7 @@ from engine.interop import (from_transformers, hf_model_from_config, scramble_, 
                             to_transformers)
 from engine.interop.hf_config import import_hf_config  # noqa: E402
 from engine.interop.hf_gpt_oss import gpt_oss_pairs  # noqa: E402
-from tests.helpers import hf_active, hf_meta, pairs_missing_from  # noqa: E402
+from tests.helpers import assert_same_weights, hf_active, hf_meta, pairs_missing_from  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 V, T = 97, 20
@@ -84,10 +84,7 @@ def test_round_trip_gives_identical_state_dict(pair):
     hf, ours, _ = pair
     back = to_transformers(ours, attn_implementation="eager")
     assert type(back) is type(hf) and to_hf_config(ours.cfg)[0] == "gpt_oss"
-    ref, got = hf.state_dict(), back.state_dict()
-    assert got.keys() == ref.keys()
-    for key in ref:
-        assert torch.equal(got[key], ref[key]), key
+    assert_same_weights(hf.state_dict(), back.state_dict(), "gpt_oss")
 
 
 def test_every_pair_names_a_transformers_tensor(pair):

@@ -7,7 +7,7 @@ import torch
 transformers = pytest.importorskip("transformers", minversion="5.0")
 
 from engine.budget.params import count_params  # noqa: E402
-from tests.helpers import convert_cases, pairs_missing_from  # noqa: E402
+from tests.helpers import assert_same_weights, convert_cases, pairs_missing_from  # noqa: E402
 from engine.interop import to_hf_config, to_transformers  # noqa: E402
 from engine.interop.weights import pairs_for  # noqa: E402
 
@@ -69,10 +69,7 @@ def test_round_trip_gives_identical_state_dict(converted, name):
     hf, ours, _ = converted[name]
     back = to_transformers(ours, attn_implementation="eager")
     assert type(back) is type(hf)
-    ref, got = hf.state_dict(), back.state_dict()
-    assert got.keys() == ref.keys()
-    for key in ref:
-        assert torch.equal(got[key], ref[key]), key
+    assert_same_weights(hf.state_dict(), back.state_dict(), CASES[name][0])
     assert to_hf_config(ours.cfg)[0] == CASES[name][0]
 
 
