@@ -5,13 +5,24 @@ VENV := .venv
 BIN := $(VENV)/bin
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run test bench mutate clean
+.PHONY: run test bench mutate clean check-runtime
 
 run: $(VENV)/.runtime
 	$(BIN)/streamlit run streamlit_app.py
 
 test: $(VENV)/.dev system-deps
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The app with requirements.txt alone, in a venv of its own (the dev requirements bring packages of their own and
+# would hide a runtime import missing from requirements.txt): import every module, run every page (AppTest).
+RUNTIME_VENV := .venv-runtime
+check-runtime: $(RUNTIME_VENV)/.runtime
+	$(RUNTIME_VENV)/bin/python tests/runtime_smoke.py
+
+$(RUNTIME_VENV)/.runtime: requirements.txt
+	$(PYTHON) -m venv $(RUNTIME_VENV)
+	$(RUNTIME_VENV)/bin/python -m pip install -q -r requirements.txt
+	touch $@
 
 bench: $(VENV)/.dev
 	$(BIN)/python -m bench
@@ -56,4 +67,4 @@ system-deps:
 	fi
 
 clean:
-	rm -rf $(VENV) .pytest_cache mutants
+	rm -rf $(VENV) $(RUNTIME_VENV) .pytest_cache mutants
