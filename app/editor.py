@@ -158,7 +158,7 @@ def _editor(problems: list[str], why: dict[str, str], notes: dict[str, str], raw
 
 
 def _yaml_io(cfg: ModelConfig) -> None:
-    st.download_button("Download YAML", cfg.to_yaml(), file_name=f"{cfg.name}.yaml", mime="application/x-yaml",
+    st.download_button("Download YAML", cfg.to_yaml, file_name=f"{cfg.name}.yaml", mime="application/x-yaml",
                        on_click="ignore", width="stretch",
                        help="The current valid config as YAML; upload it here or pass it to "
                             "`python -m engine ... --config FILE`.")
