@@ -1,15 +1,16 @@
 """Training: short runs on offline data in a background thread, live curves, A/B comparisons, stored runs."""
 import streamlit as st
 
-from app import export, training_view, url_view
+from app import export, heavy, training_view, url_view
 from app.charts import moe as moe_charts
 from app.charts import training as charts
 from app.state import current_config
 from app.text import md
 from app.widgets import page_header
 from engine.runtime import resolve_device
-from engine.train.jobs import AB_CHOICES, TrainJob
-from engine.train.loop import TrainConfig
+from engine.budget.params import count_params
+from engine.train.jobs import AB_CHOICES, TrainJob, run_estimate_s
+from engine.train.loop import TrainConfig, model_for
 from engine.train.store import RunningError, RunStore, StoreError, move_aside
 
 JOB = "train_job"
@@ -68,13 +69,22 @@ def open_store(show: bool = True) -> RunStore | None:
 
 
 b1, b2, _ = st.columns([1, 1, 4])
-if b1.button("Start training", type="primary", key="t_start", disabled=running) and not running:
+off = heavy.refusal()
+if off:
+    st.caption(off)
+if b1.button("Start training", type="primary", key="t_start", disabled=running or bool(off)) and not running:
     prepared = training_view.plan_run(cfg, ts, source, size, ab,
                                       (upload.name, upload.getvalue()) if upload is not None else None, device)
+    if not isinstance(prepared, str):   # the server's limits, then a place in its queue
+        params = max(count_params(model_for(c, prepared.data, prepared.tc)).total for c in prepared.configs.values())
+        why = heavy.refusal(params, prepared.tc.steps)
+        ticket = why or heavy.enter(f"training {cfg.name}", run_estimate_s(*prepared, str(device)))
+        prepared = ticket if isinstance(ticket, str) else prepared
     if isinstance(prepared, str):
         st.error(md(prepared), icon=":material/error:")
     else:
-        st.session_state[JOB] = TrainJob(*prepared, store=open_store(show=False), device=str(device)).start()
+        st.session_state[JOB] = TrainJob(*prepared, store=open_store(show=False), device=str(device),
+                                         ticket=ticket).start()
         st.rerun()   # redraw with Start disabled, Stop enabled and the fragment polling
 if b2.button("Stop", key="t_stop", disabled=not running):
     job.stop.set()
@@ -97,6 +107,12 @@ def live() -> None:
     job = st.session_state.get(JOB)
     if job is None:
         st.info("Set the data and model above and press **Start training**.")
+        return
+    if job.waiting:
+        st.info(heavy.status(job.ticket), icon=":material/hourglass_top:")
+        return
+    if job.cancelled:
+        st.warning("Stopped while waiting in the queue; nothing was trained.", icon=":material/block:")
         return
     runs = f" ({len(job.configs)} runs of {job.tc.steps:,}, one after the other)" if len(job.configs) > 1 else ""
     st.progress(job.progress, text=f"{'running…' if job.running else 'done:'} {job.steps_done:,} of "
