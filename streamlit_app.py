@@ -12,7 +12,7 @@ from app.shared import freeze_startup_objects
 from app.text import md
 
 ROOT = Path(__file__).parent
-freeze_startup_objects()   # once per process, after the heavy imports (app/shared.py says why)
+freeze_startup_objects()   # after new imports only: the first run, a page's first visit (app/shared.py says why)
 PAGES = [  # (file, title, icon)
     ("pages/design.py", "Design", ":material/architecture:"),
     ("pages/budgets.py", "Budgets", ":material/memory:"),

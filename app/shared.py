@@ -10,12 +10,14 @@ session to draw it computes it and every later session, and every rerun, reuses 
   rebuild and re-serialization. Bounded (max_entries); widgets cannot live inside (Streamlit refuses them).
 - `freeze_startup_objects`: Streamlit collects garbage after every script run; with torch, Plotly and pandas
   imported that walk over ~250,000 long-lived objects cost 0.15 CPU-seconds a run here, more than the page.
+  Called at the start of every run; it works only when new modules were imported.
 """
 from __future__ import annotations
 
 import functools
 import gc
 import hashlib
+import sys
 import types
 from dataclasses import fields
 from typing import Callable, TypeVar
@@ -42,15 +44,16 @@ def drawn(max_entries: int = 256) -> Callable[[F], F]:
     return st.cache_resource(show_spinner=False, max_entries=max_entries, hash_funcs=HASH_FUNCS)
 
 
-_frozen = False
+_modules_frozen = 0
 
 
 def freeze_startup_objects() -> None:
-    """Once per process: move every object alive now (modules, their tables and classes) into the permanent
-    generation, so the collection after each script run walks only what runs create. Freed by reference
-    counting as before; only cycles among them are never collected, and module-level objects live anyway."""
-    global _frozen
-    if not _frozen:
-        _frozen = True
+    """Whenever modules were imported since the last call (the first run, and the first visit of a page that
+    imports more): collect, then move every object alive into the permanent generation, so the collection after
+    each script run walks only what runs create. Frozen objects are still freed by reference counting; only
+    cycles among them (module-level tables, mostly) are never collected."""
+    global _modules_frozen
+    if len(sys.modules) != _modules_frozen:
+        _modules_frozen = len(sys.modules)
         gc.collect()
         gc.freeze()

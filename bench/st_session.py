@@ -17,7 +17,7 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from websockets.asyncio.client import ClientConnection, connect
 
 WIDGETS = ("number_input", "selectbox", "checkbox", "text_input", "slider", "radio", "toggle", "segmented_control",
-           "button_group", "multiselect")
+           "button_group", "multiselect", "button")
 FINISHED = (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
 
 
@@ -27,23 +27,24 @@ class Run:
     seconds: float
     messages: int
     bytes: int
-    texts: list[str] = field(default_factory=list)     # metric values and markdown bodies, for checks
+    texts: list[str] = field(default_factory=list)     # metric values, markdown and alert bodies, for checks
     exceptions: list[str] = field(default_factory=list)
 
 
 class Session:
     """A student's tab: `await Session.open(url, query)`, then `await s.set_widget(label, value)`."""
 
-    def __init__(self, ws: ClientConnection, query: str) -> None:
-        self.ws, self.query = ws, query
+    def __init__(self, ws: ClientConnection, query: str, page: str) -> None:
+        self.ws, self.query, self.page = ws, query, page
         self.widgets: dict[str, tuple[str, str]] = {}    # label -> (widget id, kind)
         self.hashes: set[str] = set()
 
     @classmethod
-    async def open(cls, url: str, query: str = "", timeout: float = 600) -> tuple[Session, Run]:
+    async def open(cls, url: str, query: str = "", page: str = "", timeout: float = 600) -> tuple[Session, Run]:
+        """A new tab on `url`/`page` (a page's URL path such as "training"; "" is the default page)."""
         ws = await connect(url.replace("http", "ws", 1) + "/_stcore/stream", subprotocols=["streamlit"],
                            max_size=None, open_timeout=timeout, ping_interval=None)
-        session = cls(ws, query)
+        session = cls(ws, query, page)
         start = time.perf_counter()
         run = await session._rerun(BackMsg(), start, timeout)
         return session, run
@@ -64,8 +65,21 @@ class Session:
             state.string_value = str(value)
         return await self._rerun(msg, time.perf_counter(), timeout)
 
+    async def rerun(self, timeout: float = 600) -> Run:
+        """Run the page again with nothing changed (what a fragment's timer or a reload asks for)."""
+        return await self._rerun(BackMsg(), time.perf_counter(), timeout)
+
+    async def click(self, label: str, timeout: float = 600) -> Run:
+        """Press a button (found by its label) and wait for the script run it triggers to finish."""
+        msg = BackMsg()
+        state = msg.rerun_script.widget_states.widgets.add()
+        state.id = self.widgets[label][0]
+        state.trigger_value = True
+        return await self._rerun(msg, time.perf_counter(), timeout)
+
     async def _rerun(self, msg: BackMsg, start: float, timeout: float) -> Run:
         msg.rerun_script.query_string = self.query
+        msg.rerun_script.page_name = self.page
         msg.rerun_script.cached_message_hashes.extend(sorted(self.hashes))
         msg.rerun_script.context_info.timezone = "UTC"
         msg.rerun_script.context_info.locale = "en-US"
@@ -100,6 +114,8 @@ class Session:
             run.texts.append(element.metric.body)
         elif kind == "markdown":
             run.texts.append(element.markdown.body)
+        elif kind == "alert":
+            run.texts.append(element.alert.body)
         elif kind == "exception":
             run.exceptions.append(f"{element.exception.type}: {element.exception.message}")
 

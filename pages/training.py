@@ -177,7 +177,7 @@ elif store is not None:
         if first["samples"]:
             st.caption(training_view.samples_caption(f"run {first_id}", first["samples"]))
         a, b, _ = st.columns([1, 1, 3])
-        a.download_button(f"CSV of run {first_id}", store.export_csv(first_id), file_name=f"run-{first_id}.csv",
+        a.download_button(f"CSV of run {first_id}", lambda: store.export_csv(first_id), file_name=f"run-{first_id}.csv",
                           mime="text/csv", key="t_csv", on_click="ignore", icon=":material/download:")
         if b.button(f"Delete run {first_id}", key="t_delete", disabled=first["status"] == "running",
                     help="A run still being trained cannot be deleted; stop it first."):
