@@ -184,6 +184,7 @@ def _yaml_io(cfg: ModelConfig) -> None:
                        help="The current valid config as YAML; upload it here or pass it to "
                             "`python -m engine ... --config FILE`.")
     st.file_uploader("Upload YAML", type=["yaml", "yml"], key=UPLOAD, on_change=_load_yaml,
+                     max_upload_size=1,   # MiB, Streamlit's smallest bound; read_yaml refuses more than 64 KiB
                      help=f"A YAML mapping of field: value (at most {MAX_CONFIG_BYTES // 1024} KiB); missing fields "
                           "take their defaults.")
     for p in st.session_state.get(UPLOAD_PROBLEMS, []):

@@ -61,7 +61,7 @@ def status(ticket: Ticket) -> str:
     q = job_queue()
     return (f"Waiting for a free slot: place **{ticket.position}** of {q.waiting} in this server's queue, "
             f"expected to start in about **{_seconds(ticket.starts_in_s)}** ({q.limit} heavy "
-            f"job{'s' if q.limit > 1 else ''} run at once; {q.running} running now). Stop leaves the queue.")
+            f"job{'s run' if q.limit > 1 else ' runs'} at once; {q.running} running now). Stop leaves the queue.")
 
 
 def _seconds(s: float) -> str:

@@ -9,6 +9,7 @@ from app.text import md
 from app.widgets import page_header
 from engine.runtime import resolve_device
 from engine.budget.params import count_params
+from engine.limits import MAX_DATA_BYTES
 from engine.train.jobs import AB_CHOICES, TrainJob, run_estimate_s
 from engine.train.loop import TrainConfig, model_for
 from engine.train.store import RunningError, RunStore, StoreError, move_aside
@@ -36,6 +37,7 @@ ab = url_view.bound("t_ab", url_view.choice(URL["t_ab"], ab_options), ab_options
                     help="A/B trains two configs that differ in one knob on the same data with the same seed, "
                          "one after the other, and overlays their curves.")
 upload = st.file_uploader("UTF-8 text file", type=["txt", "md", "py", "csv"], key="t_upload",
+                          max_upload_size=MAX_DATA_BYTES // 2**20,   # MiB: the engine's training-text limit
                           disabled=running) if source == "upload" else None
 
 d, ts = TrainConfig(), {}   # the run's settings: TrainConfig field -> widget value
