@@ -95,3 +95,10 @@ def test_heavy_jobs_off_disables_start_and_says_why(new_app, monkeypatch):
     at.run()
     assert at.button(key="t_start").disabled
     assert any(re.search(r"turned off on this server \(EXPLORER_HEAVY=off\)", t) for t in _texts(at))
+
+
+def test_the_readme_lists_every_option_with_its_flag():
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("## Hosting a class", 1)[1].split("**Memory.**", 1)[0]
+    rows = re.findall(r"^\| `(EXPLORER_\w+)` \| `(--[\w-]+)` \|", table, re.M)
+    assert rows == [(opt.env, opt.flag) for opt in OPTIONS]
