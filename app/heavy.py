@@ -13,7 +13,7 @@ from typing import Iterator
 import streamlit as st
 
 from app.policy import OPTIONS, Policy, PolicyError, policy
-from engine.job_queue import RUNNING, WAITING, JobQueue, QueueFull, Ticket
+from engine.job_queue import RUNNING, WAITING, JobQueue, QueuedJob, QueueFull, Ticket
 
 _ENV = {opt.name: opt.env for opt in OPTIONS}
 
@@ -62,6 +62,16 @@ def status(ticket: Ticket) -> str:
     return (f"Waiting for a free slot: place **{ticket.position}** of {q.waiting} in this server's queue, "
             f"expected to start in about **{_seconds(ticket.starts_in_s)}** ({q.limit} heavy "
             f"job{'s run' if q.limit > 1 else ' runs'} at once; {q.running} running now). Stop leaves the queue.")
+
+
+def show_waiting(job: QueuedJob, nothing: str) -> bool:
+    """A background job's place in the queue, or that it left it while waiting ("nothing was `nothing`"); True
+    when it has not started, so the page has nothing more to draw for it."""
+    if job.waiting:
+        st.info(status(job.ticket), icon=":material/hourglass_top:")
+    elif job.cancelled:
+        st.warning(f"Stopped while waiting in the queue; nothing was {nothing}.", icon=":material/block:")
+    return job.waiting or job.cancelled
 
 
 def _seconds(s: float) -> str:

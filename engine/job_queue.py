@@ -12,8 +12,9 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterator
 
 WAITING, RUNNING, DONE, CANCELLED = "waiting", "running", "done", "cancelled"
 
@@ -149,3 +150,28 @@ class JobQueue:
     def waiting(self) -> int:
         with self._cond:
             return len(self._waiting)
+
+
+class QueuedJob:
+    """What a background job (TrainJob, SweepJob) shares: an optional ticket, waited on in its thread (`turn`)."""
+    ticket: Ticket | None = None
+    cancelled = False               # stopped while it waited: it left the queue and did nothing
+    stop: threading.Event
+
+    @contextmanager
+    def turn(self) -> Iterator[bool]:
+        """Wait for the ticket's turn (no ticket: at once): True to run, False when stopped while waiting; the slot
+        is freed when the block ends."""
+        if self.ticket is None:
+            yield True
+            return
+        try:
+            self.cancelled = not self.ticket.wait(self.stop)
+            yield not self.cancelled
+        finally:
+            self.ticket.leave()
+
+    @property
+    def waiting(self) -> bool:
+        """Still in the queue, not yet started."""
+        return self.ticket is not None and self.ticket.state == WAITING and not self.cancelled

@@ -169,11 +169,7 @@ def live() -> None:
     if job is None:
         return
     p = job.progress
-    if job.waiting:
-        st.info(heavy.status(job.ticket), icon=":material/hourglass_top:")
-        return
-    if job.cancelled:
-        st.warning("Stopped while waiting in the queue; nothing was measured.", icon=":material/block:")
+    if heavy.show_waiting(job, "measured"):
         return
     if job.running:
         text = f"{p.what}: {p.elapsed_s:,.0f} s so far, about {p.seconds_left:,.0f} s left" if p else "starting…"

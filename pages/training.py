@@ -110,11 +110,7 @@ def live() -> None:
     if job is None:
         st.info("Set the data and model above and press **Start training**.")
         return
-    if job.waiting:
-        st.info(heavy.status(job.ticket), icon=":material/hourglass_top:")
-        return
-    if job.cancelled:
-        st.warning("Stopped while waiting in the queue; nothing was trained.", icon=":material/block:")
+    if heavy.show_waiting(job, "trained"):
         return
     runs = f" ({len(job.configs)} runs of {job.tc.steps:,}, one after the other)" if len(job.configs) > 1 else ""
     st.progress(job.progress, text=f"{'running…' if job.running else 'done:'} {job.steps_done:,} of "

@@ -12,7 +12,7 @@ import threading
 import torch
 
 from engine.config import ModelConfig
-from engine.job_queue import WAITING, Ticket
+from engine.job_queue import QueuedJob, Ticket
 from engine.measure.estimate import call_seconds
 from engine.train.data import Dataset
 from engine.train.loop import RunResult, StepRecord, TrainConfig, model_for, train
@@ -56,14 +56,14 @@ def run_estimate_s(configs: dict[str, ModelConfig], tc: TrainConfig, data: Datas
                for m in (model_for(c, data, tc) for c in configs.values()))
 
 
-class TrainJob:
+class TrainJob(QueuedJob):
     def __init__(self, configs: dict[str, ModelConfig], tc: TrainConfig, data: Dataset, store=None,
                  device: str = "auto", ticket: Ticket | None = None):
         self.configs, self.tc, self.data, self.store, self.device = configs, tc, data, store, device
         self.records: dict[str, list[StepRecord]] = {label: [] for label in configs}
         self.results: dict[str, RunResult] = {}
         self.error: str | None = None
-        self.ticket, self.cancelled = ticket, False
+        self.ticket = ticket
         self.stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="explorer-train")
 
@@ -72,25 +72,17 @@ class TrainJob:
         return self
 
     def _run(self) -> None:
-        if self.ticket is not None and not self.ticket.wait(self.stop):
-            self.cancelled = True     # stopped while waiting for its turn: it has left the queue
-            return
-        try:
-            for label, cfg in self.configs.items():
-                if self.stop.is_set():
-                    break
-                self.results[label] = train(cfg, self.tc, self.data, device=self.device,
-                                            on_step=self.records[label].append, stop=self.stop, store=self.store)
-        except Exception as e:  # noqa: BLE001 -- shown on the page; a thread has nobody else to raise to
-            self.error = f"{type(e).__name__}: {e}"
-        finally:
-            if self.ticket is not None:
-                self.ticket.leave()
-
-    @property
-    def waiting(self) -> bool:
-        """Still in the queue, not yet training."""
-        return self.ticket is not None and self.ticket.state == WAITING and self.running
+        with self.turn() as go:
+            if not go:
+                return
+            try:
+                for label, cfg in self.configs.items():
+                    if self.stop.is_set():
+                        break
+                    self.results[label] = train(cfg, self.tc, self.data, device=self.device,
+                                                on_step=self.records[label].append, stop=self.stop, store=self.store)
+            except Exception as e:  # noqa: BLE001 -- shown on the page; a thread has nobody else to raise to
+                self.error = f"{type(e).__name__}: {e}"
 
     def join(self, timeout: float | None = None) -> None:
         self._thread.join(timeout)
