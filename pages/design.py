@@ -30,7 +30,11 @@ st.markdown(f"**{fmt_count(pc.total)}** parameters in total, **{fmt_count(pc.non
 left, right = st.columns([3, 2])
 with left:
     export.shared_chart(charts.params_treemap, pc, key="design_params", name=f"{cfg.name}-parameters")
-    widgets.shared_dataframe(tables.params_table, pc)
+    # below the fold and the page's only table: its grid component loads when the reader opens it
+    table = st.expander("Every component: exact count and share", key="design_table", on_change="rerun")
+    if table.open:
+        with table:
+            widgets.shared_dataframe(tables.params_table, pc)
 with right:
     st.subheader("Block diagram")
     st.caption("Drawn from the config: it changes with serial/parallel blocks, norm placement, gated FFNs, "
