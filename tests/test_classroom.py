@@ -9,6 +9,7 @@ import signal
 import socket
 import sqlite3
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -36,6 +37,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_make_serve_answers_with_the_app(tmp_path):
     port = _free_port()
     env = {**os.environ, "PORT": str(port), "ADDRESS": "127.0.0.1", "EXPLORER_HOME": str(tmp_path)}
@@ -66,7 +68,7 @@ def test_make_serve_answers_with_the_app(tmp_path):
 
 
 def test_serve_refuses_a_bad_option_by_name():
-    done = subprocess.run([os.sys.executable, "-m", "app.serve", "--jobs", "0"], cwd=ROOT, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "app.serve", "--jobs", "0"], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 2
     assert "EXPLORER_JOBS (--jobs): 0 is below the minimum 1" in done.stderr
@@ -127,6 +129,7 @@ async def _classroom(url: str, db: Path) -> None:
     await asyncio.gather(*(s.close() for s in (designer, *students)))
 
 
+@pytest.mark.slow
 def test_twenty_sessions_train_through_one_queue(tmp_path):
     home = tmp_path / "home"
     with served({"EXPLORER_JOBS": str(LIMIT), "EXPLORER_HOME": str(home)}) as (_, url):
