@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from bench.st_session import Run, Session
+from bench.st_session import Run, Session, run
 from engine.budget.params import count_params
 from engine.presets import PRESETS
 
@@ -156,7 +156,7 @@ def measure(sizes: tuple[int, ...] = SIZES, env: dict[str, str] | None = None) -
     rows = []
     for n in sizes:
         with served(env) as (pid, url):
-            rows.append(asyncio.run(classroom(pid, url, n)))
+            rows.append(run(classroom(pid, url, n)))
     return rows
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any, Coroutine
 
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
@@ -121,3 +123,10 @@ class Session:
 
     async def close(self) -> None:
         await self.ws.close()
+
+
+def run(coro: Coroutine[Any, Any, Any]) -> Any:
+    """asyncio.run in a thread of its own: the caller's thread may already run an event loop (Playwright's sync
+    API keeps one running in pytest's thread)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from bench.bench_classroom import served
-from bench.st_session import Session
+from bench.st_session import Session, run
 from engine.budget.params import count_params
 from engine.presets import PRESETS
 
@@ -60,8 +60,8 @@ def test_make_serve_answers_with_the_app(tmp_path):
             await session.close()
             return run
 
-        run = asyncio.run(first_page())
-        assert not run.exceptions and total(12) in run.texts
+        page = run(first_page())
+        assert not page.exceptions and total(12) in page.texts
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=60)
@@ -133,4 +133,4 @@ async def _classroom(url: str, db: Path) -> None:
 def test_twenty_sessions_train_through_one_queue(tmp_path):
     home = tmp_path / "home"
     with served({"EXPLORER_JOBS": str(LIMIT), "EXPLORER_HOME": str(home)}) as (_, url):
-        asyncio.run(_classroom(url, home / "runs.sqlite"))
+        run(_classroom(url, home / "runs.sqlite"))
