@@ -16,6 +16,7 @@ from engine.presets import PRESETS
 from engine.units import fmt_count
 
 PICK, UPLOAD, UPLOAD_PROBLEMS, EDIT_PROBLEMS = "preset_pick", "yaml_upload", "upload_problems", "edit_problems"
+NULL_LABELS = {"norm_bias": "follow the norm"}   # what null means, for the optional booleans
 GROUP_TITLES = {"sizes": "Sizes", "attention": "Attention", "position": "Position", "ffn": "Feed-forward",
                 "moe": "Mixture of experts", "normalization": "Normalization", "block": "Block", "output": "Output"}
 
@@ -86,6 +87,8 @@ def _scaling_notes(raw: dict[str, Any]) -> dict[str, str]:
 def _unused_notes(raw: dict[str, Any]) -> dict[str, str]:
     """Captions on fields the current choices do not read: the RoPE scaling fields, the clamped SwiGLU's."""
     notes = _scaling_notes(raw) if raw["position"] == "rope" else {}
+    if raw["norm"] == "layernorm" and raw["norm_bias"] == "null":
+        notes["norm_bias"] = "Follows the norm: on for layernorm."
     if raw["ffn"] != "swiglu_clamped":
         notes.update(dict.fromkeys(("swiglu_limit", "swiglu_alpha"), "Only used with ffn = swiglu_clamped (gpt-oss)."))
     return notes
@@ -122,10 +125,11 @@ def _tooltip(spec: FieldSpec) -> str:
 def _field_widget(spec: FieldSpec, disabled: bool, raw: dict[str, Any]) -> None:
     key, tip = state.widget_key(spec.name), _tooltip(spec)
     if spec.type is bool and spec.optional:   # null, true, false: null takes the value another field implies
-        follows = {"norm_bias": raw["norm"] == "layernorm"}.get(spec.name)
-        auto = "null" if follows is None else f"follow the norm ({'on' if follows else 'off'})"
+        # The labels never depend on another field: Streamlit's selectbox sends its label back as the value, so a
+        # label that changed with the norm came back as "follow the norm (off)" and froze the editor. What null
+        # resolves to is the caption under the box (_unused_notes).
         st.selectbox(spec.name, ("null", "true", "false"), key=key, help=tip, disabled=disabled,
-                     format_func=lambda v: auto if v == "null" else v)
+                     format_func=lambda v: NULL_LABELS.get(spec.name, "null") if v == "null" else v)
     elif spec.type is bool:
         st.checkbox(spec.name, key=key, help=tip, disabled=disabled)
     elif spec.choices and spec.type is not tuple:   # a list field's choices are its items' (e.g. full, sliding)

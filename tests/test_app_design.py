@@ -58,11 +58,13 @@ def test_norm_bias_follows_the_norm_and_the_toggle_restores_the_count(new_app):
     at = new_app()   # gpt2: layernorm, norm_bias null = follow the norm (on)
     at.run()
     box = at.sidebar.selectbox(key="field_norm_bias")
-    assert box.value == "null" and "follow the norm (on)" in box.options
+    assert box.value == "null" and "follow the norm" in box.options   # one label whatever the norm (see editor)
+    assert "Follows the norm: on for layernorm." in [c.value for c in at.sidebar.caption]
     at.sidebar.selectbox(key="field_norm").set_value("rmsnorm").run()
     assert not at.sidebar.error and not at.exception
     box = at.sidebar.selectbox(key="field_norm_bias")
-    assert box.value == "null" and box.disabled and "follow the norm (off)" in box.options
+    assert box.value == "null" and box.disabled and "follow the norm" in box.options
+    assert any("follows the norm (off)" in c.value for c in at.sidebar.caption)
     cfg = at.session_state["cfg"]
     assert cfg.norm == "rmsnorm" and not has_bias(cfg)
     assert metrics(at)["Total parameters"] == f"{124_439_808 - 25 * 768:,}"   # 25 LayerNorm betas of width 768 gone
