@@ -146,7 +146,7 @@ def _moe(d: _Dot, p: str, cfg: ModelConfig, lay: BlockLayout) -> tuple[str, str]
         router = d.node(f"{p}router", f"router ({cfg.router})\n{cfg.d_model:,}→{E:,} scores, keep top {k}", c)
         chosen = d.node(f"{p}experts", f"{k} of {E:,} routed experts\n(each {cfg.d_model:,}→{f:,}→{cfg.d_model:,})",
                         c, shape="box3d")
-        out = d.node(f"{p}wsum", "Σ weight × expert", ADD_COLOR, "circle")
+        out = d.node(f"{p}wsum", "Σ weight × expert", ADD_COLOR)   # a box: a circle grows around its text
         d.chain(router, chosen, out)
         if lay.shared_experts:
             gate = " × sigmoid gate" if cfg.shared_expert_gate else ""

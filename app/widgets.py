@@ -1,9 +1,12 @@
 """Small Streamlit building blocks shared by every page."""
 from __future__ import annotations
 
+import re
+
 import streamlit as st
 
-from app import compute, export
+from app import compute, export, state
+from app.tables import config_value
 from app.text import md
 from engine.config import ModelConfig
 from engine.units import fmt_bytes, fmt_count, fmt_flops
@@ -14,8 +17,16 @@ def _svg(dot: str) -> str | None:
     return export.dot_to_svg(dot)
 
 
-def diagram(dot: str, container=st) -> None:
-    """A Graphviz diagram laid out here by the local `dot` (cached per DOT text) and shown as a static SVG image.
+def diagram_width(dot: str) -> int | None:
+    """The diagram's natural width in CSS pixels (Graphviz writes points, 3/4 of a pixel); None without Graphviz."""
+    svg = _svg(dot)
+    found = re.match(r'<svg width="([\d.]+)pt"', svg or "")
+    return round(float(found.group(1)) * 4 / 3) if found else None
+
+
+def diagram(dot: str, container=st, natural: bool = False) -> None:
+    """A Graphviz diagram laid out here by the local `dot` (cached per DOT text) and shown as a static SVG image,
+    stretched to its column or at its `natural` size (its 12-point text then 16 px).
     st.graphviz_chart lays it out in the browser and animates every change: on a knob change that animation
     was most of the browser's work (profiled: d3-graphviz path tweening, about half of the CPU time until the
     page settled). Without a local Graphviz it is still the fallback."""
@@ -23,14 +34,35 @@ def diagram(dot: str, container=st) -> None:
     if svg is None:
         container.graphviz_chart(dot, width="stretch")
     else:
-        container.image(svg, width="stretch")
+        container.image(svg, width=diagram_width(dot) if natural else "stretch")
 
 
 def page_header(title: str, cfg: ModelConfig, reference: ModelConfig | None = None) -> None:
     """How every page opens: its title (a config name in it stays plain text), then the metric row of the current
-    config (deltas against `reference`)."""
-    st.title(md(title))
+    config (deltas against `reference`). The session's config edited away from its preset says so: "(edited)"
+    after a name that is still the preset's, and a caption naming the preset and what changed."""
+    changes = edits(cfg)
+    preset = state.current_preset()
+    still_named = cfg.name == state.preset_config(preset).name
+    st.title(md(title + (" (edited)" if changes and still_named else "")))
+    if changes:
+        shown = ", ".join(changes[:MAX_EDITS_SHOWN]) + (f" and {len(changes) - MAX_EDITS_SHOWN} more"
+                                                        if len(changes) > MAX_EDITS_SHOWN else "")
+        st.caption(f"Edited from the {md(preset)} preset: {md(shown)}.")
     metric_row(cfg, reference)
+
+
+MAX_EDITS_SHOWN = 6
+
+
+def edits(cfg: ModelConfig) -> list[str]:
+    """`field old → new` for each field (but the name) where `cfg`, when it is the session's config, differs from
+    the preset it was loaded from; [] for any other config."""
+    if cfg != state.current_config():
+        return []
+    base = state.preset_config(state.current_preset()).to_dict()
+    return [f"{k} {config_value(base[k])} → {config_value(v)}" for k, v in cfg.to_dict().items()
+            if k != "name" and v != base[k]]
 
 
 def metric_row(cfg: ModelConfig, reference: ModelConfig | None = None) -> None:

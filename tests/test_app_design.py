@@ -164,3 +164,19 @@ def test_design_page_draws_the_rope_frequencies_for_rope_only(new_app):
     at = new_app(preset="gpt2")
     at.run()
     assert "RoPE rotation frequencies" not in [h.value for h in at.subheader]
+
+
+def test_the_title_says_the_config_was_edited_from_its_preset(new_app):
+    at = new_app(preset="llama-3-8b")
+    at.run()
+    assert at.title[0].value == "Design: llama-3-8b" and not any("Edited from" in c.value for c in at.caption)
+    at.sidebar.number_input(key="field_n_layers").set_value(4).run()
+    at.sidebar.selectbox(key="field_norm").set_value("layernorm").run()
+    assert at.title[0].value == "Design: llama-3-8b (edited)"
+    assert "Edited from the llama-3-8b preset: n_layers 32 → 4, norm rmsnorm → layernorm." in \
+        [c.value for c in at.caption]
+    at.sidebar.text_input(key="field_name").input("my-8b").run()      # renamed: the new name, the preset still said
+    assert at.title[0].value == "Design: my-8b"
+    assert any(c.value.startswith("Edited from the llama-3-8b preset: n_layers 32 → 4") for c in at.caption)
+    at.sidebar.button[0].click().run()                                 # Reset to preset
+    assert at.title[0].value == "Design: llama-3-8b"
