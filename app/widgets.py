@@ -1,11 +1,13 @@
 """Small Streamlit building blocks shared by every page."""
 from __future__ import annotations
 
+import base64
+import html
 import re
 
 import streamlit as st
 
-from app import compute, export, state
+from app import compute, export, present, state
 from app.tables import config_value
 from app.text import md
 from engine.config import ModelConfig
@@ -35,6 +37,25 @@ def diagram(dot: str, container=st, natural: bool = False) -> None:
         container.graphviz_chart(dot, width="stretch")
     else:
         container.image(svg, width=diagram_width(dot) if natural else "stretch")
+
+
+def diagram_row(dots: dict[str, str]) -> None:
+    """Diagrams side by side at one scale (titled by their keys): each takes a share of the row proportional to its
+    natural width, up to that width, so their text is the same size (two columns stretched a narrow diagram to
+    twice the scale of a wide one). Without Graphviz, one column each."""
+    widths = {title: diagram_width(dot) for title, dot in dots.items()}
+    if None in widths.values():
+        for col, (title, dot) in zip(st.columns(len(dots)), dots.items()):
+            col.markdown(f"**{md(title)}**")
+            diagram(dot, col)
+        return
+    cells = "".join(
+        f'<figure style="flex: {w} 1 0; max-width: {w}px; margin: 0"><figcaption style="font-weight: 600; '
+        f'font-size: {"1.7rem" if present.is_present() else "1rem"}">'
+        f'{html.escape(title)}</figcaption><img style="width: 100%" alt="{html.escape(title)}" '
+        f'src="data:image/svg+xml;base64,{base64.b64encode(_svg(dots[title]).encode()).decode()}"></figure>'
+        for title, w in widths.items())
+    st.html(f'<div style="display: flex; gap: 2rem; align-items: flex-start">{cells}</div>')
 
 
 def page_header(title: str, cfg: ModelConfig, reference: ModelConfig | None = None) -> None:

@@ -78,3 +78,10 @@ def test_circles_hold_one_symbol():
     for name, p in PRESETS.items():
         circles = re.findall(r'\[label="([^"]*)", shape=circle', block_dot(p.config))
         assert circles and all(len(label) == 1 for label in circles), (name, circles)
+
+
+def test_the_block_alone_leaves_out_embeddings_and_head():
+    cfg = PRESETS["llama-3-8b"].config
+    alone = block_dot(cfg, whole=False)
+    assert "token embedding" not in alone and "output head" not in alone and "x (residual stream)" in alone
+    assert alone.count("{") == alone.count("}") and "transformer block (serial, pre-norm)" in alone
