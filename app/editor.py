@@ -8,7 +8,7 @@ from typing import Any
 import streamlit as st
 from streamlit.runtime.uploaded_file_manager import UploadedFile
 
-from app import state
+from app import state, widgets
 from app.text import md
 from engine.config import FIELDS, GROUPS, ConfigError, FieldSpec, ModelConfig
 from engine.limits import MAX_CONFIG_BYTES
@@ -134,10 +134,9 @@ def _field_widget(spec: FieldSpec, disabled: bool, raw: dict[str, Any]) -> None:
         st.checkbox(spec.name, key=key, help=tip, disabled=disabled)
     elif spec.choices and spec.type is not tuple:   # a list field's choices are its items' (e.g. full, sliding)
         st.selectbox(spec.name, spec.choices, key=key, help=tip, disabled=disabled)
-    elif spec.type is int:
-        st.number_input(spec.name, step=1, format="%d", key=key, help=tip, disabled=disabled,
-                        placeholder=f"null: {spec.null}" if spec.optional else None)
-    else:  # floats as text so 1e-06 and 500000.0 round-trip exactly; lists as comma-separated text; names as text
+    else:  # numbers as text: every typed value reaches validation, which names the field and the allowed range
+        # (a number box refuses 1e20 in the browser with a red frame and no message); floats so 1e-06 and
+        # 500000.0 round-trip exactly; lists as comma-separated text; names as text
         st.text_input(spec.name, key=key, help=tip, disabled=disabled,
                       placeholder=f"null: {spec.null}" if spec.optional else None)
 
@@ -166,9 +165,8 @@ def _yaml_io(cfg: ModelConfig) -> None:
                        on_click="ignore", width="stretch",
                        help="The current valid config as YAML; upload it here or pass it to "
                             "`python -m engine ... --config FILE`.")
-    st.file_uploader("Upload YAML", type=["yaml", "yml"], key=UPLOAD, on_change=_load_yaml,
-                     help=f"A YAML mapping of field: value (at most {MAX_CONFIG_BYTES // 1024} KiB); missing fields "
-                          "take their defaults.")
+    widgets.yaml_uploader("Upload YAML", key=UPLOAD, on_change=_load_yaml,
+                          help="A YAML mapping of field: value; missing fields take their defaults.")
     for p in st.session_state.get(UPLOAD_PROBLEMS, []):
         st.error(md(p))
 

@@ -11,6 +11,7 @@ from app import compute, export, present, state
 from app.tables import config_value
 from app.text import md
 from engine.config import ModelConfig
+from engine.limits import MAX_CONFIG_BYTES
 from engine.units import fmt_bytes, fmt_count, fmt_flops
 
 
@@ -56,6 +57,17 @@ def diagram_row(dots: dict[str, str]) -> None:
         f'src="data:image/svg+xml;base64,{base64.b64encode(_svg(dots[title]).encode()).decode()}"></figure>'
         for title, w in widths.items())
     st.html(f'<div style="display: flex; gap: 2rem; align-items: flex-start">{cells}</div>')
+
+
+def yaml_uploader(label: str, key: str, **kwargs) -> None:
+    """A YAML file uploader that states the limit the app applies (engine.limits.MAX_CONFIG_BYTES): Streamlit's
+    own line reads "1MB per file", its smallest setting, while a larger file is refused with a message."""
+    box = st.container(key=f"{key}_box")
+    limit = f"{MAX_CONFIG_BYTES // 1024} KiB per file • YAML, YML"
+    box.html(f"<style>.st-key-{key}_box [data-testid='stFileUploaderDropzoneInstructions'] span {{font-size: 0}} "
+             f".st-key-{key}_box [data-testid='stFileUploaderDropzoneInstructions'] span::after "
+             f"{{content: '{limit}'; font-size: 0.875rem}}</style>")
+    box.file_uploader(label, type=["yaml", "yml"], key=key, max_upload_size=1, **kwargs)
 
 
 def page_header(title: str, cfg: ModelConfig, reference: ModelConfig | None = None) -> None:

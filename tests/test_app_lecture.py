@@ -58,7 +58,7 @@ def test_view_params_are_not_config_and_survive_a_knob_change(new_app):
     assert problems == [] and cfg == PRESETS["gpt2"].config
     at = new_app(page=LECTURE, section="kvcache", preset="llama-3-8b")
     at.run()
-    at.sidebar.number_input(key="field_n_layers").set_value(16).run()
+    at.sidebar.text_input(key="field_n_layers").input("16").run()
     clean(at)
     assert dict(at.query_params) == {"preset": "llama-3-8b", "n_layers": "16", "section": "kvcache"}
     assert at.header[0].value == "10. KV cache: MHA, GQA, MQA"

@@ -22,7 +22,7 @@ def pick(page, field: str, option: str) -> None:
 
 
 def set_int(page, field: str, value: int) -> None:
-    box = page.get_by_role("spinbutton", name=field, exact=True)
+    box = page.get_by_role("textbox", name=field, exact=True)
     box.fill(str(value))
     box.press("Enter")
     idle(page)
