@@ -47,7 +47,8 @@ seqs = url_view.bound("lat_seqs", url_view.choices("seqs", latency_plan.seq_choi
                       help=f"At most context_length = {cfg.context_length:,}.")
 budget = url_view.bound("lat_budget", url_view.number("budget", 1.0, 600.0), latency_plan.SWEEP_BUDGET_S,
                         c[4].number_input, "Time budget (s)", 1.0, 600.0, step=5.0,
-                        help="Timing rounds stop when this is spent, or earlier once every point's spread is small.")
+                        help="Timing rounds stop when this is spent, or earlier once every point's spread is "
+                             "small; never before 5 rounds (a median and quartiles of fewer say little).")
 
 st.header("Batch x sequence sweep")
 sweep_key = (cfg, dtype, mode, tuple(sorted(batches)), tuple(sorted(seqs)))
@@ -60,7 +61,7 @@ else:
         st.error(md(e), icon=":material/block:")
     else:
         est = sweep_estimate(cfg, sorted(batches), sorted(seqs), mode, dtype, dev, budget)
-        st.caption(f"Estimated duration: **{est.text}** ({est.how}).")
+        st.caption(f"Estimated duration: **{est.text}** ({est.how})." + (f" **{est.note}.**" if est.note else ""))
         if st.button("Measure the sweep", type="primary", key="lat_run"):
             stop = st.empty()   # any click reruns the page, which ends the sweep after the current round
             stop.button("Stop", key="lat_stop", help="Stops after the current round; every point keeps its rounds.")
@@ -97,7 +98,7 @@ else:
                + ", ".join(str(v.kv_heads) for v in variants.values())
                + f" key/value heads. Batch 1, contexts {contexts[0]:,} to {contexts[-1]:,} tokens, {dtype}. The cache "
                "is filled once and the timed token's entry is dropped after each call, so every call sees the same "
-               f"cache. Estimated duration: **{est.text}** ({est.how}).")
+               f"cache. Estimated duration: **{est.text}** ({est.how})." + (f" {est.note}." if est.note else ""))
 decode_key = (cfg, dtype, tuple(contexts))
 if contexts and st.button("Measure decode: " + " vs ".join(variants), key="lat_decode"):
     stop = st.empty()

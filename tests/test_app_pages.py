@@ -34,6 +34,8 @@ def test_budgets_measure_refuses_big_model_with_numbers(new_app):
 def test_budgets_measure_small_model(new_app):
     at = new_app("pages/budgets.py", preset="nanogpt-handout")
     at.run()
+    said = [c.value for c in at.caption if c.value.startswith("Estimated duration:")]   # before it starts
+    assert len(said) == 1 and "two model builds" in said[0], said
     at.button(key="b_measure").click().run()
     assert not at.exception and not at.error
     table = at.dataframe[-1].value
