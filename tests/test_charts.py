@@ -91,7 +91,7 @@ def test_flops_and_roofline_figures():
     roof = budget_charts.roofline_figure(DEVICE_PROFILES["H100"], points, "bf16")
     assert roof.layout.xaxis.type == "log" and "FLOP per byte" in roof.layout.xaxis.title.text
     assert roof.layout.xaxis.tickformat == ",~g"                               # 1,000 and 10,000, not 1000 and 10k
-    assert {t.name for t in roof.data} >= {"prefill", "decode"}
+    assert {t.name for t in roof.data} >= {"prefill: compute-bound", "decode: memory-bound"}
 
 
 def test_compare_bars_and_table():
