@@ -2,7 +2,7 @@
 import streamlit as st
 import torch
 
-from app import budget_measure, compute, export, tables, url_view
+from app import budget_measure, compute, export, heavy, tables, url_view
 from app.charts import budgets as charts
 from app.state import current_config
 from app.text import md
@@ -108,11 +108,15 @@ plan = budget_measure.measure_plan(cfg, batch, seq, dev)
 est = measure_estimate(cfg, plan.flops_at, plan.built_at, infer_dtype, torch.device(dev))
 st.caption(f"Estimated duration: **{est.text}** ({est.how}).")
 if st.button("Measure", type="primary", key="b_measure"):
-    with st.status(f"Measuring… (estimated {est.text})", expanded=True) as status:
-        result = budget_measure.measure_budgets(cfg, batch, seq, infer_dtype, attention, dev, st.write)
-        refused = [why for why in (result.skipped, result.refused) if why]
-        status.update(label=f"Measured {len(result.measured)} quantities" + (", the rest refused" if refused else ""),
-                      state="complete" if result.measured else "error", expanded=False)
-    for why in refused:         # outside the status box: a refusal is never shown as a completed measurement
-        st.warning(md(why), icon=":material/block:")
-    st.dataframe(tables.measurements_table(result.rows()), hide_index=True, width="stretch")
+    with heavy.turn(f"budget measurement of {cfg.name}", est.high_s, compute.params(cfg).total) as go:
+        if go:
+            with st.status(f"Measuring… (estimated {est.text})", expanded=True) as status:
+                result = budget_measure.measure_budgets(cfg, batch, seq, infer_dtype, attention, dev, st.write)
+                refused = [why for why in (result.skipped, result.refused) if why]
+                status.update(label=f"Measured {len(result.measured)} quantities"
+                              + (", the rest refused" if refused else ""),
+                              state="complete" if result.measured else "error", expanded=False)
+    if go:
+        for why in refused:     # outside the status box: a refusal is never shown as a completed measurement
+            st.warning(md(why), icon=":material/block:")
+        st.dataframe(tables.measurements_table(result.rows()), hide_index=True, width="stretch")

@@ -1,8 +1,9 @@
 """Design: the exact parameter count, where the parameters live, and the block diagram of the current config."""
 import streamlit as st
 
-from app import compute, diagram, export, tables
+from app import compute, export, tables
 from app.charts import design as charts
+from app.diagram import block_dot
 from app.state import current_config, current_preset
 from app import widgets
 from app.widgets import page_header
@@ -29,21 +30,23 @@ st.markdown(f"**{fmt_count(pc.total)}** parameters in total, **{fmt_count(pc.non
             f"embeddings. Tying the output head to the token embedding {verb} **{fmt_count(pc.tying_saves)}** "
             f"parameters (vocab_size × d_model); one block holds **{fmt_count(pc.per_layer)}**.")
 
-dot = diagram.block_dot(cfg)
 # Beside the table only while the diagram is narrow enough to keep its text readable there (2/5 of the page:
 # 320 px at 1280 with the sidebar open); a wider one (MLA, most MoE) goes below, at its own size.
-beside = (widgets.diagram_width(dot) or 0) <= SIDE_DIAGRAM_PX
+beside = (widgets.diagram_width(block_dot(cfg)) or 0) <= SIDE_DIAGRAM_PX
 left, right = st.columns([3, 2]) if beside else (st.container(), st.container())
 with left:
-    export.chart(charts.params_treemap(pc), "design_params", f"{cfg.name}-parameters")
-    st.dataframe(tables.params_table(pc), hide_index=True, width="stretch", height="content",   # every row
-                 column_config={"component": st.column_config.TextColumn(width="large")})
+    export.shared_chart(charts.params_treemap, pc, key="design_params", name=f"{cfg.name}-parameters")
+    # below the fold and the page's only table: its grid component loads when the reader opens it
+    table = st.expander("Every component: exact count and share", key="design_table", on_change="rerun")
+    if table.open:
+        with table:
+            widgets.shared_dataframe(tables.params_table, pc)
 with right:
     st.subheader("Block diagram")
     st.caption("Drawn from the config: it changes with serial/parallel blocks, norm placement, gated FFNs, "
                "mixtures of experts, GQA/MQA, MLA (latent projections and what the cache holds), QK-norm, RoPE, "
                "windows and soft-caps.")
-    widgets.diagram(dot, natural=not beside)
+    widgets.config_diagram(cfg, natural=not beside)
 
 if cfg.position == "rope":
     st.subheader("RoPE rotation frequencies")
