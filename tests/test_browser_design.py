@@ -1,5 +1,5 @@
-"""Real browser, Design page at 1280x800 (the sidebar open) for the two widest presets: the component table shows
-every row without scrolling (its fixed ten-row height hid norms, output head and total), and the block diagram's
+"""Real browser, Design page at 1280x800 (the sidebar open) for the two widest presets: the component table, once
+opened, shows every row without scrolling (its fixed ten-row height hid norms, output head and total), and the block diagram's
 text stays readable (squeezed into the side column, DeepSeek's MLA block drew its 12-point text at ~6 px)."""
 import pytest
 
@@ -22,6 +22,7 @@ def test_component_table_and_diagram_show_whole(served_app, browser, preset):
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     page.goto(f"{served_app}/?preset={preset}")
     settle(page)
+    page.get_by_text("Every component: exact count and share").click()
     page.wait_for_selector('[data-testid="stDataFrame"] .dvn-scroller')
     page.wait_for_selector('[data-testid="stImage"] img')
     page.wait_for_timeout(1000)
