@@ -8,7 +8,7 @@ from dataclasses import asdict
 
 import streamlit as st
 
-from app import export, heavy, present, state
+from app import export, heavy, present, state, url_view
 from app.charts import sweep as charts
 from app import sweep_view as view
 from app.image_export import PROJECTOR, figure_png, png_unavailable
@@ -27,7 +27,7 @@ url = {k: v for k, v in st.query_params.to_dict().items() if k in view.URL_KEYS}
 if st.session_state.get(SEEN) != url:               # a new link (first visit, pasted, from Lecture): load it
     spec, problems = view.spec_from_params(url)
     for p in problems:
-        st.warning(f"URL: {p} — ignored; the rest of the link applies.")
+        url_view.warn(f"URL: {p} — ignored and removed from the URL; the rest of the link applies.")
     for key, value in asdict(spec).items():
         st.session_state[W[key]] = value
 _, bad_present = present.parse_present(present.view_param("present"))
