@@ -203,11 +203,13 @@ LECTURE_NUMBERS = {
 
 
 # Text the page cuts: a box that clips (overflow not visible) and holds more than it shows, as Streamlit's ellipsis
-# containers do ("Small traini…"), and inputs whose value is wider than the box ("sizes as g"). Charts excluded.
+# containers do ("Small traini…"), a row of choices that scrolls sideways ("swiglu_cla" of the curve pills), and
+# inputs whose value is wider than the box ("sizes as g"). Charts and tables (which scroll by design) excluded.
 CUT_TEXT_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] *')].filter(e =>
       !e.closest('.js-plotly-plot') && e.scrollWidth > e.clientWidth + 1 && (e.tagName === 'INPUT'
         ? e.type !== 'hidden' && e.clientWidth > 0 && e.value
-        : e.innerText && e.innerText.trim() && !['visible', 'auto', 'scroll'].includes(getComputedStyle(e).overflowX)))
+        : e.innerText && e.innerText.trim() && (getComputedStyle(e).overflowX === 'hidden'
+          || (getComputedStyle(e).overflowX !== 'visible' && e.closest('[data-testid="stButtonGroup"]')))))
     .map(e => [(e.tagName === 'INPUT' ? e.value : e.innerText).trim().slice(0, 60), e.scrollWidth, e.clientWidth])"""
 
 

@@ -72,13 +72,15 @@ def test_small_measured_sweep_runs_show_on_training(served_app, browser):
 @pytest.mark.parametrize("width,height", [(1280, 800), (1600, 1000)])
 def test_control_labels_and_values_show_whole(served_app, browser, width, height):
     """The sweep controls at the widths lecturers use: no label or value cut with an ellipsis ("Small traini…",
-    "sizes as g"), nor the Lecture page's section buttons."""
+    "sizes as g"), nor the Lecture page's section buttons, nor the Activations page's curve names."""
     page = browser.new_page(viewport={"width": width, "height": height})
     cut = {}
-    for path in ("tradeoffs?preset=llama-3-8b", "tradeoffs?preset=llama-3-8b&hold=d_ff", "lecture?preset=gpt2"):
+    for path in ("tradeoffs?preset=llama-3-8b", "tradeoffs?preset=llama-3-8b&hold=d_ff", "lecture?preset=gpt2",
+                 "activations?preset=llama-3-8b"):
         page.goto(f"{served_app}/{path}")
         settle(page)
-        page.get_by_role("button", name="Next").or_(page.get_by_text("Small training size")).first.wait_for()
+        page.get_by_role("button", name="Next").or_(page.get_by_text("Small training size")).or_(
+            page.get_by_text("Input range x")).first.wait_for()
         cut[path] = page.evaluate(CUT_TEXT_JS)
     page.close()
     assert not any(cut.values()), cut
