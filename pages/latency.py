@@ -12,7 +12,7 @@ from app.widgets import page_header
 from engine.guard import MemoryRefusal, check_fits
 from engine.layers.attention import attention_variants
 from engine.measure import latency as lat
-from engine.measure.decode import measure_decode
+from engine.measure.decode import check_decode_fits, measure_decode
 from engine.measure.estimate import decode_estimate, sweep_estimate
 from engine.runtime import TORCH_DTYPES, resolve_device
 
@@ -27,13 +27,14 @@ st.caption(latency_view.device_text(dev) + " The real model in the chosen dtype 
            "of its median or the time budget is spent. Median and interquartile range (IQR) after a warm-up call; "
            "one session times at a time on this machine.")
 
-c = st.columns(5)
+c = st.columns(5, vertical_alignment="bottom")
 dtypes = list(TORCH_DTYPES) if on_gpu else ["fp32", "bf16"]
 dtype = url_view.bound("lat_dtype", url_view.choice("dtype", dtypes), dtypes[0], c[0].selectbox, "dtype", dtypes,
                        help="Weights and activations in this precision. CPUs run bf16 mostly through conversions.")
 mode = url_view.bound("lat_mode", url_view.choice("mode", lat.MODES), lat.MODES[0], c[1].selectbox, "What is timed",
-                      lat.MODES, format_func=lambda m: {"forward": "forward (inference, no grad)",
-                                                        "train": "forward + backward"}[m])
+                      lat.MODES, format_func=lambda m: {"forward": "forward (no grad)", "train": "forward + backward"}[m],
+                      help="forward: inference, no gradients kept; forward + backward: one training step without "
+                           "the optimizer.")
 # the default grid depends on the measured peak and the load: fixed per session, so a rerun never resets a choice,
 # and always written into the link (another session could pick another default)
 defaults = st.session_state.setdefault("lat_defaults", {})
@@ -95,6 +96,12 @@ contexts = latency_plan.decode_contexts(cfg, dev.type)
 if not contexts:
     st.info(f"context_length = {cfg.context_length} leaves no cached token before the timed one.")
 else:
+    try:   # said before the button, as the sweep's refusal is (no estimate of a run that would be refused)
+        check_decode_fits(variants, contexts, 1, dtype, dev)
+    except MemoryRefusal as e:
+        st.error(md(e), icon=":material/block:")
+        contexts = []
+if contexts:
     est = decode_estimate(variants, contexts, 1, dtype, dev, latency_plan.DECODE_BUDGET_S)
     st.caption(f"Each step reads every cached key and value: {', '.join(variants)} keep "
                + ", ".join(str(v.kv_heads) for v in variants.values())

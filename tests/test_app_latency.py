@@ -103,3 +103,15 @@ def test_a_budget_the_rounds_cannot_keep_is_explained_before_measuring(new_app):
     said = " ".join(c.value for c in at.caption)
     assert not at.exception and "Estimated duration:" in said
     assert "5 rounds of ≈" in said and "a 1.0 s time budget cannot end it sooner" in said
+
+
+def test_a_decode_comparison_that_cannot_fit_is_refused_before_its_button(new_app):
+    """Too big to build: the page said so only after a click, having offered an estimate (5,060 s for
+    llama-3-8b on this CPU) for a run that would be refused. Now the refusal, with its numbers, and no button."""
+    at = new_app("pages/latency.py", preset="deepseek-v3")
+    at.run()
+    assert not at.exception
+    refusals = [e.value for e in at.error if e.value.startswith("refusing to build")]
+    assert len(refusals) == 2 and "seq=1025" in refusals[1]           # the sweep's, then the decode's
+    assert not any(b.key == "lat_decode" for b in at.button)
+    assert not any("Estimated duration" in c.value for c in at.caption)
