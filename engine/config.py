@@ -200,6 +200,8 @@ def _problems(c: ModelConfig) -> list[str]:
         if p := field_problem(spec, getattr(c, spec.name)):
             problems.append(p)
             bad.add(spec.name)
+    if "name" not in bad and not c.name.strip():   # it labels pages, downloads, runs and pins
+        problems.append("name: empty; give the config a label (any text)")
     problems += _bounds(c, bad)
 
     def ok(*names: str) -> bool:

@@ -202,6 +202,17 @@ LECTURE_NUMBERS = {
 }
 
 
+# Text the page cuts: a box that clips (overflow not visible) and holds more than it shows, as Streamlit's ellipsis
+# containers do ("Small traini…"), a row of choices that scrolls sideways ("swiglu_cla" of the curve pills), and
+# inputs whose value is wider than the box ("sizes as g"). Charts and tables (which scroll by design) excluded.
+CUT_TEXT_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] *')].filter(e =>
+      !e.closest('.js-plotly-plot') && e.scrollWidth > e.clientWidth + 1 && (e.tagName === 'INPUT'
+        ? e.type !== 'hidden' && e.clientWidth > 0 && e.value
+        : e.innerText && e.innerText.trim() && (getComputedStyle(e).overflowX === 'hidden'
+          || (getComputedStyle(e).overflowX !== 'visible' && e.closest('[data-testid="stButtonGroup"]')))))
+    .map(e => [(e.tagName === 'INPUT' ? e.value : e.innerText).trim().slice(0, 60), e.scrollWidth, e.clientWidth])"""
+
+
 def settle(page, timeout_ms: int = 60000) -> None:
     """Wait until the script run has finished (no 'Running...' status widget) and the app has drawn."""
     page.wait_for_selector('[data-testid="stSidebarNav"]', timeout=timeout_ms)

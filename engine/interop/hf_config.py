@@ -346,5 +346,5 @@ def import_hf_config(d: dict[str, Any]) -> tuple[ModelConfig, list[str]]:
     problems = r.problems + r.unknown()
     if problems:
         raise ConfigError(problems)
-    name = str(d.get("_name_or_path") or family).rstrip("/").rsplit("/", 1)[-1]
+    name = str(d.get("_name_or_path") or family).rstrip("/").rsplit("/", 1)[-1] or family
     return ModelConfig.from_dict({**NEUTRAL, **fields, "name": name}), r.ignored

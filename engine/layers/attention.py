@@ -106,7 +106,9 @@ class AttentionKnobs(Knobs):
         if ok("head_dim", "d_model", "n_heads") and c.head_dim is None and c.d_model < c.n_heads:
             out.append(f"head_dim: d_model={c.d_model} // n_heads={c.n_heads} is 0; set head_dim or use fewer heads")
         if ok("layer_types", "n_layers") and c.layer_types is not None and len(c.layer_types) != c.n_layers:
-            out.append(f"layer_types: {len(c.layer_types)} entries for n_layers={c.n_layers}")
+            n = len(c.layer_types)
+            out.append(f"layer_types: {n} {'entry' if n == 1 else 'entries'} for n_layers={c.n_layers}; give one "
+                       "per layer (full or sliding), or null")
         return out
 
 
