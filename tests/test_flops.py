@@ -76,7 +76,7 @@ def test_roofline_verdicts():
     assert r["prefill"].bound == "compute" and r["decode"].bound == "memory"
     assert r["decode"].ridge == pytest.approx(989.4e12 / 3.35e12)
     assert "memory-bound" in r["decode"].verdict
-    assert set(DEVICE_PROFILES) == {"H100", "H200", "A100", "RTX 4090", "CPU (measured)"}
+    assert {"H100", "H200", "A100", "RTX 4090", "CPU (measured)"} <= set(DEVICE_PROFILES)
     with pytest.raises(ValueError, match="device"):
         roofline(cfg, "TPU", 1, 1)
 
