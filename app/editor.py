@@ -17,7 +17,8 @@ from engine.units import fmt_count
 
 PICK, UPLOAD, UPLOAD_PROBLEMS, EDIT_PROBLEMS = "preset_pick", "yaml_upload", "upload_problems", "edit_problems"
 GROUP_TITLES = {"sizes": "Sizes", "attention": "Attention", "position": "Position", "ffn": "Feed-forward",
-                "moe": "Mixture of experts", "normalization": "Normalization", "block": "Block", "output": "Output"}
+                "moe": "Mixture of experts", "normalization": "Normalization", "block": "Block", "output": "Output",
+                "checkpoint": "Checkpoint as shipped"}
 
 
 def _load_preset() -> None:

@@ -19,10 +19,11 @@ from engine.plan.cost import Cost, cost
 from engine.plan.finetune import METHODS, lora_trainable, target_problems
 from engine.plan.memory import COMPONENTS, Setup, gpu_memory, high_dtype
 from engine.plan.parallel import Layout, layout_problems
-from engine.plan.quant import KEEP_CHOICES, KV_QUANTS, quant_problem, weight_storage
+from engine.plan.quant import KEEP_CHOICES, KV_QUANTS, checkpoint_bytes, quant_problem, weight_storage
 from engine.plan.serve import Capacity, Serving, capacity, serving_problems
 from engine.plan.speed import Speed, speed
 from engine.plan.tensors import param_tensors
+from engine.units import fmt_bytes
 from engine.validation import choice_problem, int_problem, number_problem, require
 
 MODES = ("train", "infer")
@@ -102,11 +103,12 @@ def plan(cfg: ModelConfig, gpu: str, layout: Layout, setup: Setup, tokens: int |
     c = None if infer else cost(cfg, dev, layout.gpus, setup.seq, tokens, mfu, price, POLICY_DTYPE[setup.policy],
                                 setup.finetune != "full", currency)
     kept = ["norms", "biases"] + [k for k in KEEP_CHOICES if k not in setup.quantize_also]
-    plain = setup.quant != "none" and not setup.quant.startswith("gguf:")
+    plain = setup.quant not in ("none", "checkpoint") and not setup.quant.startswith("gguf:")
     high = [f"{k} ({high_dtype(setup.policy)})" for k in kept] if plain else []
     notes = []
     if setup.finetune != "full" and setup.mode == "train":
         notes.append("activations: the full-training estimate (frozen matrices still pass gradients through)")
+    notes += shipped_notes(cfg, setup)
     if c is not None and c.train_tokens is None:
         notes.append("training time and cost: give a token budget (a fine-tune has no compute-optimal default; "
                      "Chinchilla's 20 tokens per parameter is for pre-training)")
@@ -120,6 +122,19 @@ def plan(cfg: ModelConfig, gpu: str, layout: Layout, setup: Setup, tokens: int |
                 speed=sp, cost_per_million=sp and layout.gpus * price / (sp.total * 3600) * 1e6, currency=currency,
                 trainable=(count_params(cfg).total if setup.finetune == "full"
                            else lora_trainable(cfg, setup.lora_rank, setup.lora_targets)))
+
+
+def shipped_notes(cfg: ModelConfig, s: Setup) -> list[str]:
+    """What the published checkpoint is, when the config says (ckpt_format), beside the chosen storage."""
+    if cfg.ckpt_format == "none":
+        return []
+    model, mtp = checkpoint_bytes(cfg)
+    extra = (f"; the files also hold {cfg.mtp_depth} multi-token-prediction module(s), {fmt_bytes(mtp)}, loaded "
+             f"only for speculative decoding ({fmt_bytes(model + mtp)} in all)") if mtp else ""
+    if s.quant == "checkpoint":
+        return [f"{cfg.name} as published: {cfg.ckpt_format}, {fmt_bytes(model)} of weights{extra}"]
+    return [f"{cfg.name} ships in {cfg.ckpt_format} ({fmt_bytes(model)} of weights{extra}); weight storage "
+            f"'checkpoint' sizes it as published"]
 
 
 def weights_by_storage(cfg: ModelConfig, s: Setup) -> dict[str, int]:

@@ -13,10 +13,11 @@ Weights (a matrix of `rows` output features x `cols` input features; groups run 
   mxfp4              OCP MX: FP4 E2M1 values, blocks of 32 with one shared E8M0 scale byte (4.25 bits)
   nvfp4              NVIDIA NVFP4: FP4 E2M1 values, blocks of 16 with one FP8 E4M3 scale, plus one fp32 global
                      scale per tensor (4.5 bits + 4 B)
+  checkpoint         as the published checkpoint stores each tensor (the config's ckpt_* fields, engine/checkpoint.py)
   gguf:TYPE          a llama.cpp file type (gguf:Q4_K_M, ...): each tensor in the ggml type llama-quantize gives it
                      (engine/plan/gguf.py, engine/plan/ggml.py), norms and biases F32; `+imatrix` / `-imatrix`
                      say whether an importance matrix was used (default: only where the types need one)
-Except under gguf:, only the block matrices (MoE experts included) are quantized by default; embeddings, head,
+Except under checkpoint and gguf:, only the block matrices (MoE experts included) are quantized by default; embeddings, head,
 norms, biases and routers stay in the high precision (`quantize_also` chooses, and the plan shows which).
 KV cache (per layer, K and V each):
   int8 / int4        per token and kv head: head_dim values + one fp16 scale (int4 also an fp16 zero point)
@@ -29,15 +30,16 @@ import math
 from collections.abc import Callable
 from functools import lru_cache
 
+from engine.checkpoint import shipped_bytes
 from engine.config import ModelConfig
 from engine.plan import ggml
 from engine.plan.gguf import FILE_TYPES, file_types, needs_imatrix
-from engine.plan.tensors import EXPERTS, Tensor
+from engine.plan.tensors import EXPERTS, Tensor, param_tensors
 
 HIGH = {"fp32": 4, "bf16": 2, "fp16": 2}
 PLAIN_QUANTS = ("none", "int8", "fp8", "int4-g32", "int4-g64", "int4-g128", "nf4", "nf4-dq", "mxfp4", "nvfp4")
 GGUF_QUANTS = tuple(f"gguf:{f}" for f in FILE_TYPES)
-WEIGHT_QUANTS = PLAIN_QUANTS + GGUF_QUANTS
+WEIGHT_QUANTS = PLAIN_QUANTS + ("checkpoint",) + GGUF_QUANTS
 LLAMA_CPP_KV = ("f16", "bf16", "f32", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
 KV_QUANTS = ("none", "fp8", "int8", "int4") + LLAMA_CPP_KV
 MATRIX_ROLES = ("q", "k", "v", "o", "gate", "up", "down", "q_a", "q_b", "kv_a", "kv_b") + EXPERTS
@@ -106,11 +108,27 @@ def weight_storage(cfg: ModelConfig, scheme: str, high: str, quantize_also: tupl
             return ggml.tensor_bytes(kind, shape), kind
         return gguf
 
+    if scheme == "checkpoint":
+        return lambda t, shape: shipped_bytes(cfg, t.role, t.name, shape)
+
     def plain(t: Tensor, shape: tuple[int, ...]) -> tuple[int, str]:
         if is_quantized(t, scheme, quantize_also):
             return quantized_bytes(shape, scheme), scheme
         return math.prod(shape) * HIGH[high], high
     return plain
+
+
+def checkpoint_bytes(cfg: ModelConfig) -> tuple[int, int]:
+    """(the model's tensors as the checkpoint ships them, its multi-token-prediction modules'). A published
+    MTP module (DeepSeek-V3's model.layers.61) is one more block of the last layer's shapes, its 2d -> d
+    projection and three norms kept in 2 B, and its own copies of the embedding and output head; vLLM loads it
+    only for speculative decoding."""
+    tensors = param_tensors(cfg)
+    model = sum(shipped_bytes(cfg, t.role, t.name, t.shape)[0] for t in tensors)
+    d = cfg.d_model
+    block = sum(shipped_bytes(cfg, t.role, t.name, t.shape)[0] for t in tensors if t.layer == cfg.n_layers - 1)
+    module = block + 2 * (2 * d * d + 3 * d + 2 * cfg.vocab_size * d)
+    return model, (cfg.mtp_depth or 0) * module
 
 
 def kv_quant_bytes(layers: list[tuple[int, int]], scheme: str, high: str) -> int:
