@@ -136,6 +136,8 @@ IMPLIED = {"norm_bias"}   # set by make() from norm (rmsnorm has no bias)
 def _axes() -> dict[str, list]:
     axes = {}
     for name, spec in FIELDS.items():
+        if spec.group == "checkpoint":    # how the files store the weights: no module or closed form changes
+            continue                      # (engine/checkpoint.py is held against the published files instead)
         if name in RANGE_VALUES:
             axes[name] = RANGE_VALUES[name]
         elif spec.choices and spec.type is not tuple:
