@@ -170,4 +170,5 @@ def smallest_layout(cfg: ModelConfig, gpu: str, setup: Setup, max_gpus: int = 64
     return None
 
 
-__all__ = ["COMPONENTS", "GPUS", "Layout", "MODES", "Plan", "Serving", "Setup", "plan", "smallest_layout"]
+__all__ = ["COMPONENTS", "GPUS", "Layout", "MODES", "Plan", "Serving", "Setup", "plan", "shipped_notes",
+           "smallest_layout"]
