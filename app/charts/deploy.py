@@ -59,7 +59,8 @@ def context_figure(tokens: list[int], need: list[int], lines: dict[str, int], ch
         fig.add_annotation(x=1, xref="paper", xanchor="left", y=b / div, yanchor="middle", yshift=shift,
                            showarrow=False, text=f"{', '.join(names)} ({fmt_bytes(b)})",
                            font=dict(size=12 if mine else 11, color="#222" if mine else "#555"))
-    fig.update_xaxes(type="log", title_text="context (tokens, log scale)", tickformat=",")
+    fig.update_xaxes(type="log", title_text="context (tokens, log scale)", tickvals=tokens,
+                     ticktext=[f"{t / 1024:g}K" if t >= 1024 else f"{t:,}" for t in tokens])
     fig.update_yaxes(title_text=f"memory per GPU ({unit})", rangemode="tozero")
     fig.update_layout(showlegend=False)
     out = layout(fig, "Memory for one sequence against its context, and what each GPU offers", height=520)
