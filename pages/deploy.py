@@ -7,7 +7,7 @@ import streamlit as st
 
 from app import deploy_view as view
 from app import export, present
-from app.charts.deploy import context_figure, per_gpu_figure, speed_figure
+from app.charts.deploy import serving_context_figure, per_gpu_figure, serving_speed_figure
 from app.state import current_config
 from app.widgets import fitted_columns, page_header
 from engine.budget.memory import POLICIES, RECOMPUTE
@@ -174,10 +174,10 @@ else:
                 f"**{sp.per_user:,.1f} tokens/s** each, {sp.total:,.1f} in all ({sp.bound}-bound{moe}); prefill "
                 f"{sp.prefill_seconds * 1e3:,.1f} ms; **{p.cost_per_million:,.2f} {p.currency}** per million "
                 f"generated tokens.")
-    export.chart(context_figure(*view.context_curve(cfg, spec), view.GPUS[spec.gpu]), "deploy_context",
+    export.chart(serving_context_figure(*view.context_curve(cfg, spec), view.GPUS[spec.gpu]), "deploy_context",
                  "deploy-context")
     batches, per_user, total, fit = view.speed_curve(cfg, spec)
-    export.chart(speed_figure(batches, per_user, total, fit, p.setup.seq), "deploy_speed", "deploy-speed")
+    export.chart(serving_speed_figure(batches, per_user, total, fit, p.setup.seq), "deploy_speed", "deploy-speed")
     formulas = {**cap.formulas, **sp.formulas}
 with st.expander("Formulas"):
     for k, f in formulas.items():

@@ -60,7 +60,8 @@ def _mla_compatible(values: dict) -> dict:
 def checkpoint_fields(draw) -> dict:
     """How the checkpoint ships (engine/checkpoint.py): any format, with the fields only its kind takes."""
     fmt = draw(st.sampled_from(FIELDS["ckpt_format"].choices))
-    return dict(ckpt_format=fmt, ckpt_bits=draw(st.sampled_from([None, 2, 3, 4, 8])) if fmt in ("awq", "gptq") else None,
+    bits = draw(st.sampled_from([None, 2, 3, 4, 8])) if fmt in ("awq", "gptq") else None
+    return dict(ckpt_format=fmt, ckpt_bits=bits,
                 ckpt_group_size=draw(st.none() | st.integers(1, 256)),
                 ckpt_double_quant=fmt in ("bnb_nf4", "bnb_fp4") and draw(st.booleans()),
                 ckpt_keep=draw(st.none() | st.lists(st.sampled_from(FIELDS["ckpt_keep"].choices), max_size=3,

@@ -3,7 +3,7 @@ numbers, label their units, and keep the GPU's capacity label off the bars."""
 from __future__ import annotations
 
 from app import deploy_view as view
-from app.charts.deploy import context_figure, per_gpu_figure, speed_figure
+from app.charts.deploy import serving_context_figure, per_gpu_figure, serving_speed_figure
 from engine.budget.devices import DEVICE_PROFILES
 from engine.plan import Layout, Serving, Setup, plan
 from engine.plan.serve import capacity, memory_at
@@ -29,7 +29,7 @@ def test_memory_against_context_is_the_engines_and_each_gpu_has_a_line():
     assert need == [memory_at(LLAMA, Layout(), s, Serving(), t) for t in tokens]
     assert tokens[0] == 1024 and tokens[-1] == LLAMA.context_length and need == sorted(need)
     assert lines["RTX 4090"] == 24 * 2**30 and lines["H100"] == 80 * 2**30     # llama.cpp: all of the memory
-    fig = context_figure(tokens, need, lines, "RTX 4090")
+    fig = serving_context_figure(tokens, need, lines, "RTX 4090")
     assert list(fig.data[0].x) == tokens
     labels = [a.text for a in fig.layout.annotations]
     assert any(t.startswith("L4, A10G, RTX 3090, RTX 4090 (24.00 GiB)") for t in labels)   # one line per size
@@ -47,7 +47,7 @@ def test_tokens_per_second_against_batch_shades_what_does_not_fit():
     assert per_user == [speed(LLAMA, dev, Layout(), s, b, 8192).per_user for b in batches]
     assert total == [b * u for b, u in zip(batches, per_user)]
     assert fit == int(capacity(LLAMA, dev.memory_bytes, Layout(), s, Serving(), 8192).max_concurrency)
-    fig = speed_figure(batches, per_user, total, fit, 8192)
+    fig = serving_speed_figure(batches, per_user, total, fit, 8192)
     assert [t.name for t in fig.data] == ["all users (tokens/s)", "each user (tokens/s)"]
     shaded = [sh for sh in fig.layout.shapes if sh.type == "rect"]
     assert (len(shaded) == 1 and shaded[0].x0 == fit) if fit < batches[-1] else not shaded

@@ -8,6 +8,7 @@ and "size (GiB)" columns, llama-bench's model size over 8,030,261,248 parameters
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -39,14 +40,11 @@ HEADER = {
 COMMENT_BPW = {"Q2_K": 2.625, "Q3_K": 3.4375, "Q4_K": 4.5, "Q5_K": 5.5, "Q6_K": 6.5625, "IQ2_XXS": 2.0625,
                "IQ2_XS": 2.3125, "IQ2_S": 2.5625, "IQ3_XXS": 3.0625, "IQ3_S": 3.4375, "IQ1_S": 1.5625,
                "IQ1_M": 1.75, "TQ1_0": 1.6875, "TQ2_0": 2.0625}
-# tools/quantize/README.md, meta-llama/Llama-3.1-8B: (bits/weight, size GiB)
-README = {"IQ1_S": (2.0042, 1.87), "IQ1_M": (2.1460, 2.01), "IQ2_XXS": (2.3824, 2.23), "IQ2_XS": (2.5882, 2.42),
-          "IQ2_S": (2.7403, 2.56), "IQ2_M": (2.9294, 2.74), "IQ3_XXS": (3.2548, 3.04), "IQ3_XS": (3.4977, 3.27),
-          "IQ3_S": (3.6606, 3.42), "IQ3_M": (3.7628, 3.52), "IQ4_XS": (4.4597, 4.17), "IQ4_NL": (4.6818, 4.38),
-          "Q2_K_S": (2.9697, 2.78), "Q2_K": (3.1593, 2.95), "Q3_K_S": (3.6429, 3.41), "Q3_K_L": (4.2979, 4.02),
-          "Q4_K_S": (4.6672, 4.36), "Q4_K_M": (4.8944, 4.58), "Q5_K_S": (5.5704, 5.21), "Q5_K_M": (5.7036, 5.33),
-          "Q6_K": (6.5633, 6.14), "Q8_0": (8.5008, 7.95), "F16": (16.0005, 14.96)}
-PARAMS = 8_030_261_248
+# tools/quantize/README.md, meta-llama/Llama-3.1-8B: bits/weight and size (GiB) per file type (transcribed, with
+# its source, in tests/data/llama_cpp_quantize_llama31_8b.json; bench/bench_serve.py prints the same table)
+PUBLISHED = json.loads((Path(__file__).parent / "data" / "llama_cpp_quantize_llama31_8b.json").read_text())
+README = {k: (v["bits_per_weight"], v["size_gib"]) for k, v in PUBLISHED["file_types"].items()}
+PARAMS = PUBLISHED["params"]
 
 
 @pytest.mark.parametrize("name", sorted(HEADER))

@@ -37,7 +37,8 @@ def per_gpu_figure(stages: list[dict[str, int]], memory_bytes: int, gpu: str) ->
     return layout(fig, "Memory per GPU by component", height=470)
 
 
-def context_figure(tokens: list[int], need: list[int], lines: dict[str, int], chosen: str) -> go.Figure:
+def serving_context_figure(tokens: list[int], need: list[int], lines: dict[str, int],
+                           chosen: str) -> go.Figure:
     """Memory one GPU needs for one sequence, against its context (log axis), under a dashed line per GPU kind
     (GPUs of one size share a line and a label); the chosen GPU's line is solid."""
     top = max(max(need), max(lines.values()))
@@ -68,7 +69,8 @@ def context_figure(tokens: list[int], need: list[int], lines: dict[str, int], ch
     return out
 
 
-def speed_figure(batches: list[int], per_user: list[float], total: list[float], fit: int, context: int) -> go.Figure:
+def serving_speed_figure(batches: list[int], per_user: list[float], total: list[float], fit: int,
+                         context: int) -> go.Figure:
     """Decode tokens/s per user and in all against the batch (log axis); the batches whose KV cache does not fit
     are shaded."""
     fig = go.Figure()

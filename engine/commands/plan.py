@@ -89,7 +89,8 @@ def _plan(args: argparse.Namespace) -> int:
         print_json(p.as_dict())
         return 0
     lay = p.as_dict()["layout"]
-    print(f"{cfg.name} on {args.gpus} x {args.gpu}: dp {lay['dp']}, tp {lay['tp']}, pp {lay['pp']}, ZeRO-{lay['zero']}; "
+    print(f"{cfg.name} on {args.gpus} x {args.gpu}: dp {lay['dp']}, tp {lay['tp']}, pp {lay['pp']}, "
+          f"ZeRO-{lay['zero']}; "
           f"{setup.mode}, {p.setup.finetune}, weights {p.setup.quant}, KV {setup.kv_quant}")
     for k in COMPONENTS + ("total",):
         print(f"  {k:<12} {fmt_bytes(p.per_gpu[k]):>12}")

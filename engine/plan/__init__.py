@@ -90,7 +90,8 @@ def plan(cfg: ModelConfig, gpu: str, layout: Layout, setup: Setup, tokens: int |
     """Per-GPU memory, fit, training cost and (inference) the serving answers; ValueError naming each impossible
     field. `tokens`: the training budget; `request_tokens`: N of "concurrent requests of N tokens"."""
     setup = resolve(setup)
-    share = lambda name, v: number_problem(name, v, 0, strict=True) or (None if v <= 1 else f"{name}: {v} is more than 1")  # noqa: E731,E501
+    def share(name: str, v: float) -> str | None:
+        return number_problem(name, v, 0, strict=True) or (None if v <= 1 else f"{name}: {v} is more than 1")
     require(choice_problem("gpu", gpu, GPUS), *layout_problems(cfg, layout), *setup_problems(setup),
             share("mfu", mfu), share("efficiency", efficiency), share("compute_efficiency", compute_efficiency),
             number_problem("price", price), None if tokens is None else int_problem("tokens", tokens),

@@ -92,7 +92,8 @@ class _Mixer:
             if self.n_expert == 8:
                 return "Q5_K" if ft in ("Q2_K", "IQ3_XS", "IQ3_XXS", "Q3_K_S", "Q3_K_M", "IQ4_NL", "Q4_K_S",
                                         "Q4_K_M", "IQ3_S", "IQ3_M", "IQ4_XS") else new
-            return {"Q2_K": "Q3_K", "IQ3_XXS": "IQ3_S", "Q3_K_M": "Q4_K", "Q3_K_L": "Q5_K", "IQ3_M": "Q4_K"}.get(ft, new)
+            return {"Q2_K": "Q3_K", "IQ3_XXS": "IQ3_S", "Q3_K_M": "Q4_K", "Q3_K_L": "Q5_K",
+                    "IQ3_M": "Q4_K"}.get(ft, new)
         if cat in ("ffn_gate", "ffn_up") and ft == "IQ3_XS":
             i, n = t.layer, self.n_layer
             return "IQ3_XXS" if n // 8 <= i < 7 * n // 8 else new

@@ -12,7 +12,8 @@ bytes per parameter (engine/budget/memory.py: weights wb, grads gb, fp32 master 
                (Narayanan et al. 2021). TP (Korthikanti et al. 2022): everything but the d_model-wide norm
                inputs divides by tp; with sequence parallelism those divide too. Recompute "full" adds one
                block's rebuilt activations. Inference: the [B, V] logits of one decode step.
-  kv_cache     inference: K and V of this stage's layers, kv heads / tp, quantized per engine/plan/quant.py
+  kv_cache     inference: this stage's layers' cache (kv_cache_per_gpu: kv heads / tp, an MLA latent on every
+               rank), stored per engine/plan/quant.py
   working_set  ZeRO-3 only (modelled): the gathered weights of the largest block, twice (the one computing and
                the one prefetched), plus its gathered gradients in training
   total        the sum

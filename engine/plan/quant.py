@@ -17,8 +17,8 @@ Weights (a matrix of `rows` output features x `cols` input features; groups run 
   gguf:TYPE          a llama.cpp file type (gguf:Q4_K_M, ...): each tensor in the ggml type llama-quantize gives it
                      (engine/plan/gguf.py, engine/plan/ggml.py), norms and biases F32; `+imatrix` / `-imatrix`
                      say whether an importance matrix was used (default: only where the types need one)
-Except under checkpoint and gguf:, only the block matrices (MoE experts included) are quantized by default; embeddings, head,
-norms, biases and routers stay in the high precision (`quantize_also` chooses, and the plan shows which).
+Except under checkpoint and gguf:, only the block matrices (MoE experts included) are quantized by default;
+embeddings, head, norms, biases and routers stay in the high precision (`quantize_also` chooses, and the plan shows which).
 KV cache (per layer, K and V each):
   int8 / int4        per token and kv head: head_dim values + one fp16 scale (int4 also an fp16 zero point)
   fp8                1 B per element + one fp32 scale per layer for K and one for V

@@ -141,7 +141,7 @@ def capacity(cfg: ModelConfig, memory_bytes: int, lay: Layout, s: Setup, sv: Ser
         "available_kv_bytes": (f"{memory_bytes:,} B x {sv.utilization:g} - weights {weights[st0]:,} - "
                                f"{'activation peak' if vllm else 'compute buffer'} {sv.activation_bytes:,} - "
                                f"non-torch {sv.non_torch_bytes:,}"),
-        "blocks": f"floor({avail0:,} / {page0:,} B per {'block of ' + str(sv.block_size) + ' tokens' if vllm else 'cell'})",
+        "blocks": f"floor({avail0:,} / {page0:,} B per " + (f"block of {sv.block_size} tokens)" if vllm else "cell)"),
         "kv_tokens": f"{blocks:,} x {sv.block_size}",
         "max_context": "the longest sequence whose KV fits the pool, at most context_length",
         "max_concurrency": (f"{blocks:,} x {page0:,} B / KV bytes of one {n:,}-token request "
