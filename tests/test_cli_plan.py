@@ -28,7 +28,12 @@ def test_plan_json_has_per_gpu_keys_and_fits(capsys):
 @pytest.mark.parametrize("flags, field", [(["--tp", "3"], "tp: 3 does not divide n_heads = 64"),
                                           (["--pp", "81", "--gpus", "81"], "pp: 81 stages is more than n_layers"),
                                           (["--zero", "5"], "zero: 5"),
-                                          (["--finetune", "lora", "--lora-targets", "qkv"], "lora_targets: qkv")])
+                                          (["--finetune", "lora", "--lora-targets", "qkv"], "lora_targets: qkv"),
+                                          (["--quant", "gguf:Q9_K"], "quant: 'gguf:Q9_K' is not one of"),
+                                          (["--mode", "infer", "--utilization", "1.5"], "utilization: 1.5 is more"),
+                                          (["--mode", "infer", "--efficiency", "0"], "efficiency: 0"),
+                                          (["--mode", "infer", "--request-tokens", "0"], "request_tokens: 0"),
+                                          (["--mode", "infer", "--block-size", "0"], "block_size: 0")])
 def test_impossible_layouts_exit_2_naming_the_field(capsys, flags, field):
     assert main(["plan", "--preset", "llama-3-70b", "--gpus", "8", *flags]) == 2
     err = capsys.readouterr().err

@@ -44,6 +44,8 @@ def test_quantized_bytes_follow_the_published_layouts():
     assert quantized_bytes((4096, 4096), "nf4-dq") * 8 == n * (4 + 8 / 64 + 32 / (64 * 256)) + 32
     assert quantized_bytes((4096, 4096), "nf4") * 8 == n * (4 + 32 / 64)
     assert quantized_bytes((4096, 4096), "mxfp4") * 8 == n * 4.25
+    # NVIDIA NVFP4: FP4 values, an FP8 E4M3 scale per 16, one fp32 global scale per tensor
+    assert quantized_bytes((4096, 4096), "nvfp4") == n // 2 + n // 16 + 4
     assert quantized_bytes((3, 5), "int4-g4") == math.ceil(15 / 2) + 6 * 2 + 3   # 2 groups per row, odd sizes
 
 
