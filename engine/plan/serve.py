@@ -130,12 +130,13 @@ def capacity(cfg: ModelConfig, memory_bytes: int, lay: Layout, s: Setup, sv: Ser
         fixed = sequence_bytes(cfg, lay, s, 0, stage=st)
         page = sequence_bytes(cfg, lay, s, sv.block_size, stage=st) - fixed
         stages.append((st, budget - weights[st], page))
-    blocks = max(0, min(avail // page for _, avail, page in stages))
-    pool = {st: blocks * page for st, _, page in stages}          # the KV each GPU reserves
+    growing = [x for x in stages if x[2] > 0] or stages   # a stage whose cache does not grow binds nothing
+    st0, avail0, page0 = min(growing, key=lambda x: x[1] // max(x[2], 1))
+    blocks = max(0, avail0 // page0) if page0 else 0
+    pool = {st: blocks * page if page else max(avail, 0) for st, avail, page in stages}   # what each GPU reserves
     fits = lambda t: all(sequence_bytes(cfg, lay, s, t, stage=st) <= pool[st] for st in pool)  # noqa: E731
     longest = _largest(fits, max(cfg.context_length, blocks * sv.block_size))
-    concurrency = min(pool[st] / sequence_bytes(cfg, lay, s, n, stage=st) for st in pool)
-    st0, avail0, page0 = min(stages, key=lambda x: x[1] // x[2])
+    concurrency = min(pool[st] / max(1, sequence_bytes(cfg, lay, s, n, stage=st)) for st in pool)
     vllm = sv.engine == "vllm"
     formulas = {
         "available_kv_bytes": (f"{memory_bytes:,} B x {sv.utilization:g} - weights {weights[st0]:,} - "
