@@ -18,9 +18,10 @@ llama.cpp (llama-kv-cache): n_ctx cells of K and V per layer, in --cache-type-k/
   available   = total memory x share - weights - compute buffer; cells = the most that fit; -np parallel
   sequences share the cells, so concurrency = available / KV bytes of one sequence of N tokens.
 Assumed defaults, each overwritable: activation peak = chunk x (2 x FFN width + 3 x d_model) x 4 B, fitted to
-the Llama-3-8B logs of vLLM PR 10511 (1.26 GiB at 8,192 tokens) and issue 10517 (~3.1 GiB at 20,000); non-torch
-memory 1 GiB (published logs show 0.2-1.8 GiB); llama.cpp's compute buffer = n_ubatch (512) x vocab x 4 B
-(the fp32 logits of one micro-batch, its largest tensor).
+vLLM PR 10511's Llama-3-8B log (1.26 GiB at 8,192 tokens; issue 10517's 20,000-token Llama-3.1-8B run shows
+2.07 GiB where this gives 3.05, so it errs on the safe side); non-torch memory 1 GiB (published logs show
+0.2-1.8 GiB); llama.cpp's compute buffer = n_ubatch (512) x vocab x 4 B (the fp32 logits of one micro-batch,
+its largest tensor).
 """
 from __future__ import annotations
 
