@@ -122,3 +122,14 @@ def test_plan_json_weights_match_the_readme(capsys):
     assert abs(out["per_gpu"]["weights_bytes"] / 2**30 / 4.58 - 1) < 0.005
     ref = plan(LLAMA31, "h100-80gb", Layout(), Setup(mode="infer", quant="gguf:Q4_K_M", seq=LLAMA31.context_length))
     assert out["per_gpu"]["weights_bytes"] == ref.per_gpu["weights"]
+
+
+# tools/quantize/quantize.cpp QUANT_OPTIONS describe file types the README table leaves out by their size on
+# Llama-3-8B ("3.74G, +0.6569 ppl @ Llama-3-8B"; G = GiB, as its Q4_K_M "4.58G" is the README's 4.58 GiB)
+QUANTIZE_OPTIONS = {"Q3_K_M": 3.74, "Q4_0": 4.34, "Q4_1": 4.78, "Q5_0": 5.21, "Q5_1": 5.65}
+
+
+@pytest.mark.parametrize("ftype", sorted(QUANTIZE_OPTIONS))
+def test_file_types_llama_quantize_describes_by_size(ftype):
+    got = _file_bytes(get_preset("llama-3-8b").config, f"gguf:{ftype}")
+    assert abs(got / 2**30 / QUANTIZE_OPTIONS[ftype] - 1) < 0.005
