@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from engine.checkpoint import CheckpointKnobs
 from engine.layers.attention import AttentionKnobs
 from engine.layers.block import BlockKnobs
 from engine.layers.ffn import DENSE_FFNS, GATED_FFNS, FFNKnobs
@@ -31,7 +32,7 @@ from engine.validation import ConfigError, FieldSpec, Knobs, coerce_value, decla
 __all__ = ["ConfigError", "DENSE_FFNS", "FAMILIES", "FIELDS", "FieldSpec", "GATED_FFNS", "GROUPS", "ModelConfig",
            "coerce", "field_names", "parse_bool"]
 
-GROUPS = ("sizes", "attention", "position", "ffn", "moe", "normalization", "block", "output")
+GROUPS = ("sizes", "attention", "position", "ffn", "moe", "normalization", "block", "output", "checkpoint")
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ class OutputKnobs(Knobs):
 
 
 FAMILIES: tuple[type[Knobs], ...] = (SizeKnobs, AttentionKnobs, MLAKnobs, PositionKnobs, FFNKnobs, MoEKnobs, NormKnobs,
-                                     BlockKnobs, OutputKnobs)
+                                     BlockKnobs, OutputKnobs, CheckpointKnobs)
 
 
 @dataclass(frozen=True)

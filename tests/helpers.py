@@ -57,6 +57,18 @@ def _mla_compatible(values: dict) -> dict:
 
 
 @st.composite
+def checkpoint_fields(draw) -> dict:
+    """How the checkpoint ships (engine/checkpoint.py): any format, with the fields only its kind takes."""
+    fmt = draw(st.sampled_from(FIELDS["ckpt_format"].choices))
+    bits = draw(st.sampled_from([None, 2, 3, 4, 8])) if fmt in ("awq", "gptq") else None
+    return dict(ckpt_format=fmt, ckpt_bits=bits,
+                ckpt_group_size=draw(st.none() | st.integers(1, 256)),
+                ckpt_double_quant=fmt in ("bnb_nf4", "bnb_fp4") and draw(st.booleans()),
+                ckpt_keep=draw(st.none() | st.lists(st.sampled_from(FIELDS["ckpt_keep"].choices), max_size=3,
+                                                    unique=True).map(tuple)))
+
+
+@st.composite
 def configs(draw, max_d: int = 24) -> ModelConfig:
     """Any valid config at tiny sizes: sizes and every knob drawn; invalid combinations are filtered out."""
     n_heads, n_layers = draw(st.integers(1, 6)), draw(st.integers(1, 3))
@@ -95,7 +107,7 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
         mtp_depth=draw(opt(st.integers(1, 2))))
     values["norm_bias"] = values["norm"] == "layernorm" and draw(st.booleans())
     values.update(qk_norm_scope=draw(st.sampled_from(FIELDS["qk_norm_scope"].choices)), **draw(moe_fields()),
-                  **draw(mla_fields()))
+                  **draw(mla_fields()), **draw(checkpoint_fields()))
     values = _mla_compatible(values)
     assert set(values) == set(FIELDS), "a new field needs a strategy here"
     try:
@@ -125,6 +137,8 @@ IMPLIED = {"norm_bias"}   # set by make() from norm (rmsnorm has no bias)
 def _axes() -> dict[str, list]:
     axes = {}
     for name, spec in FIELDS.items():
+        if spec.group == "checkpoint":    # how the files store the weights: no module or closed form changes
+            continue                      # (engine/checkpoint.py is held against the published files instead)
         if name in RANGE_VALUES:
             axes[name] = RANGE_VALUES[name]
         elif spec.choices and spec.type is not tuple:

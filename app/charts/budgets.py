@@ -84,7 +84,8 @@ def flops_rules_figure(fb: FlopBudget, full: FlopBudget | None = None) -> go.Fig
     names, values = [counted], [fb.flops_per_token]
     if full is not None:
         names, values = names + ["counted: full T×T square (FlopCounterMode)"], values + [full.flops_per_token]
-    names, values = names + ["6N rule", "PaLM 6N + 12·L·H·Q·T"], values + [fb.six_n_per_token, fb.palm_per_token]
+    names, values = (names + ["Kaplan 6N (non-embedding N)", "PaLM 6N + 12·L·H·Q·T (all N)"],
+                     values + [fb.six_n_per_token, fb.palm_per_token])
     colors = [COLORS["attention"]] + ([COLORS["ffn"]] if full is not None else []) + ["#9D9D9D", "#6E6E6E"]
     fig = go.Figure(go.Bar(x=names, y=values, marker_color=colors,
                            text=[fmt_flops(v) for v in values], textposition="outside", cliponaxis=False,

@@ -66,14 +66,24 @@ def pure_policy(dtype: str) -> str:
     return "fp32" if dtype == "fp32" else "bf16"
 
 
+def kv_cache_layers(cfg: ModelConfig, batch: int, tokens: int) -> list[tuple[int, int]]:
+    """What each layer caches for `batch` sequences after `tokens` positions: (values held, values per cached
+    vector). The one path every KV figure takes (this module's bytes, the planner's per-GPU and quantized
+    caches, the serving answers of engine/plan/serve.py): window layers hold only the last `window` tokens, an
+    MLA layer the latent and the shared rotary key (engine/layers/attention.py kv_bytes, mla.py mla_kv_bytes)."""
+    if cfg.mla:
+        return [(mla_kv_bytes(cfg, batch, tokens, 1), cfg.kv_lora_rank + cfg.qk_rope_head_dim)] * cfg.n_layers
+    return [(kv_bytes(cfg, batch, tokens, w, 1), cfg.head_width) for w in cfg.layer_windows]
+
+
 def kv_cache_bytes(cfg: ModelConfig, batch: int, tokens: int, dtype: str = "bf16", kind: str = "latent") -> int:
     """Keys and values of every layer after `tokens` positions; window layers hold only the last `window`.
     MLA holds the latent and the shared rotary key (kind "latent") or, for comparison, the expanded per-head
     keys and values (kind "expanded")."""
     require(choice_problem("dtype", dtype, DTYPE_BYTES), *size_problems(batch, tokens))
-    if cfg.mla:
+    if cfg.mla and kind == "expanded":
         return cfg.n_layers * mla_kv_bytes(cfg, batch, tokens, DTYPE_BYTES[dtype], kind)
-    return sum(kv_bytes(cfg, batch, tokens, w, DTYPE_BYTES[dtype]) for w in cfg.layer_windows)
+    return sum(values for values, _ in kv_cache_layers(cfg, batch, tokens)) * DTYPE_BYTES[dtype]
 
 
 def _kv_formula(cfg: ModelConfig, batch: int, tokens: int, e: int) -> str:
