@@ -24,16 +24,30 @@ from engine.layers.position import alibi_bias, apply_rope, rope_layer_bytes
 
 
 class LayerKV:
-    """One layer's cached keys and values [B, kv_heads, S, hd] and the absolute position of the first key.
-    A sliding-window layer keeps only the last `window` positions, so its cache really is smaller."""
+    """One layer's decode cache. Attention: keys and values [B, kv_heads, S, hd] and the absolute position of
+    the first key (a sliding-window layer keeps only the last `window` positions, so its cache really is
+    smaller). A recurrent mixer (engine/layers/mixers.py): its fixed state, the short convolution's last inputs
+    `conv` [B, C, K-1] and the recurrent `recurrent` tensor, whatever the context length."""
 
     def __init__(self) -> None:
         self.k: torch.Tensor | None = None
         self.v: torch.Tensor | None = None
         self.start = 0
+        self.conv: torch.Tensor | None = None
+        self.recurrent: torch.Tensor | None = None
+
+    @staticmethod
+    def _bytes(*tensors: torch.Tensor | None) -> int:
+        return sum(t.numel() * t.element_size() for t in tensors if t is not None)
+
+    def kv_nbytes(self) -> int:
+        return self._bytes(self.k, self.v)
+
+    def state_nbytes(self) -> int:
+        return self._bytes(self.conv, self.recurrent)
 
     def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in (self.k, self.v) if t is not None)
+        return self.kv_nbytes() + self.state_nbytes()
 
 
 def visible(q_pos: torch.Tensor, k_pos: torch.Tensor, window: int | None) -> torch.Tensor:
