@@ -140,7 +140,7 @@ def test_decode_with_the_state_equals_one_forward(K, state_dtype):
     with torch.no_grad():
         whole = layer(x)
         cache = LayerKV()
-        steps = [layer(x[:, :6], cache)] + [layer(x[:, t:t + 1], cache) for t in range(6, 15)]
+        steps = [layer(x[:, :6], cache=cache)] + [layer(x[:, t:t + 1], cache=cache) for t in range(6, 15)]
     tol = 1e-5 if state_dtype == "fp32" else 2e-2
     torch.testing.assert_close(torch.cat(steps, dim=1), whole, atol=tol, rtol=tol)
     shapes = gdn_state_shapes(layer.dims, K - 1)

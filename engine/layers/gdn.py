@@ -10,12 +10,14 @@
 
 A decode step keeps a fixed state per sequence: the convolution's last K-1 inputs (2 nk dk + nv dv channels)
 and S [nv, dk, dv], whatever the context length. Below the module: the closed forms, from explicit
-dimensions (`GDNDims`), each held against the module in tests/test_gdn.py.
+dimensions (`GDNDims`), each held against the module in tests/test_gdn.py; then the declared fields (`GDNKnobs`)
+and the kind's registry entry (`GDNMixer`, engine/layers/mixers.py).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
 
 import torch
 import torch.nn.functional as F
@@ -24,7 +26,13 @@ from torch import nn
 from engine.layers import delta_rule
 from engine.layers.attention import LayerKV
 from engine.layers.init import init_linear
+from engine.layers.kinds import LayerSpec, Mixer
 from engine.layers.short_conv import causal_conv, conv_params
+from engine.runtime import TORCH_DTYPES
+from engine.validation import Knobs, declare
+
+if TYPE_CHECKING:
+    from engine.config import ModelConfig
 
 
 @dataclass(frozen=True)
@@ -58,7 +66,9 @@ class GDNDims:
 
 
 class GatedDeltaNet(nn.Module):
-    def __init__(self, dims: GDNDims, state_dtype: torch.dtype = torch.float32):
+    """state_dtype: what a decode cache keeps the recurrent state in (None: the activations' dtype)."""
+
+    def __init__(self, dims: GDNDims, state_dtype: torch.dtype | None = None):
         super().__init__()
         self.dims, self.state_dtype = dims, state_dtype
         self.in_proj = nn.Linear(dims.d_model, dims.in_width, bias=False)
@@ -80,7 +90,10 @@ class GatedDeltaNet(nn.Module):
         self.norm_weight.fill_(1.0)
         init_linear(self.out_proj, out_std, generator)
 
-    def forward(self, x: torch.Tensor, cache: LayerKV | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, pos: torch.Tensor | None = None, rope: tuple | None = None,
+                cache: LayerKV | None = None) -> torch.Tensor:
+        """x [B, T, d] -> [B, T, d]; positions enter through the convolution and the recurrence, so pos and
+        rope (a mixer's common arguments) are not read."""
         dims = self.dims
         B, T, _ = x.shape                                                       # x: [B, T, d_model]
         nk, nv, dk, dv = dims.k_heads, dims.v_heads, dims.k_dim, dims.v_dim
@@ -99,7 +112,7 @@ class GatedDeltaNet(nn.Module):
         else:
             o, state = delta_rule.chunked_train(q, k, v, g, beta, dims.chunk, state, want_state=cache is not None)
         if cache is not None:
-            cache.recurrent = state.to(self.state_dtype)
+            cache.recurrent = state.to(self.state_dtype or x.dtype)
         o = F.rms_norm(o.to(x.dtype), (dv,), self.norm_weight, dims.eps)         # [B, T, nv, dv]
         # z is a view of the whole projection; a copy lets autograd keep only z, not the projection
         o = o * F.silu(z.reshape(B, T, nv, dv).contiguous())
@@ -152,3 +165,83 @@ def gdn_saved_bytes(dims: GDNDims, B: int, T: int, e: int) -> dict[str, int]:
             "gdn_qkv": N * C * f32 + 2 * N * nk * f32 + 2 * N * dims.key_width * f32,
             "gdn_gates": 4 * N * nv * f32 + 2 * nv * f32,
             "gdn_norm": 2 * heads_out * f32 + N * nv * f32 + 4 * heads_out * e}
+
+
+# ---- declared fields and the registry entry -----------------------------------------------------------------
+@dataclass(frozen=True)
+class GDNKnobs(Knobs):
+    """Gated DeltaNet layers (layer_types entries `gdn`); unused without them."""
+    gdn_k_heads: int | None = declare(None, "gdn", "Gated DeltaNet: query/key heads nk (Qwen3-Next: 16).", lo=1,
+                                      null="n_heads")
+    gdn_v_heads: int | None = declare(None, "gdn", "Gated DeltaNet: value heads nv, a multiple of nk; each has its "
+                                      "own state S [dk, dv], decay and write strength (Qwen3-Next: 32).", lo=1,
+                                      null="gdn_k_heads")
+    gdn_k_dim: int | None = declare(None, "gdn", "Gated DeltaNet: width dk of each query/key head (128).", lo=1,
+                                    null="the attention head width")
+    gdn_v_dim: int | None = declare(None, "gdn", "Gated DeltaNet: width dv of each value head (128).", lo=1,
+                                    null="gdn_k_dim")
+    gdn_conv_kernel: int = declare(4, "gdn", "Gated DeltaNet: taps K of the short causal convolution over q, k "
+                                   "and v; a decode cache keeps the last K-1 inputs.", lo=1)
+    gdn_chunk: int = declare(64, "gdn", "Gated DeltaNet: tokens per chunk of the chunked (training/prefill) form; "
+                             "changes the FLOPs, not the result.", lo=1)
+
+    @staticmethod
+    def rules(c: ModelConfig, ok: Callable[..., bool]) -> list[str]:
+        """Each key head serves a whole number of value heads (only when a layer is gdn)."""
+        if not ok("layer_types", "gdn_k_heads", "gdn_v_heads", "n_heads") or not c.uses("gdn"):
+            return []
+        dims = gdn_dims(c)
+        if dims.v_heads % dims.k_heads:
+            return [f"gdn_v_heads: {dims.v_heads} is not a multiple of gdn_k_heads={dims.k_heads}"]
+        return []
+
+
+def gdn_dims(cfg: ModelConfig) -> GDNDims:
+    """The config's Gated DeltaNet dimensions, nulls resolved (the gated norm takes norm_eps)."""
+    k_heads = cfg.gdn_k_heads or cfg.n_heads
+    k_dim = cfg.gdn_k_dim or cfg.head_width
+    return GDNDims(cfg.d_model, k_heads, cfg.gdn_v_heads or k_heads, k_dim, cfg.gdn_v_dim or k_dim,
+                   cfg.gdn_conv_kernel, cfg.gdn_chunk, cfg.norm_eps)
+
+
+class GDNMixer(Mixer):
+    name, label, words, attr = "gdn", "Gated DeltaNet", ("gdn",), "gdn"
+    components = ("gdn_in_proj", "gdn_conv", "gdn_gates", "gdn_out_proj")
+    recurrent = True
+
+    def summary(self, cfg):
+        d = gdn_dims(cfg)
+        return [self.label, f"q, k: {d.k_heads} heads x {d.k_dim}; v: {d.v_heads} heads x {d.v_dim}",
+                f"conv {d.conv_kernel} taps over {d.conv_channels:,} channels, then SiLU",
+                f"delta rule: a {d.k_dim}x{d.v_dim} state per value head", "gated RMSNorm, out_proj"]
+
+    def build(self, cfg, spec):
+        return GatedDeltaNet(gdn_dims(cfg), TORCH_DTYPES[cfg.state_dtype] if cfg.state_dtype else None)
+
+    def params(self, cfg, spec):
+        return gdn_params(gdn_dims(cfg))
+
+    def matmul_params(self, cfg, spec):
+        return gdn_matmul_params(gdn_dims(cfg))
+
+    def forward_flops(self, cfg, spec, batch, seq, causal):
+        return gdn_core_flops(gdn_dims(cfg), batch, seq)
+
+    def backward_flops(self, cfg, spec, batch, seq, causal):
+        dims = gdn_dims(cfg)
+        return batch * dims.v_heads * delta_rule.chunked_backward_flops(seq, dims.chunk, dims.k_dim, dims.v_dim)
+
+    def decode_flops(self, cfg, spec, batch, context):
+        return gdn_decode_flops(gdn_dims(cfg), batch)
+
+    def state_elements(self, cfg, conv_positions):
+        dims = gdn_dims(cfg)
+        shapes = gdn_state_shapes(dims, conv_positions(dims.conv_kernel))
+        return {k: math.prod(v) for k, v in shapes.items()}
+
+    def transformers_recurrent_dtype(self, cfg):
+        return "fp32"
+
+    def saved_bytes(self, cfg, spec: LayerSpec, B, T, e, impl, add):
+        for term, n in gdn_saved_bytes(gdn_dims(cfg), B, T, e).items():
+            add(term, n)
