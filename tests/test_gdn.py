@@ -107,15 +107,15 @@ def pair(nk=2, nv=4, dk=8, dv=6, K=4, chunk=8, d=24, fused=False):
     with torch.no_grad():
         if fused:   # Qwen3-Next: [q k v z] and [b a] grouped by key head
             r = nv // nk
-            qkvz = hf.in_proj_qkvz.weight.view(nk, 2 * dk + 2 * r * dv, d)
-            q, k, v, z = qkvz.split([dk, dk, r * dv, r * dv], dim=1)
+            q, k, v, z = hf.in_proj_qkvz.weight.view(nk, 2 * dk + 2 * r * dv, d).split([dk, dk, r * dv, r * dv], 1)
             b, a = hf.in_proj_ba.weight.view(nk, 2 * r, d).split([r, r], dim=1)
-            rows = [t.reshape(-1, d) for t in (q, k, v, z, b, a)]
+            qkv = torch.cat([t.reshape(-1, d) for t in (q, k, v)])
+            z, b, a = (t.reshape(-1, d) for t in (z, b, a))
         else:
-            rows = [hf.in_proj_qkv.weight, hf.in_proj_z.weight, hf.in_proj_b.weight, hf.in_proj_a.weight]
-        layer.in_proj.weight.copy_(torch.cat(rows))
-        layer.conv_weight.copy_(hf.conv1d.weight[:, 0])
-        for name in ("dt_bias", "A_log", "out_proj.weight"):
+            qkv, z, b, a = (hf.get_parameter(f"in_proj_{x}.weight") for x in ("qkv", "z", "b", "a"))
+        for name, t in (("qkv", qkv), ("z", z), ("b", b), ("a", a)):
+            layer.get_parameter(f"in_proj_{name}.weight").copy_(t)
+        for name in ("conv1d.weight", "dt_bias", "A_log", "out_proj.weight"):
             layer.get_parameter(name).copy_(hf.get_parameter(name))
         layer.norm_weight.copy_(hf.norm.weight)
     return hf, layer
@@ -156,10 +156,10 @@ def test_params_and_matmul_params_equal_the_module(nk, nv, K):
     layer = GatedDeltaNet(dims).to("meta")
     p = gdn_params(dims)
     assert sum(p.values()) == sum(t.numel() for t in layer.parameters())
-    assert p["gdn_in_proj"] == layer.in_proj.weight.numel() and p["gdn_conv"] == layer.conv_weight.numel()
+    in_proj = sum(layer.get_parameter(f"in_proj_{x}.weight").numel() for x in ("qkv", "z", "b", "a"))
+    assert p["gdn_in_proj"] == in_proj and p["gdn_conv"] == layer.conv1d.weight.numel()
     assert p["gdn_out_proj"] == layer.out_proj.weight.numel()
-    assert gdn_matmul_params(dims) == sum(layer.get_parameter(n).numel()
-                                          for n in ("in_proj.weight", "conv_weight", "out_proj.weight"))
+    assert gdn_matmul_params(dims) == in_proj + layer.conv1d.weight.numel() + layer.out_proj.weight.numel()
 
 
 @pytest.mark.parametrize("T, chunk, nk", list(itertools.product((1, 5, 8, 21), (4, 8, 64), (1, 2))))

@@ -152,10 +152,9 @@ def _gdn(cfg, sd, name, x):
     nk = cfg.gdn_k_heads or cfg.n_heads
     dk = cfg.gdn_k_dim or cfg.head_width
     nv, dv, K = cfg.gdn_v_heads or nk, cfg.gdn_v_dim or dk, cfg.gdn_conv_kernel
-    q, k, v, z, b, a = (_linear(sd, name + ".in_proj", x)
-                        .split([nk * dk, nk * dk, nv * dv, nv * dv, nv, nv], -1))
-    u = torch.cat([q, k, v], -1)
-    w = sd[name + ".conv_weight"]                             # [channels, K]: tap j reads position t - (K-1) + j
+    u = _linear(sd, name + ".in_proj_qkv", x)                 # [q | k | v]
+    z, b, a = (_linear(sd, f"{name}.in_proj_{part}", x) for part in "zba")
+    w = sd[name + ".conv1d.weight"][:, 0]                     # [channels, K]: tap j reads position t - (K-1) + j
     conv = torch.zeros_like(u)
     for t in range(T):
         for j in range(K):

@@ -1,7 +1,7 @@
 """Gated DeltaNet (Yang, Kautz, Hatamizadeh 2024), the linear-attention mixer of Qwen3-Next and Qwen3.5.
 
-    [q | k | v | z | b | a] = x W_in                  one projection: q, k nk heads of dk; v, z nv heads of dv;
-                                                     b, a one number per value head
+    [q | k | v], z, b, a = x W_qkv, x W_z, x W_b, x W_a   q, k: nk heads of dk; v, z: nv heads of dv;
+                                                     b, a: one number per value head
     q, k, v = silu(causal_conv_K([q | k | v]))       a short depthwise convolution over the last K tokens
     q, k = l2norm(q) / sqrt(dk), l2norm(k)           each key head serves nv/nk value heads
     beta = sigmoid(b);  g = -exp(A_log) softplus(a + dt_bias)        write strength, log decay (per value head)
@@ -61,30 +61,38 @@ class GDNDims:
 
     @property
     def in_width(self) -> int:
-        """Outputs of the one input projection: q, k, v, z and the two per-head numbers b, a."""
+        """Outputs of the input projections: q, k, v, z and the two per-head numbers b, a."""
         return self.conv_channels + self.value_width + 2 * self.v_heads
 
 
 class GatedDeltaNet(nn.Module):
-    """state_dtype: what a decode cache keeps the recurrent state in (None: the activations' dtype)."""
+    """Qwen3.5's module layout: in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, a depthwise conv1d, dt_bias, A_log,
+    the gated norm's gain norm_weight, out_proj. state_dtype: what a decode cache keeps the recurrent state in
+    (None: the activations' dtype)."""
 
     def __init__(self, dims: GDNDims, state_dtype: torch.dtype | None = None):
         super().__init__()
+        d, nv = dims.d_model, dims.v_heads
         self.dims, self.state_dtype = dims, state_dtype
-        self.in_proj = nn.Linear(dims.d_model, dims.in_width, bias=False)
-        self.conv_weight = nn.Parameter(torch.empty(dims.conv_channels, dims.conv_kernel))
-        self.dt_bias = nn.Parameter(torch.empty(dims.v_heads))
-        self.A_log = nn.Parameter(torch.empty(dims.v_heads))
+        self.in_proj_qkv = nn.Linear(d, dims.conv_channels, bias=False)
+        self.in_proj_z = nn.Linear(d, dims.value_width, bias=False)
+        self.in_proj_b = nn.Linear(d, nv, bias=False)
+        self.in_proj_a = nn.Linear(d, nv, bias=False)
+        self.conv1d = nn.Conv1d(dims.conv_channels, dims.conv_channels, dims.conv_kernel, groups=dims.conv_channels,
+                                bias=False)   # causal padding is short_conv's (K-1 zeros or the cached window)
+        self.dt_bias = nn.Parameter(torch.empty(nv))
+        self.A_log = nn.Parameter(torch.empty(nv))
         self.norm_weight = nn.Parameter(torch.empty(dims.v_dim))
-        self.out_proj = nn.Linear(dims.value_width, dims.d_model, bias=False)
+        self.out_proj = nn.Linear(dims.value_width, d, bias=False)
 
     @torch.no_grad()
     def init_weights(self, std: float, out_std: float, generator: torch.Generator) -> None:
         """Projections N(0, std) (out: out_std); the conv as torch's Conv1d default, U(+-1/sqrt(K)); decay
         rates A uniform in [0.01, 16] (as transformers), dt_bias 1, the norm's gain 1."""
-        init_linear(self.in_proj, std, generator)
+        for proj in (self.in_proj_qkv, self.in_proj_z, self.in_proj_b, self.in_proj_a):
+            init_linear(proj, std, generator)
         bound = 1 / math.sqrt(self.dims.conv_kernel)
-        self.conv_weight.uniform_(-bound, bound, generator=generator)
+        self.conv1d.weight.uniform_(-bound, bound, generator=generator)
         self.A_log.copy_(torch.empty_like(self.A_log).uniform_(0.01, 16, generator=generator).log())
         self.dt_bias.fill_(1.0)
         self.norm_weight.fill_(1.0)
@@ -97,8 +105,8 @@ class GatedDeltaNet(nn.Module):
         dims = self.dims
         B, T, _ = x.shape                                                       # x: [B, T, d_model]
         nk, nv, dk, dv = dims.k_heads, dims.v_heads, dims.k_dim, dims.v_dim
-        qkv, z, b, a = self.in_proj(x).split([dims.conv_channels, dims.value_width, nv, nv], dim=-1)
-        qkv = F.silu(causal_conv(qkv, self.conv_weight, cache=cache))           # [B, T, C]
+        z, b, a = self.in_proj_z(x), self.in_proj_b(x), self.in_proj_a(x)        # [B, T, nv dv], [B, T, nv] x2
+        qkv = F.silu(causal_conv(self.in_proj_qkv(x), self.conv1d.weight, cache=cache))   # [B, T, C]
         q, k, v = qkv.split([dims.key_width, dims.key_width, dims.value_width], dim=-1)
         q = delta_rule.l2_normalize(q.reshape(B, T, nk, dk).float()) * dk ** -0.5
         k = delta_rule.l2_normalize(k.reshape(B, T, nk, dk).float())
@@ -114,14 +122,13 @@ class GatedDeltaNet(nn.Module):
         if cache is not None:
             cache.recurrent = state.to(self.state_dtype or x.dtype)
         o = F.rms_norm(o.to(x.dtype), (dv,), self.norm_weight, dims.eps)         # [B, T, nv, dv]
-        # z is a view of the whole projection; a copy lets autograd keep only z, not the projection
-        o = o * F.silu(z.reshape(B, T, nv, dv).contiguous())
+        o = o * F.silu(z.view(B, T, nv, dv))
         return self.out_proj(o.reshape(B, T, dims.value_width))                 # [B, T, d_model]
 
 
 # ---- closed forms of one layer ------------------------------------------------------------------------------
 def gdn_params(dims: GDNDims) -> dict[str, int]:
-    """in_proj d (2 nk dk + 2 nv dv + 2 nv); conv (2 nk dk + nv dv) K; dt_bias, A_log nv each; the gated norm's
+    """the input projections d (2 nk dk + 2 nv dv + 2 nv); conv (2 nk dk + nv dv) K; dt_bias, A_log nv each; the gated norm's
     gain dv; out_proj nv dv d. No biases (as in Qwen3-Next and Qwen3.5)."""
     return {"gdn_in_proj": dims.d_model * dims.in_width,
             "gdn_conv": conv_params(dims.conv_channels, dims.conv_kernel),
@@ -152,7 +159,7 @@ def gdn_state_shapes(dims: GDNDims, conv_positions: int) -> dict[str, tuple[int,
 
 def gdn_saved_bytes(dims: GDNDims, B: int, T: int, e: int) -> dict[str, int]:
     """Bytes autograd keeps for backward in one layer, by term, excluding its input (the block's normed
-    residual, which in_proj reads): the padded conv input and the conv output (silu's input); q, k, v in fp32
+    residual, which the input projections read): the padded conv input and the conv output (silu's input); q, k, v in fp32
     (in fp32 the silu output they are views of, else their fp32 copies: C channels either way); the rstd of
     each q and k head's L2 norm and the normalized q, k the rule keeps; the gates (sigmoid(b), a + dt_bias,
     its softplus, g, and two nv-wide copies of exp(A_log)); the rule keeps nothing more (it recomputes); the

@@ -16,9 +16,9 @@ from engine.layers.attention import LayerKV
 
 def causal_conv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
                 cache: LayerKV | None = None) -> torch.Tensor:
-    """x [B, T, C], weight [C, K] (bias [C]) -> [B, T, C]; with a cache, its last K-1 inputs come first and
-    the new window is kept in `cache.conv` [B, C, K-1] (nothing when K = 1)."""
-    C, K = weight.shape
+    """x [B, T, C], weight [C, 1, K] (a depthwise nn.Conv1d's; bias [C]) -> [B, T, C]; with a cache, its last
+    K-1 inputs come first and the new window is kept in `cache.conv` [B, C, K-1] (nothing when K = 1)."""
+    C, _, K = weight.shape
     xt = x.transpose(1, 2)                                            # [B, C, T]
     if cache is not None and cache.conv is not None:
         full = torch.cat([cache.conv.to(xt.dtype), xt], dim=-1)
@@ -26,7 +26,7 @@ def causal_conv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None
         full = F.pad(xt, (K - 1, 0))                                  # [B, C, K-1+T]
     if cache is not None and K > 1:
         cache.conv = full[:, :, -(K - 1):].contiguous()
-    return F.conv1d(full, weight[:, None, :], bias, groups=C).transpose(1, 2)
+    return F.conv1d(full, weight, bias, groups=C).transpose(1, 2)
 
 
 def conv_params(channels: int, kernel: int, bias: bool = False) -> int:
