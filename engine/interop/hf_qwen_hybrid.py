@@ -126,11 +126,10 @@ def _qwen3_5_moe_text(r: _Reader) -> dict[str, Any]:
 
 def _wrapped(r: _Reader) -> dict[str, Any]:
     """The multimodal config: its text_config read as the text family; the vision tower's keys listed."""
-    from engine.interop.hf_config import _READERS
     text = r.d.get("text_config") or {}
     r.read.add("text_config")
     inner = _Reader(text if isinstance(text, dict) else {}, _TEXT[r.family])
-    fields = _READERS[inner.family](inner)
+    fields = READERS[inner.family](inner)
     r.problems += [f"text_config.{p}" for p in inner.problems + inner.unknown()]
     r.ignored += [f"text_config.{line}" for line in inner.ignored]
     tie = r("tie_word_embeddings", False)   # the wrapper's own switch: it must agree with the text model's
