@@ -70,3 +70,16 @@ def test_moe_block_draws_the_router_choosing_k_of_e_and_the_shared_expert():
     assert "d_ff 1,408 each" in dot and "b_up" not in dot        # no dense FFN drawn in its place
     mixed = block_dot(PRESETS["mixtral-8x7b"].config.replace(moe_first_dense=1))
     assert "MoE in 31 of 32 layers" in mixed and "2 of 8 routed experts" in mixed
+
+
+def test_hybrid_layouts_draw_their_kinds():
+    """A hybrid draws one layer in detail (an attention layer when there is one) and counts every kind; a
+    recurrent mixer is a box of its kind's own summary, a one-branch layer skips the missing branch."""
+    from tests.helpers import hybrid_configs
+    for name, cfg in hybrid_configs().items():
+        dot = block_dot(cfg)
+        assert dot.count("{") == dot.count("}"), name
+        assert f"block × {cfg.n_layers} of" in dot and "drawn: a" in dot, name
+        assert "Gated DeltaNet" in dot, name
+    only_gdn = block_dot(hybrid_configs()["learned positions, no attention"])
+    assert "q_proj" not in only_gdn and "delta rule: a 4x4 state per value head" in only_gdn
