@@ -293,6 +293,18 @@ def convert_cases(cases: dict, vocab: int, seq: int) -> dict:
     return _Cases(cases, vocab, seq)
 
 
+def assert_logits_match(case: tuple, tol: float):
+    """A converted case (HF model, ours, token ids): transformers' logits are non-trivial (some |z| > 1) and ours
+    equal them within `tol`; returns transformers' logits."""
+    import torch
+    hf, ours, idx = case
+    with torch.no_grad():
+        ref, got = hf(input_ids=idx).logits, ours(idx)
+    assert ref.abs().max() > 1.0
+    torch.testing.assert_close(got, ref, rtol=tol, atol=tol)
+    return ref
+
+
 def assert_same_weights(ref: dict, got: dict, family: str) -> None:
     """Two HF state dicts hold the same tensors, bit for bit (Gemma's and Qwen3-Next's / Qwen3.5's norm gains
     up to one ulp of 1 + w)."""
