@@ -23,7 +23,7 @@ from engine.budget.activations import activation_estimate
 from engine.budget.params import count_params
 from engine.config import ModelConfig
 from engine.layers.attention import ATTENTION_IMPLS
-from engine.layers.kinds import CONVENTIONS, OURS
+from engine.layers.kinds import CONVENTIONS, OURS, LayerSpec
 from engine.layers.mixers import layer_groups, spec_mixers
 from engine.layers.mla import mla_kv_bytes
 from engine.runtime import DTYPE_BYTES
@@ -113,16 +113,25 @@ def state_bytes(cfg: ModelConfig, batch: int, dtype: str = "bf16", convention: s
     recurrent layers. Independent of the context length."""
     require(choice_problem("dtype", dtype, DTYPE_BYTES), choice_problem("convention", convention, CONVENTIONS),
             *size_problems(batch, 1))
-    c = CONVENTIONS[convention]
     out = {"conv": 0, "recurrent": 0}
     for spec, n in layer_groups(cfg):
-        for m in spec_mixers(spec):
-            dtypes = {"conv": c.conv_dtype, "recurrent": c.recurrent_dtype}
-            for part, count in m.state_elements(cfg, c.conv_positions).items():
-                want = dtypes[part]
-                resolved = {"model": dtype, "state": cfg.state_dtype or dtype,
-                            "family": m.transformers_recurrent_dtype(cfg) or dtype}.get(want, want)
-                out[part] += n * batch * count * DTYPE_BYTES[resolved]
+        for part, count in layer_state_bytes(cfg, spec, batch, dtype, convention).items():
+            out[part] += n * count
+    return out
+
+
+def layer_state_bytes(cfg: ModelConfig, spec: LayerSpec, batch: int, dtype: str,
+                      convention: str = OURS) -> dict[str, int]:
+    """One layer's state ('conv', 'recurrent' bytes) for `batch` sequences as `convention` holds it."""
+    c = CONVENTIONS[convention]
+    out = {"conv": 0, "recurrent": 0}
+    dtypes = {"conv": c.conv_dtype, "recurrent": c.recurrent_dtype}
+    for m in spec_mixers(spec):
+        for part, count in m.state_elements(cfg, c.conv_positions).items():
+            want = dtypes[part]
+            resolved = {"model": dtype, "state": cfg.state_dtype or dtype,
+                        "family": m.transformers_recurrent_dtype(cfg) or dtype}.get(want, want)
+            out[part] += batch * count * DTYPE_BYTES[resolved]
     return out
 
 

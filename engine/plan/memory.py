@@ -12,7 +12,8 @@ bytes per parameter (engine/budget/memory.py: weights wb, grads gb, fp32 master 
                (Narayanan et al. 2021). TP (Korthikanti et al. 2022): everything but the d_model-wide norm
                inputs divides by tp; with sequence parallelism those divide too. Recompute "full" adds one
                block's rebuilt activations. Inference: the [B, V] logits of one decode step.
-  kv_cache     inference: K and V of this stage's layers, kv heads / tp, quantized per engine/plan/quant.py
+  kv_cache     inference: K and V of this stage's attention layers, kv heads / tp, quantized per
+               engine/plan/quant.py, plus its recurrent layers' state (vLLM's convention) / tp
   working_set  ZeRO-3 only (modelled): the gathered weights of the largest block, twice (the one computing and
                the one prefetched), plus its gathered gradients in training
   total        the sum
@@ -23,7 +24,7 @@ import math
 from dataclasses import dataclass
 
 from engine.budget.activations import activation_estimate
-from engine.budget.memory import _OPTIMIZER_STATES, _POLICY_BYTES, POLICY_DTYPE
+from engine.budget.memory import _OPTIMIZER_STATES, _POLICY_BYTES, POLICY_DTYPE, layer_state_bytes
 from engine.config import ModelConfig
 from engine.layers.attention import keys_held
 from engine.layers.block import block_norm_count
@@ -122,7 +123,10 @@ def _kv_cache(cfg: ModelConfig, lay: Layout, s: Setup, stage: int) -> int:
     heads = cfg.kv_heads // lay.tp
     windows = [cfg.layer_window(i) for i in stage_layers(cfg, lay.pp, stage) if "attention" in cfg.layer_mixers(i)]
     vectors = [2 * s.micro_batch * keys_held(s.seq, w) * heads for w in windows]
-    return kv_quant_bytes([v * cfg.head_width for v in vectors], vectors, s.kv_quant, POLICY_DTYPE[s.policy])
+    state = sum(sum(layer_state_bytes(cfg, cfg.layer_spec(i), s.micro_batch, POLICY_DTYPE[s.policy]).values())
+                for i in stage_layers(cfg, lay.pp, stage))   # recurrent layers: vLLM splits heads and conv by tp
+    return (kv_quant_bytes([v * cfg.head_width for v in vectors], vectors, s.kv_quant, POLICY_DTYPE[s.policy])
+            + math.ceil(state / lay.tp))
 
 
 def _working_set(cfg, lay, s, stage, base, trainable, high) -> int:
