@@ -85,3 +85,14 @@ def test_the_block_alone_leaves_out_embeddings_and_head():
     alone = block_dot(cfg, whole=False)
     assert "token embedding" not in alone and "output head" not in alone and "x (residual stream)" in alone
     assert alone.count("{") == alone.count("}") and "transformer block (serial, pre-norm)" in alone
+def test_hybrid_layouts_draw_their_kinds():
+    """A hybrid draws one layer in detail (an attention layer when there is one) and counts every kind; a
+    recurrent mixer is a box of its kind's own summary, a one-branch layer skips the missing branch."""
+    from tests.helpers import hybrid_configs
+    for name, cfg in hybrid_configs().items():
+        dot = block_dot(cfg)
+        assert dot.count("{") == dot.count("}"), name
+        assert f"block × {cfg.n_layers} of" in dot and "drawn: a" in dot, name
+        assert "Gated DeltaNet" in dot, name
+    only_gdn = block_dot(hybrid_configs()["learned positions, no attention"])
+    assert "q_proj" not in only_gdn and "delta rule: a 4x4 state per value head" in only_gdn

@@ -12,8 +12,8 @@ bytes per parameter (engine/budget/memory.py: weights wb, grads gb, fp32 master 
                (Narayanan et al. 2021). TP (Korthikanti et al. 2022): everything but the d_model-wide norm
                inputs divides by tp; with sequence parallelism those divide too. Recompute "full" adds one
                block's rebuilt activations. Inference: the [B, V] logits of one decode step.
-  kv_cache     inference: this stage's layers' cache (kv_cache_per_gpu: kv heads / tp, an MLA latent on every
-               rank), stored per engine/plan/quant.py
+  kv_cache     inference: this stage's attention layers' cache (kv_cache_per_gpu: kv heads / tp, an MLA latent on
+               every rank), stored per engine/plan/quant.py, plus its recurrent layers' state (vLLM's convention) / tp
   working_set  ZeRO-3 only (modelled): the gathered weights of the largest block, twice (the one computing and
                the one prefetched), plus its gathered gradients in training
   total        the sum
@@ -24,7 +24,8 @@ import math
 from dataclasses import dataclass
 
 from engine.budget.activations import activation_estimate
-from engine.budget.memory import _OPTIMIZER_STATES, _POLICY_BYTES, POLICY_DTYPE, kv_cache_layers
+from engine.budget.memory import (_OPTIMIZER_STATES, _POLICY_BYTES, POLICY_DTYPE, kv_cache_layers,
+                                  layer_state_bytes)
 from engine.config import ModelConfig
 from engine.layers.block import block_norm_count
 from engine.layers.norm import norm_saved_bytes
@@ -109,8 +110,8 @@ def _activations(cfg: ModelConfig, lay: Layout, s: Setup, stage: int) -> int:
         whole = sum(activation_estimate(cfg, s.micro_batch, s.seq, dtype, "sdpa", "none").per_layer[i]
                     for i in layers)
         kept = per_layer / whole if whole else 1.0     # recompute keeps this share of each block
-        norms = len(layers) * block_norm_count(cfg) * norm_saved_bytes(cfg, s.micro_batch * s.seq, cfg.d_model,
-                                                                       DTYPE_BYTES[dtype])
+        norms = sum(block_norm_count(cfg, cfg.layer_spec(i)) for i in layers) * norm_saved_bytes(
+            cfg, s.micro_batch * s.seq, cfg.d_model, DTYPE_BYTES[dtype])
         split = per_layer - (0 if lay.sequence_parallel else round(norms * kept))
         per_layer = per_layer - split + math.ceil(split / lay.tp)
     edges = (act.embedding if stage == 0 else 0) + (act.head if stage == lay.pp - 1 else 0)
@@ -121,11 +122,14 @@ def _activations(cfg: ModelConfig, lay: Layout, s: Setup, stage: int) -> int:
 
 def kv_cache_per_gpu(cfg: ModelConfig, lay: Layout, s: Setup, stage: int = 0) -> int:
     """This stage's layers' cache (engine/budget/memory.py kv_cache_layers) at the batch and tokens of `s`,
-    stored under s.kv_quant; tensor parallelism splits the kv heads (an MLA latent is replicated on every rank)."""
-    layers = kv_cache_layers(cfg, s.micro_batch, s.seq)
+    stored under s.kv_quant; tensor parallelism splits the kv heads (an MLA latent is replicated on every rank).
+    Recurrent layers add their fixed state, split by tp as vLLM splits heads and conv channels."""
+    layers, mine = kv_cache_layers(cfg, s.micro_batch, s.seq), stage_layers(cfg, lay.pp, stage)
     split = 1 if cfg.mla else lay.tp
-    mine = [(values // split, width) for values, width in (layers[i] for i in stage_layers(cfg, lay.pp, stage))]
-    return kv_quant_bytes(mine, s.kv_quant, POLICY_DTYPE[s.policy])
+    kv = [(values // split, width) for values, width in (layers[i] for i in mine) if values]
+    state = sum(sum(layer_state_bytes(cfg, cfg.layer_spec(i), s.micro_batch, POLICY_DTYPE[s.policy]).values())
+                for i in mine)
+    return kv_quant_bytes(kv, s.kv_quant, POLICY_DTYPE[s.policy]) + math.ceil(state / lay.tp)
 
 
 def _working_set(lay: Layout, s: Setup, stage: int, cfg: ModelConfig, base: list[Tensor],
