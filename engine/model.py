@@ -44,7 +44,8 @@ class DecoderLM(nn.Module):
         self.tok_emb = _embedding(cfg.vocab_size, cfg.d_model)
         self.pos_emb = _embedding(cfg.context_length, cfg.d_model) if cfg.position == "learned" else None
         self.emb_norm = make_norm(cfg) if cfg.embed_norm else None
-        self.blocks = nn.ModuleList(Block(cfg, w, m) for w, m in zip(cfg.layer_windows, cfg.moe_layers))
+        self.blocks = nn.ModuleList(Block(cfg, w, m, cfg.layer_temperature(i))
+                                    for i, (w, m) in enumerate(zip(cfg.layer_windows, cfg.moe_layers)))
         self.final_norm = make_norm(cfg) if cfg.final_norm else None
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=cfg.head_bias)
         self.tie()
@@ -111,7 +112,8 @@ class DecoderLM(nn.Module):
             x = x + sinusoidal_table(pos, cfg.d_model).to(x.dtype)
         if self.emb_norm is not None:
             x = self.emb_norm(x)
-        x = F.dropout(x, cfg.dropout, self.training)
+        if cfg.embed_dropout:
+            x = F.dropout(x, cfg.dropout, self.training)
         kinds = cfg.layer_ropes
         tables = {None: None}   # only the table sets some layer uses are built (and saved for backward)
         if "global" in kinds:

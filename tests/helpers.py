@@ -32,7 +32,7 @@ def moe_fields(draw) -> dict:
         router_group_topk=draw(st.integers(1, groups)),
         router_group_score=draw(st.sampled_from(FIELDS["router_group_score"].choices)),
         routed_scale=draw(st.floats(0.5, 3)),
-        expert_bias=draw(st.booleans()), aux_loss_coef=draw(st.floats(0, 0.1)),
+        expert_bias=draw(st.booleans()), router_scales_input=draw(st.booleans()), aux_loss_coef=draw(st.floats(0, 0.1)),
         z_loss_coef=draw(st.floats(0, 0.01)))
 
 
@@ -53,7 +53,8 @@ def _mla_compatible(values: dict) -> dict:
     if values["kv_lora_rank"] is None:
         return values
     return dict(values, position="rope", n_kv_heads=None, head_dim=None, rope_fraction=1.0, attn_window=None,
-                qk_norm=False, attn_softcap=None, nope_layers=None, attn_sinks=False)
+                qk_norm=False, attn_softcap=None, nope_layers=None, attn_sinks=False, attn_chunk=None,
+                attn_temperature=None)
 
 
 @st.composite
@@ -86,8 +87,12 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
         rope_attention_factor=draw(opt(st.floats(0.5, 2))),
         rope_short_factor=draw(opt(st.lists(st.floats(0.5, 4), min_size=1, max_size=4).map(tuple))),
         rope_long_factor=draw(opt(st.lists(st.floats(0.5, 4), min_size=1, max_size=4).map(tuple))),
-        layer_types=draw(opt(st.lists(st.sampled_from(["full", "sliding"]), min_size=n_layers,   # one per layer
-                                      max_size=n_layers).map(tuple))),
+        layer_types=draw(opt(st.lists(st.sampled_from(["full", "sliding", "chunked"]), min_size=n_layers,
+                                      max_size=n_layers).map(tuple))),   # one per layer
+        attn_chunk=draw(opt(st.integers(1, 6))), attn_temperature=draw(opt(st.floats(0.01, 1))),
+        attn_temperature_floor=draw(st.integers(1, 8)), attn_temperature_one_based=draw(st.booleans()),
+        attn_temperature_layers=draw(st.sampled_from(FIELDS["attn_temperature_layers"].choices)),
+        embed_dropout=draw(st.booleans()),
         attn_scale=draw(opt(st.floats(0.01, 2))), rope_local_base=draw(opt(st.floats(2, 1e6))),
         nope_layers=draw(opt(st.lists(st.integers(1, n_layers), min_size=1, max_size=3).map(tuple))),
         head_bias=draw(st.booleans()), logit_scale=draw(st.floats(0.01, 4)), attn_sinks=draw(st.booleans()),
@@ -110,13 +115,17 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
 # A greedy all-pairs construction then picks configs until each value of each knob has met each value of every
 # other knob at least once; the closed forms are held against measurements on this grid.
 GRID_SIZES = dict(vocab_size=13, context_length=16, d_model=16, n_layers=2, n_heads=4)
+# knobs every grid config sets: the chunk of the chunked layers, a temperature step within the 16 tokens
+GRID_FIXED = dict(attn_chunk=3, attn_temperature_floor=4)
 RANGE_VALUES: dict[str, list] = {"rope_fraction": [1.0, 0.5], "n_kv_heads": [None, 2, 1], "head_dim": [None, 8],
                                  "attn_window": [None, 3], "global_every": [None, 2], "attn_softcap": [None, 5.0],
                                  "logit_softcap": [None, 3.0], "dropout": [0.0, 0.1],
                                  # RoPE scaling: longrope needs lists sized to the head and dynamic a rotary width
                                  # of 4 (the 0.5 fraction here gives 2); both are held against transformers instead
                                  "rope_scaling": ["none", "linear", "llama3", "yarn"], "rope_factor": [1.0, 4.0],
-                                 "layer_types": [None, ("sliding", "full")], "attn_scale": [None, 0.3],
+                                 "layer_types": [None, ("sliding", "full"), ("chunked", "sliding")],
+                                 "attn_temperature": [None, 0.5],
+                                 "attn_scale": [None, 0.3],
                                  "rope_local_base": [None, 100.0], "nope_layers": [None, (1,)],
                                  "logit_scale": [1.0, 0.5]}
 IMPLIED = {"norm_bias"}   # set by make() from norm (rmsnorm has no bias)
@@ -139,7 +148,7 @@ AXES = _axes()
 
 def make(choice: dict) -> ModelConfig:
     """A tiny config with these choices (rmsnorm implies norm_bias=False)."""
-    return ModelConfig(**GRID_SIZES, **choice, norm_bias=choice.get("norm", "layernorm") == "layernorm")
+    return ModelConfig(**GRID_SIZES, **GRID_FIXED, **choice, norm_bias=choice.get("norm", "layernorm") == "layernorm")
 
 
 def pairwise_variants(seed: int = 0, candidates: int = 30) -> list[dict]:

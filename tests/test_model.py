@@ -110,6 +110,10 @@ KNOBS = {
                                                                        (2.0, 3.0)),
     "qk_norm_scope": ({"qk_norm": True}, "all_heads"), "head_bias": ({}, True), "logit_scale": ({}, 0.5), "n_experts": ({}, 4),
     "attn_sinks": ({}, True), "swiglu_limit": ({"ffn": "swiglu_clamped"}, 0.2),
+    "attn_chunk": ({"layer_types": ("chunked", "full"), "attn_chunk": 5}, 3),
+    **{name: ({"attn_temperature": 0.5, "attn_temperature_floor": 2, **extra}, value) for name, (extra, value) in {
+        "attn_temperature": ({}, 0.25), "attn_temperature_floor": ({}, 3), "attn_temperature_one_based": ({}, True),
+        "attn_temperature_layers": ({**ROPE, "nope_layers": (1,)}, "nope")}.items()},
     "swiglu_alpha": ({"ffn": "swiglu_clamped"}, 100.0),
     **{name: ({"n_experts": 4, **extra}, value) for name, (extra, value) in {
         "experts_per_token": ({}, 1), "expert_d_ff": ({}, 8), "n_shared_experts": ({}, 1),
@@ -118,7 +122,7 @@ KNOBS = {
         "router_renorm": ({}, False), "router_groups": ({"router_group_topk": 1}, 2),
         "router_group_topk": ({"router_groups": 2}, 2), "routed_scale": ({}, 2.5),
         "router_group_score": ({"router_groups": 2, "router_group_topk": 1}, "max"),
-        "expert_bias": ({}, True)}.items()},
+        "expert_bias": ({}, True), "router_scales_input": ({}, True)}.items()},
     "kv_lora_rank": ({"position": "rope"}, 8),
     **{name: ({"position": "rope", "kv_lora_rank": 8, "qk_rope_head_dim": 4, "qk_nope_head_dim": 3,
                "v_head_dim": 5, **extra}, value) for name, (extra, value) in {
@@ -127,7 +131,7 @@ KNOBS = {
         "rope_mscale_all_dim": ({"rope_scaling": "yarn", "rope_factor": 4.0}, 0.707)}.items()}}
 # training-only (the router losses' weights, tested in test_moe.py), zero at init (DeepSeek's selection bias) or
 # counted apart and never built (the multi-token-prediction modules, tested in test_mtp.py)
-NOT_IN_FORWARD = {"name", "dropout", "aux_loss_coef", "z_loss_coef", "router_selection_bias", "mtp_depth"}
+NOT_IN_FORWARD = {"name", "dropout", "embed_dropout", "aux_loss_coef", "z_loss_coef", "router_selection_bias", "mtp_depth"}
 
 
 def fingerprint(cfg: ModelConfig):

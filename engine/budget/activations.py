@@ -75,13 +75,14 @@ def activation_estimate(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp
     add = adder(emb)
     add("token_ids", N * IDX + (T * IDX if cfg.position == "learned" else 0))
     add("embedding", (e if cfg.embed_scale else 0) + (norm_saved_bytes(cfg, N, d, e) if cfg.embed_norm else 0)
-        + (tok if cfg.dropout > 0 else 0))
+        + (tok if cfg.dropout > 0 and cfg.embed_dropout else 0))
     kinds = cfg.layer_ropes
     add("rope_tables", rope_saved_bytes(cfg, T, e)[0])
     layers = []
-    for w, kind, moe in zip(cfg.layer_windows, kinds, cfg.moe_layers):
+    for i, (w, kind, moe) in enumerate(zip(cfg.layer_windows, kinds, cfg.moe_layers)):
         bucket: dict[str, int] = {}
-        block_saved_bytes(cfg, B, T, e, w, impl, adder(bucket), moe, rope=kind is not None)
+        block_saved_bytes(cfg, B, T, e, w, impl, adder(bucket), moe, rope=kind is not None,
+                          temperature=cfg.layer_temperature(i))
         layers.append(bucket)
     head: dict[str, int] = {}
     add = adder(head)

@@ -23,7 +23,8 @@ from dataclasses import asdict, dataclass
 from engine.budget.memory import DTYPE_BYTES, kv_cache_bytes
 from engine.budget.params import count_params
 from engine.config import ModelConfig
-from engine.layers.attention import keys_held, query_key_pairs, score_flops
+from engine.layers.attention import score_flops
+from engine.layers.span import keys_seen, query_key_pairs
 from engine.layers.block import block_matmul_params
 from engine.units import fmt_flops
 from engine.validation import require, size_problems
@@ -98,7 +99,8 @@ def gap_note(cfg: ModelConfig, seq: int) -> str:
     causal, full = headline_flops(cfg, 1, seq), flops_budget(cfg, 1, seq)
     head = 6 * cfg.d_model * cfg.vocab_size
     attn_c, attn_f = 3 * causal.attention_flops / seq, 3 * full.attention_flops / seq
-    window = " and windowed" if any(w is not None and w < seq for w in cfg.layer_windows) else ""
+    window = " and windowed" if any(query_key_pairs(seq, w, True) < query_key_pairs(seq, None, True)
+                                    for w in cfg.layer_windows) else ""
     f = fmt_flops
     return (f"The headline {f(causal.flops_per_token)} per token is 6 FLOPs per matrix weight, the output head "
             f"included ({f(head)}, which 6N = {f(causal.six_n_per_token)} leaves out with all of attention), plus "
@@ -109,11 +111,11 @@ def gap_note(cfg: ModelConfig, seq: int) -> str:
 
 
 def decode_flops(cfg: ModelConfig, batch: int, context: int) -> int:
-    """Forward FLOPs of one decode step: one new token per sequence attending to `context` cached tokens
-    (window layers to at most `window` of them)."""
+    """Forward FLOPs of one decode step: one new token per sequence, at position `context`, attending to the
+    cached tokens it sees (window layers at most `window` of them, chunked layers those of its own chunk)."""
     mm = 2 * matmul_params(cfg) * batch
-    held = sum(keys_held(context + 1, w) for w in cfg.layer_windows)
-    return mm + score_flops(cfg, batch, held)
+    seen = sum(keys_seen(context, w) for w in cfg.layer_windows)
+    return mm + score_flops(cfg, batch, seen)
 
 
 @dataclass(frozen=True)

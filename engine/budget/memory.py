@@ -13,12 +13,14 @@ kv_heads * head_dim * e (each layer's term: engine/layers/attention.py kv_bytes)
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from engine.budget.activations import activation_estimate
 from engine.budget.params import count_params
 from engine.config import ModelConfig
 from engine.layers.attention import ATTENTION_IMPLS, kv_bytes
+from engine.layers.span import cache_keep
 from engine.layers.mla import mla_kv_bytes
 from engine.runtime import DTYPE_BYTES
 from engine.validation import choice_problem, require, size_problems
@@ -81,10 +83,9 @@ def _kv_formula(cfg: ModelConfig, batch: int, tokens: int, e: int) -> str:
         return (f"L={cfg.n_layers} * T={tokens} * B={batch} * (kv_lora_rank={cfg.kv_lora_rank} + "
                 f"qk_rope_head_dim={cfg.qk_rope_head_dim}) * {e} B (MLA caches the latent and one shared "
                 f"rotary key per token)")
-    windows = cfg.layer_windows
-    local = sum(w is not None for w in windows)
-    held = (f"{len(windows) - local}*{tokens} + {local}*min({tokens}, {cfg.attn_window})" if local
-            else f"{len(windows)}*{tokens}")
+    keeps = Counter(cache_keep(w) for w in cfg.layer_windows)   # layers by the most keys they keep
+    held = " + ".join(f"{n}*{tokens}" if keep is None else f"{n}*min({tokens}, {keep})"
+                      for keep, n in sorted(keeps.items(), key=lambda kv: kv[0] or 0))
     return (f"2 (K and V) * ({held}) layer-tokens * B={batch} * kv_heads={cfg.kv_heads} * "
             f"head_dim={cfg.head_width} * {e} B")
 

@@ -92,3 +92,28 @@ def _decoder(r: _Reader, theta_default: float = 10000.0, partial_ok: bool = Fals
                 head_dim=None if hd == d // heads else hd, d_ff=r("intermediate_size"), norm="rmsnorm",
                 norm_eps=float(r("rms_norm_eps")), position="rope",
                 tie_embeddings=bool(r("tie_word_embeddings")), **rope_fields(r, hd, theta_default=theta_default, partial_ok=partial_ok))
+
+
+def _same_dropout(r: _Reader, keys: tuple[str, ...]) -> float:
+    values = [r(k) for k in keys]
+    if len(set(values)) > 1:
+        r.bad(keys[0], values[0], f"our one dropout needs {' = '.join(keys)}")
+    return float(values[0])
+
+
+def _fixed_head_dim(r: _Reader, d: int, heads: int) -> None:
+    if "head_dim" in r.d:
+        r.expect("head_dim", (None, d // heads), f"{r.family} heads are hidden_size // num_attention_heads")
+
+
+def _whole_heads(r: _Reader, d: int, heads: int) -> None:
+    """Falcon and GPT-NeoX split hidden_size into heads; transformers refuses a remainder."""
+    if d % heads:
+        r.bad("num_attention_heads", heads, f"{r.family} needs hidden_size ({d}) to be a multiple of it")
+
+
+def _alias(r: _Reader, key: str, other: str, other_wins: bool = False) -> Any:
+    """A key transformers also accepts under another name. other_wins: an attribute_map alias (BLOOM's
+    num_attention_heads for n_head) is set after the named argument, so given both, the alias counts."""
+    r.read.update({key, other})
+    return r.d[other] if r.d.get(other) is not None and (other_wins or r.d.get(key) is None) else r(key)

@@ -20,6 +20,7 @@ from engine.layers.init import init_norm
 from engine.layers.mla import MLA, MLALayout, mla_layout, mla_matmul_params, mla_params, mla_saved_bytes
 from engine.layers.moe import MoE, moe_matmul_params, moe_params, moe_saved_bytes
 from engine.layers.norm import make_norm, norm_params, norm_saved_bytes
+from engine.layers.span import Span
 from engine.validation import Knobs, declare
 
 if TYPE_CHECKING:   # engine.config assembles ModelConfig from this module's knobs
@@ -36,6 +37,8 @@ class BlockKnobs(Knobs):
     bias: bool = declare(True, "block", "Biases on every linear layer in attention and FFN.")
     dropout: float = declare(0.0, "block", "Share of activations zeroed at random during training.", lo=0, hi=1,
                               hi_open=True)
+    embed_dropout: bool = declare(True, "block", "With dropout: also drop entries of the token embeddings (GPT-2); "
+                                   "off drops only attention weights and branch outputs (Seed-OSS).")
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,9 @@ class BlockLayout:
     shared_experts: int = 0
     attn_sinks: bool = False    # a learned logit per head in the softmax (gpt-oss)
     mla: MLALayout | None = None  # latent attention: its projections, latent norms and cached tensors
+    chunk: int | None = None    # chunked local attention: block size of the chunked layers (Llama 4)
+    qk_norm_rope_only: bool = False   # QK-norm without gain, only where RoPE runs (Llama 4)
+    temperature: str | None = None    # the long-context query temperature, as a formula
 
     @property
     def norm_count(self) -> int:
@@ -82,7 +88,17 @@ def block_layout(cfg: ModelConfig) -> BlockLayout:
         ffn=cfg.ffn, gated=cfg.gated, activation=GATE_ACTIVATION[cfg.ffn] if cfg.gated else cfg.ffn,
         experts=cfg.n_experts, experts_per_token=cfg.experts_per_token if cfg.n_experts else 0,
         shared_experts=(cfg.n_shared_experts or 0) if cfg.n_experts else 0, attn_sinks=cfg.attn_sinks,
-        mla=mla_layout(cfg) if cfg.mla else None)
+        mla=mla_layout(cfg) if cfg.mla else None,
+        chunk=cfg.attn_chunk if cfg.layer_types and "chunked" in cfg.layer_types else None,
+        qk_norm_rope_only=cfg.qk_norm and cfg.qk_norm_scope == "rope_heads", temperature=_temperature(cfg))
+
+
+def _temperature(cfg: ModelConfig) -> str | None:
+    if cfg.attn_temperature is None:
+        return None
+    p = "(p+1)" if cfg.attn_temperature_one_based else "p"
+    where = " on NoPE layers" if cfg.attn_temperature_layers == "nope" else ""
+    return f"q × (1 + {cfg.attn_temperature:g}·ln(1 + ⌊{p}/{cfg.attn_temperature_floor:,}⌋)){where}"
 
 
 def block_norm_count(cfg: ModelConfig) -> int:
@@ -100,11 +116,11 @@ class Block(nn.Module):
     serial post_branch:   x = x + P1(A(x));  x = x + P2(F(x))      (OLMo-2: no norm on the way in)
     parallel post_branch: x = x + P1(A(x)) + P2(F(x))"""
 
-    def __init__(self, cfg: ModelConfig, window: int | None, moe: bool = False):
+    def __init__(self, cfg: ModelConfig, window: Span, moe: bool = False, temperature: bool = False):
         super().__init__()
         lay = block_layout(cfg)
         self.parallel, self.placement, self.p = lay.parallel, lay.placement, cfg.dropout
-        self.attn = MLA(cfg) if cfg.mla else Attention(cfg, window)
+        self.attn = MLA(cfg) if cfg.mla else Attention(cfg, window, temperature)
         self.ffn = MoE(cfg) if moe else make_ffn(cfg)
         self.norm1 = make_norm(cfg) if lay.input_norms or lay.residual_norms else None
         self.norm2 = make_norm(cfg) if 2 in (lay.input_norms, lay.residual_norms) else None
@@ -162,8 +178,9 @@ def block_matmul_params(cfg: ModelConfig, moe: bool = False) -> int:
     return attn + (moe_matmul_params(cfg) if moe else ffn_matmul_params(cfg))
 
 
-def block_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, impl: str,
-                      add: Callable[[str, int], None], moe: bool = False, rope: bool = True) -> None:
+def block_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: Span, impl: str,
+                      add: Callable[[str, int], None], moe: bool = False, rope: bool = True,
+                      temperature: bool = False) -> None:
     """Bytes autograd saves in one block, by term (`add(term, bytes)`): attention, FFN, dropout noise, and
     the norms with the tensors they read, as the layout places them (linears save their input, which is a
     norm's output or, post-norm, the residual itself)."""
@@ -174,7 +191,7 @@ def block_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int | No
     if cfg.mla:
         mla_saved_bytes(cfg, B, T, e, impl, add)
     else:
-        attention_saved_bytes(cfg, B, T, e, window, impl, add, rope)
+        attention_saved_bytes(cfg, B, T, e, window, impl, add, rope, temperature)
     if moe:
         for term, n in moe_saved_bytes(cfg, N, e).items():
             add(term, n)

@@ -72,6 +72,9 @@ class MoEKnobs(Knobs):
     routed_scale: float = declare(1.0, "moe", "Multiply the routed experts' weights by this factor "
                                    "(DeepSeek-V3 routed_scaling_factor 2.5).", lo=0, lo_open=True)
     expert_bias: bool = declare(False, "moe", "Biases on the router and on every expert projection (gpt-oss).")
+    router_scales_input: bool = declare(False, "moe", "Multiply each routed expert's input by its router weight "
+                                         "instead of its output (Llama 4); the same for a linear expert, not for "
+                                         "a gated one.")
     aux_loss_coef: float = declare(0.01, "moe", "Training: weight of the load-balancing loss "
                                     "E * sum_i f_i P_i (Switch / Mixtral), added to the language-model loss.", lo=0)
     z_loss_coef: float = declare(0.0, "moe", "Training: weight of the router z-loss mean(logsumexp(logits)^2) "
@@ -218,7 +221,7 @@ class Experts(nn.Module):
 class MoE(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.n_experts, self.k = cfg.n_experts, cfg.experts_per_token
+        self.n_experts, self.k, self.scale_input = cfg.n_experts, cfg.experts_per_token, cfg.router_scales_input
         self.aux_coef, self.z_coef = cfg.aux_loss_coef, cfg.z_loss_coef
         self.router = Router(cfg)
         self.experts = Experts(cfg)
@@ -253,7 +256,11 @@ class MoE(nn.Module):
         else:
             counts = torch.bincount(flat, minlength=self.n_experts)
             sizes = counts.tolist()
-        out = self.experts.run(x[token], sizes) * w.flatten()[order].unsqueeze(-1)
+        weight = w.flatten()[order].unsqueeze(-1)                       # [N*k, 1], sorted like the rows
+        if self.scale_input:   # Llama 4: the router weight scales what the expert reads
+            out = self.experts.run(x[token] * weight, sizes)
+        else:
+            out = self.experts.run(x[token], sizes) * weight
         y = torch.zeros_like(x).index_add_(0, token, out)
         if self.shared is not None:
             s = self.shared(x)
@@ -328,7 +335,8 @@ def moe_saved_bytes(cfg: ModelConfig, tokens: int, e: int) -> dict[str, int]:
                  logits N*E*e), chosen ids N*k*8,
                  renormalising: the k weights N*k*4 and their sums N*4
       dispatch   the sort order and token ids 2*N*k*8, gathered rows N*k*d*e, weights N*k*e,
-                 expert outputs before and after weighting 2*N*k*d*e
+                 expert outputs before and after weighting 2*N*k*d*e (router_scales_input: the rows before
+                 and after weighting, and the outputs: the same bytes)
       experts    the dense FFN's tensors on N*k rows of width expert_d_ff
       shared     the dense FFN's tensors on N rows of the shared width; gate: sigmoid N*e and output N*d*e
       losses     load balance: softmax N*E*4 + shares E*4;  z-loss: fp32 logits N*E*4 + logsumexp N*4"""

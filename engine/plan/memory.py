@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from engine.budget.activations import activation_estimate
 from engine.budget.memory import _OPTIMIZER_STATES, _POLICY_BYTES, POLICY_DTYPE
 from engine.config import ModelConfig
-from engine.layers.attention import keys_held
+from engine.layers.span import keys_held
 from engine.layers.block import block_norm_count
 from engine.layers.norm import norm_saved_bytes
 from engine.plan.finetune import adapter_tensors
