@@ -131,7 +131,8 @@ KNOBS = {
         "rope_mscale_all_dim": ({"rope_scaling": "yarn", "rope_factor": 4.0}, 0.707)}.items()}}
 # training-only (the router losses' weights, tested in test_moe.py), zero at init (DeepSeek's selection bias) or
 # counted apart and never built (the multi-token-prediction modules, tested in test_mtp.py)
-NOT_IN_FORWARD = {"name", "dropout", "embed_dropout", "aux_loss_coef", "z_loss_coef", "router_selection_bias", "mtp_depth"}
+NOT_IN_FORWARD = {"name", "dropout", "embed_dropout", "aux_loss_coef", "z_loss_coef", "router_selection_bias",
+                  "selection_bias_parameter", "mtp_depth"}
 
 
 def fingerprint(cfg: ModelConfig):

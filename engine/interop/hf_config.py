@@ -18,7 +18,9 @@ from typing import Any, Callable
 
 from engine.config import ConfigError, ModelConfig
 from engine.interop.hf_reader import _Reader
+from engine.interop.hf_refused import REFUSED, refusal
 from engine.interop.hf_types import type_problems
+from engine.interop.hf_wrappers import WRAPPERS, unwrap
 
 _READERS: dict[str, Callable[[_Reader], dict[str, Any]]] = {}
 
@@ -37,7 +39,17 @@ _READERS.update(_DEEPSEEK_READERS)
 from engine.interop.hf_gpt_oss import READERS as _GPT_OSS_READERS  # noqa: E402
 
 _READERS.update(_GPT_OSS_READERS)
-FAMILIES = tuple(_READERS)
+from engine.interop.hf_recent import READERS as _RECENT_READERS  # noqa: E402
+
+_READERS.update(_RECENT_READERS)
+from engine.interop.hf_recent_moe import READERS as _RECENT_MOE_READERS  # noqa: E402
+
+_READERS.update(_RECENT_MOE_READERS)
+from engine.interop.hf_llama4 import READERS as _LLAMA4_READERS  # noqa: E402
+
+_READERS.update(_LLAMA4_READERS)
+# a multimodal wrapper imports when its text model's family does
+FAMILIES = tuple(_READERS) + tuple(w for w, spec in WRAPPERS.items() if spec.text_type in _READERS)
 
 # Every ModelConfig field a reader does not set takes this value (not ModelConfig's GPT-2 default).
 NEUTRAL: dict[str, Any] = dict(
@@ -51,21 +63,51 @@ NEUTRAL: dict[str, Any] = dict(
     head_bias=False, logit_scale=1.0)
 
 
+@dataclass(frozen=True)
+class Imported:
+    """What import-hf reads from a config.json: the config, the keys accepted but not read (with why), where in
+    the file the language model came from, and the parts of the checkpoint that are not counted."""
+    config: ModelConfig
+    family: str = ""            # the reader's family (a multimodal file's: its text model's)
+    ignored: list[str] = field(default_factory=list)
+    source: str = ""
+    not_counted: list[str] = field(default_factory=list)
+
+
 def from_hf_config(d: dict[str, Any]) -> ModelConfig:
     """A transformers config.json dict -> ModelConfig computing the same function, or ConfigError."""
-    return import_hf_config(d)[0]
+    return import_hf(d).config
 
 
 def import_hf_config(d: dict[str, Any]) -> tuple[ModelConfig, list[str]]:
     """(config, ignored): the ModelConfig, and one line per key present that transformers does not read for
     this model either (accepted, listed for `import-hf --verbose`), or ConfigError."""
+    got = import_hf(d)
+    return got.config, got.ignored
+
+
+def import_hf(d: dict[str, Any]) -> Imported:
+    """A config.json dict -> Imported, or ConfigError naming each HF key we cannot express. A multimodal file's
+    language model is its text_config (problems there are named text_config.<key>)."""
     if not isinstance(d, dict):
         raise ConfigError([f"config.json: expected a JSON object, got {type(d).__name__}"])
     if problems := type_problems(d):
         raise ConfigError(problems)
     family = d.get("model_type")
+    source, not_counted, ignored, where = f"{family} config.json", [], [], ""
+    if family in WRAPPERS:
+        try:
+            inner = unwrap(d)
+        except ValueError as e:
+            raise ConfigError([str(e)]) from None
+        d, source, not_counted, ignored, where = inner.text, inner.source, inner.not_counted, inner.ignored, "text_config."
+        if problems := type_problems(d):
+            raise ConfigError([where + p for p in problems])
+        family = d["model_type"]
     if family not in _READERS:
-        raise ConfigError([f"model_type: {family!r} is not one of the families we import exactly: "
+        if family in REFUSED:
+            raise ConfigError([where + refusal(family)])
+        raise ConfigError([f"{where}model_type: {family!r} is not one of the families we import exactly: "
                            f"{', '.join(FAMILIES)}"])
     r = _Reader(d, family)
     try:
@@ -74,6 +116,7 @@ def import_hf_config(d: dict[str, Any]) -> tuple[ModelConfig, list[str]]:
         raise ConfigError([f"config.json: a {family} size or setting has the wrong type or value ({e})"]) from None
     problems = r.problems + r.unknown()
     if problems:
-        raise ConfigError(problems)
+        raise ConfigError([where + p for p in problems])
     name = str(d.get("_name_or_path") or family).rstrip("/").rsplit("/", 1)[-1]
-    return ModelConfig.from_dict({**NEUTRAL, **fields, "name": name}), r.ignored
+    config = ModelConfig.from_dict({**NEUTRAL, **fields, "name": name})
+    return Imported(config, family, ignored + [where + line for line in r.ignored], source, not_counted)

@@ -11,7 +11,7 @@ Dispatch sorts the N*k (token, expert) pairs by expert, so each expert runs one 
 index_add_ scatters the weighted results back: no loop over tokens, no expert computed for a token it skips.
 
 Closed forms beside the module (d = d_model, f = expert width, s = shared width, E, k, m = 3 gated / 2 dense):
-  params   router E*d (+E bias);  routed E*m*d*f (+E*((m-1)*f + d) biases);  shared m*d*s (+ gate d)
+  params   router E*d (+E bias, +E for a selection bias stored as a parameter);  routed E*m*d*f (+E*((m-1)*f + d) biases);  shared m*d*s (+ gate d)
   active   router + shared + k/E of the routed experts
   FLOPs    2 * (E*d + k*m*d*f + m*d*s (+ d)) per token: the router and the k chosen experts, never all E
 """
@@ -62,6 +62,9 @@ class MoEKnobs(Knobs):
                                    "in Qwen1.5-MoE and OLMoE). topk_softmax sums to 1 anyway.")
     router_selection_bias: bool = declare(False, "moe", "A per-expert bias added to the scores only to choose "
                                            "experts, not to weight them (DeepSeek-V3 load balancing without aux loss).")
+    selection_bias_parameter: bool = declare(False, "moe", "Store the selection bias as a frozen parameter, counted "
+                                              "in the total (ERNIE-4.5), rather than as a buffer (DeepSeek-V3); "
+                                              "the routing is the same; ignored without router_selection_bias.")
     router_groups: int = declare(1, "moe", "Group-limited selection: experts split into this many groups "
                                   "(must divide n_experts); 1 means no groups.", lo=1)
     router_group_topk: int = declare(1, "moe", "With groups: tokens choose experts only inside this many best "
@@ -129,8 +132,12 @@ class Router(nn.Module):
         self.cfg, self.k = cfg, cfg.experts_per_token
         self.weight = nn.Parameter(torch.empty(E, d))
         self.bias = nn.Parameter(torch.empty(E)) if cfg.expert_bias else None
-        # a buffer, not a parameter: DeepSeek-V3 adjusts it by load statistics, not by gradients
-        self.selection_bias = nn.Buffer(torch.zeros(E)) if cfg.router_selection_bias else None
+        # adjusted by load statistics, not by gradients: a buffer (DeepSeek-V3) or a frozen parameter (ERNIE-4.5)
+        bias = None
+        if cfg.router_selection_bias:
+            bias = (nn.Parameter(torch.zeros(E), requires_grad=False) if cfg.selection_bias_parameter
+                    else nn.Buffer(torch.zeros(E)))
+        self.selection_bias = bias
 
     @torch.no_grad()
     def init_weights(self, std: float, generator: torch.Generator) -> None:
@@ -310,7 +317,8 @@ def moe_params(cfg: ModelConfig) -> dict[str, int]:
     """Parameters of one MoE layer by component: router, shared_experts (with their gate), routed_experts."""
     E, d = cfg.n_experts, cfg.d_model
     shared = _ffn_params(cfg, cfg.shared_width, cfg.expert_bias) if cfg.n_shared_experts else 0
-    return {"router": E * d + (E if cfg.expert_bias else 0),
+    frozen = E if cfg.router_selection_bias and cfg.selection_bias_parameter else 0   # a counted selection bias
+    return {"router": E * d + (E if cfg.expert_bias else 0) + frozen,
             "shared_experts": shared + (d if cfg.shared_expert_gate else 0),
             "routed_experts": E * expert_params(cfg)}
 
