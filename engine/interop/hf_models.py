@@ -102,13 +102,14 @@ def read_checkpoint(folder: str | Path, weights: bool = True
     Raises ValueError with a readable message for anything missing or malformed."""
     folder = Path(folder)
     if folder.is_file() and folder.suffix == ".json":
-        config = json_loads(read_text(folder, MAX_CONFIG_BYTES, folder.name), folder.name)
+        config = json_loads(read_text(folder, MAX_CONFIG_BYTES, folder.name), folder.name, constants=True)
         return config, None, "random init (a config file, no weights)" if weights else "not read"
     if not folder.is_dir():
         raise ValueError(f"{folder}: not a folder (nor a .json config file)")
     if not (folder / "config.json").exists():
         raise ValueError(f"{folder}: no config.json")
-    config = json_loads(read_text(folder / "config.json", MAX_CONFIG_BYTES, "config.json"), "config.json")
+    config = json_loads(read_text(folder / "config.json", MAX_CONFIG_BYTES, "config.json"), "config.json",
+                        constants=True)
     files = _weight_files(folder) if weights else []
     if not weights:
         return config, None, "not read"
