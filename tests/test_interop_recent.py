@@ -69,7 +69,10 @@ CASES = {
     # 0.5 every 4 positions on the NoPE layers, MoE every 2nd layer (top-1 sigmoid on the expert input + shared)
     "llama4_text": ("llama4_text", dict(_LLAMA, intermediate_size_mlp=40, intermediate_size=24, num_local_experts=4,
                                         interleave_moe_layer_step=2, no_rope_layer_interval=2, attention_chunk_size=5,
-                                        floor_scale=4, attn_scale=0.5), "llama4_text"),
+                                        floor_scale=4, attn_scale=0.5,   # Scout's llama3 scaling: a hard cut at L0
+                                        rope_parameters={"rope_type": "llama3", "factor": 16.0, "rope_theta": 1e4,
+                                                         "low_freq_factor": 1.0, "high_freq_factor": 1.0,
+                                                         "original_max_position_embeddings": 8}), "llama4_text"),
     # ... every layer MoE, two experts per token, llama3 scaling, no QK-norm
     "llama4_text_moe": ("llama4_text", dict(_LLAMA, intermediate_size_mlp=40, intermediate_size=24,
                                             num_local_experts=4, num_experts_per_tok=2, use_qk_norm=False,

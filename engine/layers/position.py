@@ -152,8 +152,8 @@ def _scaling_problems(c: ModelConfig, ok: Callable[..., bool]) -> list[str]:
     if c.rope_scaling == "dynamic" and c.rotary_dim < 4:   # the new base has the exponent r / (r - 2)
         problems.append(f"rope_scaling: dynamic needs a rotary width of at least 4, got {c.rotary_dim}")
     if c.rope_scaling == "llama3" and ok("rope_low_freq_factor", "rope_high_freq_factor") \
-            and c.rope_high_freq_factor <= c.rope_low_freq_factor:
-        problems.append(f"rope_high_freq_factor: {c.rope_high_freq_factor:g} must be greater than "
+            and c.rope_high_freq_factor < c.rope_low_freq_factor:   # equal: a hard cut at the original context
+        problems.append(f"rope_high_freq_factor: {c.rope_high_freq_factor:g} must be at least "
                         f"rope_low_freq_factor={c.rope_low_freq_factor:g}")
     if c.rope_scaling == "longrope":
         half = c.rotary_dim // 2
