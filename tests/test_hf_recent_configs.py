@@ -92,3 +92,20 @@ def test_stored_counts_are_transformers_counts(name):
     pytest.importorskip("transformers", minversion="5.0")
     from tests.helpers import hf_language_counts
     assert hf_language_counts(_load(name)) == (INDEX[name]["hf_params"], INDEX[name]["hf_active"])
+
+
+@pytest.mark.parametrize("preset,name", [("gemma-3-27b", "gemma-3-27b-it.json"),
+                                         ("llama-4-scout-17b-16e", "llama-4-scout-17b-16e.json"),
+                                         ("smollm3-3b", "smollm3-3b-base.json"), ("glm-4.5-air", "glm-4.5-air.json"),
+                                         ("olmo-3-7b", "olmo-3-7b.json"),
+                                         ("ministral-3-3b", "ministral-3-3b-instruct-2512.json")])
+def test_presets_are_the_published_configs(preset, name):
+    """Each 2025-26 preset, written by hand, is what importing its published config.json gives (name aside) and
+    counts what transformers counts (total, and active for a mixture of experts; test_stored_counts_are_...
+    re-derives those from transformers)."""
+    from engine.presets import PRESETS
+    cfg = import_hf(_load(name)).config
+    assert PRESETS[preset].config == cfg.replace(name=preset)
+    counts = count_params(cfg)
+    assert PRESETS[preset].reference_params == counts.total == INDEX[name]["hf_params"]
+    assert (counts.active if cfg.n_experts else None) == INDEX[name]["hf_active"]
