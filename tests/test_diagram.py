@@ -70,3 +70,15 @@ def test_moe_block_draws_the_router_choosing_k_of_e_and_the_shared_expert():
     assert "d_ff 1,408 each" in dot and "b_up" not in dot        # no dense FFN drawn in its place
     mixed = block_dot(PRESETS["mixtral-8x7b"].config.replace(moe_first_dense=1))
     assert "MoE in 31 of 32 layers" in mixed and "2 of 8 routed experts" in mixed
+
+
+def test_llama4_diagram_shows_chunks_temperature_and_the_gain_free_qk_norm():
+    """Llama 4's attention box names what makes it Llama 4: chunked local layers, the NoPE layers' query
+    temperature and the QK-norm without gain on the rotating layers; the mask says chunk."""
+    from app.diagram import attention_label
+    cfg = PRESETS["llama-4-scout-17b-16e"].config
+    labels = attention_label(cfg) + " ".join(node_labels(block_dot(cfg)))
+    assert "chunked layers: own block of 8,192 only" in labels
+    assert "q × (1 + 0.1·ln(1 + ⌊(p+1)/8,192⌋)) on NoPE layers" in labels
+    assert "QK-norm on q and k (no gain, RoPE layers only)" in labels
+    assert "causal mask + chunk" in labels
