@@ -335,3 +335,17 @@ def hf_language_counts(config: dict) -> tuple[int, int | None]:
             experts = params[0].shape[0]
             skipped += sum(p.numel() for p in params) * (experts - k) // experts
     return total, (total - skipped if skipped else None)
+
+
+def assert_both_attention_paths_match(ours, idx, ref, atol: float = 1e-5) -> None:
+    """Our logits equal `ref` (a transformers model's, non-trivial ones) through SDPA and through the explicit
+    softmax path alike."""
+    import torch
+    assert ref.abs().max() > 1.0
+    for impl in ("sdpa", "explicit"):
+        ours.set_attention(impl)
+        try:
+            with torch.no_grad():
+                torch.testing.assert_close(ours(idx), ref, rtol=1e-5, atol=atol)
+        finally:
+            ours.set_attention("sdpa")

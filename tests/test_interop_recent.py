@@ -13,7 +13,8 @@ from engine.budget.params import count_params  # noqa: E402
 from engine.interop import to_hf_config, to_transformers  # noqa: E402
 from engine.interop.hf_wrappers import WRAPPERS, language_state  # noqa: E402
 from engine.interop.weights import ours_to_hf, pairs_for  # noqa: E402
-from tests.helpers import assert_same_weights, convert_cases, pairs_missing_from  # noqa: E402
+from tests.helpers import (assert_both_attention_paths_match, assert_same_weights, convert_cases,  # noqa: E402
+                           pairs_missing_from)
 
 transformers.logging.set_verbosity_error()
 V, T = 97, 16
@@ -150,15 +151,8 @@ def _logits(hf, idx):
 def test_logits_match_transformers(converted, name):
     hf, ours, idx = converted[name]
     with torch.no_grad():
-        ref, got = _logits(hf, idx), ours(idx)
-    assert ref.abs().max() > 1.0
-    torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-4)
-    ours.set_attention("explicit")
-    try:
-        with torch.no_grad():
-            torch.testing.assert_close(ours(idx), ref, rtol=1e-5, atol=1e-4)
-    finally:
-        ours.set_attention("sdpa")
+        ref = _logits(hf, idx)
+    assert_both_attention_paths_match(ours, idx, ref, atol=1e-4)
 
 
 @pytest.mark.parametrize("name", CASES)

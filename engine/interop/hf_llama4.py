@@ -23,7 +23,7 @@ from engine.interop.hf_defaults import _LLAMA, DEFAULTS, GATED_ACTS
 from engine.interop.hf_reader import _decoder, _Reader
 from engine.interop.hf_recent import nope_layers
 from engine.interop.hf_writer import _GATED, _decoder as _write_decoder, _Writer
-from engine.interop.pair import Pair
+from engine.interop.pair import Pair, dense_mlp_pairs, norm_pairs
 
 DEFAULTS["llama4_text"] = dict(
     _LLAMA, vocab_size=202048, hidden_size=5120, intermediate_size=8192, intermediate_size_mlp=16384,
@@ -133,11 +133,10 @@ def llama4_pairs(cfg: ModelConfig) -> list[Pair]:
         h, o = f"model.layers.{i}.", f"blocks.{i}."
         pairs += [Pair(f"{h}self_attn.{x}_proj", (f"{o}attn.{x}_proj",), f"rope_pairs_{x}") for x in "qk"]
         pairs += [Pair(f"{h}self_attn.{x}_proj", (f"{o}attn.{x}_proj",), "copy") for x in "vo"]
-        pairs += [Pair(h + "input_layernorm", (o + "norm1",), "copy"),
-                  Pair(h + "post_attention_layernorm", (o + "norm2",), "copy")]
+        pairs += norm_pairs(h, o)
         f, e = h + "feed_forward.", o + "ffn."
         if not moe:
-            pairs += [Pair(f"{f}{x}_proj", (f"{e}{x}",), "copy") for x in ("gate", "up", "down")]
+            pairs += dense_mlp_pairs(h, o, "feed_forward.")
             continue
         pairs += [Pair(f + "router", (e + "router",), "copy"),
                   Pair(f + "experts.gate_up_proj", (e + "experts.gate", e + "experts.up"), "halves_t", raw=True),

@@ -20,7 +20,7 @@ from engine.interop.hf_defaults import _MOE, DEFAULTS, GATED_ACTS
 from engine.interop.hf_moe import _sparse_layers
 from engine.interop.hf_reader import _decoder, _layer_windows, _Reader
 from engine.interop.hf_recent import strip_mrope
-from engine.interop.pair import Pair
+from engine.interop.pair import Pair, dense_mlp_pairs, norm_pairs, stacked_expert_pairs
 
 DEFAULTS.update({
     "glm4_moe": dict(_MOE, vocab_size=151552, hidden_size=4096, intermediate_size=10944, num_hidden_layers=46,
@@ -170,16 +170,12 @@ def recent_moe_pairs(cfg: ModelConfig, family: str) -> list[Pair]:
                   for x in "qk"]
         pairs += [Pair(f"{h}self_attn.{x}_proj", (f"{o}attn.{x}_proj",), "copy") for x in "vo"]
         pairs += [Pair(f"{h}self_attn.{x}_norm", (f"{o}attn.{x}_norm",), "copy") for x in "qk" if cfg.qk_norm]
-        pairs += [Pair(h + "input_layernorm", (o + "norm1",), "copy"),
-                  Pair(h + "post_attention_layernorm", (o + "norm2",), "copy")]
+        pairs += norm_pairs(h, o)
         if not moe:
-            pairs += [Pair(f"{h}mlp.{x}_proj", (f"{o}ffn.{x}",), "copy") for x in ("gate", "up", "down")]
+            pairs += dense_mlp_pairs(h, o)
             continue
         pairs += [Pair(h + "mlp.gate.weight", (o + "ffn.router.weight",), "copy", raw=True),
-                  Pair(h + bias[0], (o + "ffn.router.selection_bias",), bias[1], raw=True),
-                  Pair(h + "mlp.experts.gate_up_proj", (o + "ffn.experts.gate", o + "ffn.experts.up"), "halves",
-                       raw=True),
-                  Pair(h + "mlp.experts.down_proj", (o + "ffn.experts.down",), "copy", raw=True)]
+                  Pair(h + bias[0], (o + "ffn.router.selection_bias",), bias[1], raw=True), *stacked_expert_pairs(h, o)]
         if cfg.n_shared_experts:
             pairs += [Pair(f"{h}mlp.shared_experts.{x}_proj", (f"{o}ffn.shared.{x}",), "copy")
                       for x in ("gate", "up", "down")]

@@ -24,6 +24,10 @@ REFUSED: dict[str, tuple[str, str]] = {
                                          "(v_norm), unscaled scores, global layers with their own head width and "
                                          "key/value heads (global_head_dim), key/value sharing across layers "
                                          "(num_kv_shared_layers) and per-layer input embeddings"),
+    "apertus": ("hidden_act", "xIELU, an activation with two learned scalars per layer (alpha_p, alpha_n), is not "
+                              "built"),
+    "hunyuan_v1_moe": ("model_type", "HunYuan normalizes q and k after RoPE with learned gains (query_layernorm, "
+                                     "key_layernorm) and extends RoPE by an NTK alpha; neither is modelled"),
     "mimo_v2_flash": ("v_head_dim", "values narrower than keys (v_head_dim vs head_dim), and sliding layers with "
                                     "twice the key/value heads and attention sinks of their own: one attention "
                                     "geometry for every layer is all we build"),
