@@ -61,8 +61,8 @@ class AttentionKnobs(Knobs):
     attn_sinks: bool = declare(False, "attention", "A learned logit per head joins the softmax as one more key that "
                                 "takes probability but adds no value, so a head can attend to nothing (gpt-oss).")
     qk_norm_scope: str = declare("head", "attention", "With qk_norm: one gain per head dimension shared by all "
-                                  "heads (Qwen3), one norm over all heads at once (OLMoE), or each head scaled to "
-                                  "unit RMS without a gain and only in layers that rotate (Llama 4's L2 norm).",
+                                  "heads (Qwen3), one norm over all heads at once (OLMoE), or each head normalized "
+                                  "without a gain and only in layers that rotate (Llama 4's L2 norm, with rmsnorm).",
                                   choices=("head", "all_heads", "rope_heads"))
 
     @property
