@@ -297,3 +297,55 @@ def pairs_missing_from(hf, pairs: list) -> list[str]:
     sd = hf.state_dict()
     modules = set(sd) | {k.rsplit(".", 1)[0] for k in sd}
     return [p.hf for p in pairs if p.hf not in modules]
+
+
+# ---- one layer measured on its own (the state-space mixers' tests) ---------------------------------------------
+def module_saved_bytes(module, x) -> int:
+    """Bytes of the distinct storages autograd saves in module(x), its parameters and its input x excluded (the
+    input belongs to whoever made it), each storage at its full size as engine.measure.activations counts them."""
+    import torch
+    skip = {p.untyped_storage().data_ptr() for p in module.parameters()} | {x.untyped_storage().data_ptr()}
+    seen: dict[int, int] = {}
+
+    def pack(t):
+        s = t.untyped_storage()
+        if s.data_ptr() not in skip:
+            seen[s.data_ptr()] = max(seen.get(s.data_ptr(), 0), s.nbytes())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        module(x)
+    return sum(seen.values())
+
+
+def hand_counted_flops(fn, *args) -> int:
+    """FLOPs of fn(*args) counted op by op the way a hand count goes: one per output element of an elementwise
+    multiply, add, subtract, divide or exp, 2*m*n*k for a (batched) matrix product, nothing for views, copies
+    and index shuffles. Any other op with floating-point output fails the count, so nothing slips by."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    aten = torch.ops.aten
+    elementwise = {aten.mul.Tensor, aten.add.Tensor, aten.sub.Tensor, aten.div.Tensor, aten.exp.default}
+    free = {aten.view.default, aten.unsqueeze.default, aten.squeeze.dim, aten.expand.default, aten.clone.default,
+            aten._unsafe_view.default, aten.repeat_interleave.self_int, aten.index_select.default,
+            aten.reshape.default, aten.slice.Tensor, aten.select.int, aten._to_copy.default, aten.copy_.default,
+            aten.squeeze.dims, aten.repeat_interleave.Tensor}
+
+    class Count(TorchDispatchMode):
+        flops = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if func in elementwise:
+                Count.flops += out.numel()
+            elif func is aten.bmm.default:
+                (b, m, k), n = args[0].shape, args[1].shape[-1]
+                Count.flops += 2 * b * m * n * k
+            elif func not in free and isinstance(out, torch.Tensor) and out.is_floating_point():
+                raise AssertionError(f"no hand-count rule for {func}")
+            return out
+
+    with Count():
+        fn(*args)
+    return Count.flops
