@@ -1,5 +1,6 @@
 """Causal self-attention: MHA/GQA/MQA, head_dim independent of d_model, sliding window, QK-norm, soft-capping,
 attention sinks.
+(This file is longer than 300 lines: the family's declared fields, its module and its closed forms stay in one place.)
 
 Two paths compute the same thing: PyTorch's fused scaled_dot_product_attention, and an explicit
 softmax(QK^T/sqrt(d)) V that also handles soft-capping (cap the scores, then mask) and sinks, and can keep the
@@ -11,16 +12,102 @@ score FLOPs, KV-cache bytes, bytes saved for backward), each matching the module
 """
 from __future__ import annotations
 
-from typing import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.config import ModelConfig
 from engine.layers.init import init_linear, init_norm
 from engine.layers.norm import STAT, make_norm, norm_params, norm_saved_bytes
 from engine.layers.position import alibi_bias, apply_rope, rope_layer_bytes
+from engine.validation import Knobs, declare
+
+if TYPE_CHECKING:   # engine.config assembles ModelConfig from this module's knobs
+    from engine.config import ModelConfig
+
+
+# ---- declared fields (engine/config.py assembles every family's into ModelConfig) ----------------------------
+@dataclass(frozen=True)
+class AttentionKnobs(Knobs):
+    """Attention fields and their derived widths and windows."""
+    n_heads: int = declare(12, "attention", "Number of query heads in every attention layer.", lo=1)
+    n_kv_heads: int | None = declare(None, "attention", "Key/value heads shared by groups of query heads: "
+                                      "equal to n_heads is MHA, 1 is MQA, in between is GQA.", lo=1,
+                                      null="same as n_heads (MHA)")
+    head_dim: int | None = declare(None, "attention", "Width of each head; heads times head_dim may differ from "
+                                    "d_model.", lo=1, null="d_model // n_heads")
+    attn_window: int | None = declare(None, "attention", "Sliding window: a query sees only keys within the last "
+                                       "this-many positions, itself included.", lo=1, null="full causal attention")
+    global_every: int | None = declare(None, "attention", "With a window, every k-th layer (k, 2k, ... counting "
+                                        "from 1) still uses full attention; ignored without a window or with "
+                                        "layer_types.", lo=1, null="every layer uses the window")
+    qk_norm: bool = declare(False, "attention", "Normalize each head's queries and keys before the dot product.")
+    # per-layer patterns and the score scale (Gemma-2/3, real configs of today)
+    layer_types: tuple[str, ...] | None = declare(None, "attention", "Attention of each layer in order, full or "
+                                                   "sliding (the window attn_window); overrides global_every.",
+                                                   choices=("full", "sliding"), null="the global_every rule")
+    attn_scale: float | None = declare(None, "attention", "Multiplier of q.k before the softmax (Gemma: "
+                                        "query_pre_attn_scalar^-0.5).", lo=0, lo_open=True, null="1/sqrt(head_dim)")
+    attn_softcap: float | None = declare(None, "attention", "Squash attention scores smoothly into (-c, c) with "
+                                          "c*tanh(s/c), before the causal mask.", lo=0, lo_open=True, null="no cap")
+    qkv_bias: bool = declare(False, "attention", "Biases on the query, key and value projections only (Qwen2).")
+    attn_sinks: bool = declare(False, "attention", "A learned logit per head joins the softmax as one more key that "
+                                "takes probability but adds no value, so a head can attend to nothing (gpt-oss).")
+    qk_norm_scope: str = declare("head", "attention", "With qk_norm: one gain per head dimension shared by all "
+                                  "heads (Qwen3), or one norm over all heads at once (OLMoE).",
+                                  choices=("head", "all_heads"))
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
+
+    @property
+    def head_width(self) -> int:
+        return self.d_model // self.n_heads if self.head_dim is None else self.head_dim
+
+    @property
+    def attn_width(self) -> int:
+        """A = n_heads * head_width: the width of the concatenated heads (may differ from d_model)."""
+        return self.n_heads * self.head_width
+
+    @property
+    def kv_width(self) -> int:
+        return self.kv_heads * self.head_width
+
+    def layer_window(self, i: int) -> int | None:
+        """Layer i's (0-based) sliding window, or None for full attention (constant time: the budgets ask per
+        layer, and 100,000 layers must not cost 100,000 lists)."""
+        if self.attn_window is None:
+            return None
+        if self.layer_types is not None:
+            return self.attn_window if self.layer_types[i] == "sliding" else None
+        k = self.global_every
+        return None if k and (i + 1) % k == 0 else self.attn_window
+
+    @property
+    def layer_windows(self) -> list[int | None]:
+        """Per layer (0-based list): the sliding window, or None for full attention."""
+        return [self.layer_window(i) for i in range(self.n_layers)]
+
+    @property
+    def attention_kind(self) -> str:
+        if self.mla:
+            return "MLA"
+        return "MHA" if self.kv_heads == self.n_heads else "MQA" if self.kv_heads == 1 else f"GQA-{self.kv_heads}"
+
+    @staticmethod
+    def rules(c: ModelConfig, ok: Callable[..., bool]) -> list[str]:
+        """Head counts that must divide, a head width that must not be 0, one layer type per layer."""
+        out = []
+        if ok("n_heads", "n_kv_heads") and c.n_kv_heads is not None and c.n_heads % c.n_kv_heads:
+            out.append(f"n_kv_heads: {c.n_kv_heads} does not divide n_heads={c.n_heads}")
+        if ok("head_dim", "d_model", "n_heads") and c.head_dim is None and c.d_model < c.n_heads:
+            out.append(f"head_dim: d_model={c.d_model} // n_heads={c.n_heads} is 0; set head_dim or use fewer heads")
+        if ok("layer_types", "n_layers") and c.layer_types is not None and len(c.layer_types) != c.n_layers:
+            out.append(f"layer_types: {len(c.layer_types)} entries for n_layers={c.n_layers}")
+        return out
 
 
 class LayerKV:

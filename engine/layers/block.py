@@ -7,20 +7,35 @@ diagram (app/diagram.py) read it. Below the module: the block's closed forms, su
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.config import ModelConfig
 from engine.layers.attention import (Attention, LayerKV, attention_matmul_params, attention_params,
                                      attention_saved_bytes)
 from engine.layers.ffn import GATE_ACTIVATION, ffn_matmul_params, ffn_params, ffn_saved_bytes, make_ffn
+from engine.layers.init import init_norm
 from engine.layers.mla import MLA, MLALayout, mla_layout, mla_matmul_params, mla_params, mla_saved_bytes
 from engine.layers.moe import MoE, moe_matmul_params, moe_params, moe_saved_bytes
-from engine.layers.init import init_norm
 from engine.layers.norm import make_norm, norm_params, norm_saved_bytes
+from engine.validation import Knobs, declare
+
+if TYPE_CHECKING:   # engine.config assembles ModelConfig from this module's knobs
+    from engine.config import ModelConfig
+
+
+# ---- declared fields (engine/config.py assembles every family's into ModelConfig) ----------------------------
+@dataclass(frozen=True)
+class BlockKnobs(Knobs):
+    """How a block combines its branches, and what every linear layer carries."""
+    block: str = declare("serial", "block", "serial: attention then FFN; parallel: both read the same input and "
+                          "their outputs are added.", choices=("serial", "parallel"))
+    parallel_shared_norm: bool = declare(False, "block", "One norm feeds both branches of a parallel block; ignored for serial blocks.")
+    bias: bool = declare(True, "block", "Biases on every linear layer in attention and FFN.")
+    dropout: float = declare(0.0, "block", "Share of activations zeroed at random during training.", lo=0, hi=1,
+                              hi_open=True)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
 """Mixture of experts: a router picks k of E expert FFNs per token; shared experts see every token.
+(This file is longer than 300 lines: the family's declared fields, its module and its closed forms stay in one place.)
 
     y = sum_{e in topk(x)} w_e(x) * FFN_e(x)  +  [sigmoid(x g)] * FFN_shared(x)
 
@@ -16,13 +17,106 @@ Closed forms beside the module (d = d_model, f = expert width, s = shared width,
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.config import ModelConfig
 from engine.layers.ffn import ACTIVATIONS, DenseFFN, GatedFFN, config_unit, ffn_saved_bytes
 from engine.layers.init import init_linear
+from engine.validation import Knobs, declare
+
+if TYPE_CHECKING:   # engine.config assembles ModelConfig from this module's knobs
+    from engine.config import ModelConfig
+
+
+ROUTERS = ("softmax_topk", "topk_softmax", "sigmoid")
+
+
+# ---- declared fields (engine/config.py assembles every family's into ModelConfig) ----------------------------
+@dataclass(frozen=True)
+class MoEKnobs(Knobs):
+    """Mixture of experts; n_experts null keeps every FFN dense."""
+    n_experts: int | None = declare(None, "moe", "Routed experts E in each MoE layer: FFNs of which a router picks "
+                                     "experts_per_token for every token.", lo=1, null="dense FFN in every layer")
+    experts_per_token: int = declare(2, "moe", "k: routed experts each token uses (k <= n_experts).", lo=1)
+    expert_d_ff: int | None = declare(None, "moe", "Hidden width of one routed expert (same FFN type as `ffn`).",
+                                       lo=1, null="the dense FFN width")
+    n_shared_experts: int | None = declare(None, "moe", "Always-on experts every token passes through besides the routed "
+                                     "ones (Qwen2-MoE, DeepSeek); built as one FFN of n_shared_experts times "
+                                     "shared_d_ff.", lo=1, null="no shared expert")
+    shared_d_ff: int | None = declare(None, "moe", "Hidden width of one shared expert.", lo=1,
+                                       null="expert_d_ff")
+    shared_expert_gate: bool = declare(False, "moe", "Scale the shared experts' output by sigmoid(x w), "
+                                        "one learned vector w (Qwen2-MoE).")
+    moe_first_dense: int | None = declare(None, "moe", "The first this-many layers keep a dense FFN (DeepSeek "
+                                           "first_k_dense_replace).", lo=1, null="no leading dense layers")
+    moe_every: int = declare(1, "moe", "Only layers k, 2k, ... (counting from 1) are MoE; the others stay dense "
+                              "(Qwen decoder_sparse_step).", lo=1)
+    router: str = declare("softmax_topk", "moe", "softmax_topk: softmax over all experts, keep the k largest "
+                            "(Mixtral, Qwen, OLMoE); topk_softmax: keep the k largest logits, softmax over them; "
+                            "sigmoid: independent sigmoid scores (DeepSeek-V3).", choices=ROUTERS)
+    router_renorm: bool = declare(True, "moe", "Rescale the k kept weights to sum to 1 (Mixtral, Qwen3-MoE; off "
+                                   "in Qwen1.5-MoE and OLMoE). topk_softmax sums to 1 anyway.")
+    router_selection_bias: bool = declare(False, "moe", "A per-expert bias added to the scores only to choose "
+                                           "experts, not to weight them (DeepSeek-V3 load balancing without aux loss).")
+    router_groups: int = declare(1, "moe", "Group-limited selection: experts split into this many groups "
+                                  "(must divide n_experts); 1 means no groups.", lo=1)
+    router_group_topk: int = declare(1, "moe", "With groups: tokens choose experts only inside this many best "
+                                      "groups (scored by router_group_score).", lo=1)
+    router_group_score: str = declare("top2_sum", "moe", "With groups: a group's score is the sum of its two best "
+                                       "expert scores (DeepSeek-V3) or its best one (DeepSeek-V2).",
+                                       choices=("top2_sum", "max"))
+    routed_scale: float = declare(1.0, "moe", "Multiply the routed experts' weights by this factor "
+                                   "(DeepSeek-V3 routed_scaling_factor 2.5).", lo=0, lo_open=True)
+    expert_bias: bool = declare(False, "moe", "Biases on the router and on every expert projection (gpt-oss).")
+    aux_loss_coef: float = declare(0.01, "moe", "Training: weight of the load-balancing loss "
+                                    "E * sum_i f_i P_i (Switch / Mixtral), added to the language-model loss.", lo=0)
+    z_loss_coef: float = declare(0.0, "moe", "Training: weight of the router z-loss mean(logsumexp(logits)^2) "
+                                  "(ST-MoE), which keeps router logits small.", lo=0)
+
+    @property
+    def expert_width(self) -> int:
+        return self.ffn_width if self.expert_d_ff is None else self.expert_d_ff
+
+    @property
+    def shared_width(self) -> int:
+        """Hidden width of the one FFN that holds all shared experts (0 without shared experts)."""
+        return (self.n_shared_experts or 0) * (self.expert_width if self.shared_d_ff is None else self.shared_d_ff)
+
+    @property
+    def moe_layers(self) -> list[bool]:
+        """Per layer (0-based list): a mixture of experts (True) or a dense FFN."""
+        if self.n_experts is None:
+            return [False] * self.n_layers
+        return [i >= (self.moe_first_dense or 0) and (i + 1) % self.moe_every == 0 for i in range(self.n_layers)]
+
+    @staticmethod
+    def rules(c: ModelConfig, ok: Callable[..., bool]) -> list[str]:
+        """Rules tying the mixture-of-experts fields together (only when n_experts is set)."""
+        if c.n_experts is None or not ok("n_experts"):
+            return []
+        E, out = c.n_experts, []
+        if ok("experts_per_token") and c.experts_per_token > E:
+            out.append(f"experts_per_token: {c.experts_per_token} is more than n_experts={E}")
+        if ok("router_groups") and E % c.router_groups:
+            out.append(f"router_groups: {c.router_groups} does not divide n_experts={E}")
+        elif ok("router_groups", "router_group_topk", "experts_per_token"):
+            if c.router_group_topk > c.router_groups:
+                out.append(f"router_group_topk: {c.router_group_topk} is more than router_groups={c.router_groups}")
+            elif c.router_groups > 1 and c.experts_per_token > c.router_group_topk * (E // c.router_groups):
+                out.append(f"experts_per_token: {c.experts_per_token} is more than the {c.router_group_topk} chosen "
+                           f"groups hold ({c.router_group_topk} * {E // c.router_groups} experts)")
+            elif c.router_groups > 1 and c.router_group_score == "top2_sum" and E // c.router_groups < 2:
+                out.append(f"router_groups: {c.router_groups} groups of {E // c.router_groups} expert; a group "
+                           f"score sums its two best experts, so a group needs at least 2")
+        if ok("shared_expert_gate", "n_shared_experts") and c.shared_expert_gate and not c.n_shared_experts:
+            out.append("shared_expert_gate: there is no shared expert to gate; set n_shared_experts >= 1")
+        if ok("moe_first_dense", "moe_every", "n_layers") and not any(c.moe_layers):
+            out.append(f"moe_first_dense: with moe_every={c.moe_every} no layer of n_layers={c.n_layers} is MoE")
+        return out
 
 
 class Router(nn.Module):

@@ -4,13 +4,16 @@ Below the modules: the family's closed forms (parameters, bytes saved for backwa
 here and its NORMS entry (plus what it saves in norm_saved_bytes)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-if TYPE_CHECKING:   # engine.config reads the norm choices from NORMS
+from engine.validation import Knobs, declare
+
+if TYPE_CHECKING:   # engine.config assembles ModelConfig from this module's knobs
     from engine.config import ModelConfig
 
 
@@ -43,6 +46,31 @@ class RMSNorm(nn.Module):
 
 # The config's `norm` choices, the diagram's labels and the bias rule all read this table.
 NORMS: dict[str, type[LayerNorm] | type[RMSNorm]] = {"layernorm": LayerNorm, "rmsnorm": RMSNorm}
+
+
+# ---- declared fields (engine/config.py assembles every family's into ModelConfig) ----------------------------
+@dataclass(frozen=True)
+class NormKnobs(Knobs):
+    """Normalization: statistics, gains and biases, and where the norms sit."""
+    norm: str = declare("layernorm", "normalization", "LayerNorm subtracts the mean and divides by the standard "
+                         "deviation; RMSNorm only divides by the root mean square.", choices=tuple(NORMS))
+    norm_eps: float = declare(1e-5, "normalization", "Small number added inside the square root for stability.",
+                               lo=0, lo_open=True)
+    norm_bias: bool | None = declare(None, "normalization", "LayerNorm's learned shift (beta); RMSNorm has none.",
+                                      null="follow the norm: on for layernorm, off for rmsnorm")
+    norm_affine: bool = declare(True, "normalization", "Learned per-channel gain after normalizing; off gives a "
+                                 "parameter-free norm.")
+    embed_norm: bool = declare(False, "normalization", "Normalize right after the embeddings (microgpt, BLOOM).")
+    norm_placement: str = declare("pre", "normalization", "pre: x + F(N(x)); post: N(x + F(x)); sandwich: "
+                                   "x + N2(F(N1(x))); post_branch: x + N(F(x)), the branch output normalized "
+                                   "(OLMo-2).", choices=("pre", "post", "sandwich", "post_branch"))
+    final_norm: bool = declare(True, "normalization", "A norm on the last hidden state, before the output head.")
+
+    @staticmethod
+    def rules(c: ModelConfig, ok: Callable[..., bool]) -> list[str]:
+        if ok("norm", "norm_bias") and not NORMS[c.norm].has_bias and c.norm_bias:
+            return [f"norm_bias: {c.norm} has no bias; set norm_bias: false"]
+        return []
 
 
 def has_bias(cfg: ModelConfig) -> bool:

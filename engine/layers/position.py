@@ -1,5 +1,6 @@
 """Position information: sinusoidal tables (added to the input), rotary embedding (applied to q and k) and ALiBi
 (a per-head linear penalty on attention scores, no parameters).
+(This file is longer than 300 lines: the family's declared fields, its module and its closed forms stay in one place.)
 
 Learned positions are a plain nn.Embedding in the model; "none" adds nothing.
 ALiBi (Press et al. 2022, BLOOM, MPT): head h adds -m_h * (i - j) to the score of query i for key j. For n heads
@@ -23,11 +24,128 @@ Written to give what transformers' rotary embeddings give (tests/test_rope_scali
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
 
 import torch
 
-from engine.config import ModelConfig
 from engine.runtime import DTYPE_BYTES
+from engine.validation import Knobs, declare
+
+if TYPE_CHECKING:   # engine.config assembles ModelConfig from this module's knobs
+    from engine.config import ModelConfig
+
+
+ROPE_SCALINGS = ("none", "linear", "dynamic", "llama3", "yarn", "longrope")
+
+
+# ---- declared fields (engine/config.py assembles every family's into ModelConfig) ----------------------------
+@dataclass(frozen=True)
+class PositionKnobs(Knobs):
+    """Positions: learned, sinusoidal, RoPE (with scaling, NoPE layers), ALiBi or none."""
+    position: str = declare("learned", "position", "How the model knows token order: a learned table, fixed "
+                             "sinusoids added to the input, rotary embedding of queries and keys, a linear "
+                             "penalty on attention scores growing with distance (alibi), or nothing.",
+                             choices=("learned", "sinusoidal", "rope", "alibi", "none"))
+    rope_base: float = declare(10000.0, "position", "RoPE base theta: larger means slower rotation, longer reach.",
+                                lo=1, lo_open=True)
+    rope_fraction: float = declare(1.0, "position", "Share of each head's dimensions that rotate (partial RoPE).",
+                                    lo=0, hi=1, lo_open=True)
+    rope_local_base: float | None = declare(None, "position", "Sliding-window layers use plain RoPE with this base "
+                                             "(Gemma-3: 10,000 locally, 1,000,000 globally).", lo=1, lo_open=True,
+                                             null="the same RoPE in every layer")
+    nope_layers: tuple[int, ...] | None = declare(None, "position", "Layers (counting from 1) that skip RoPE and "
+                                                   "see no positions at all (NoPE).", lo=1, null="RoPE in every layer")
+    # RoPE scaling (context extension), as transformers' rope_parameters; see engine/layers/position.py
+    rope_scaling: str = declare("none", "position", "Stretch RoPE beyond its training context: linear divides every "
+                                 "frequency, dynamic raises theta once the sequence is longer, llama3 and yarn slow "
+                                 "only the low frequencies, longrope multiplies each by its own factor.",
+                                 choices=ROPE_SCALINGS)
+    rope_factor: float = declare(1.0, "position", "Scaling factor s: the context is stretched s times (linear, "
+                                  "dynamic, llama3, yarn; longrope uses it for its attention correction).",
+                                  lo=0, lo_open=True)
+    rope_original_context: int | None = declare(None, "position", "Context length of pretraining, before "
+                                                 "scaling (llama3, yarn, longrope).", lo=1, null="context_length")
+    rope_low_freq_factor: float = declare(1.0, "position", "llama3: wavelengths above original context / this "
+                                           "are divided by the factor.", lo=0, lo_open=True)
+    rope_high_freq_factor: float = declare(4.0, "position", "llama3: wavelengths below original context / this "
+                                            "stay unscaled; in between is a smooth blend.", lo=0, lo_open=True)
+    rope_beta_fast: float = declare(32.0, "position", "yarn: dimensions rotating more than this often over the "
+                                     "original context keep their frequency.", lo=0, lo_open=True)
+    rope_beta_slow: float = declare(1.0, "position", "yarn: dimensions rotating fewer times than this are fully "
+                                     "interpolated (divided by the factor).", lo=0, lo_open=True)
+    rope_truncate: bool = declare(True, "position", "yarn: round the blend's dimension range to whole dimensions.")
+    rope_attention_factor: float | None = declare(None, "position", "yarn and longrope multiply cos and sin by "
+                                                   "this, sharpening attention at long range.", lo=0, lo_open=True,
+                                                   null="from rope_factor: yarn 0.1*ln(s)+1, longrope "
+                                                        "sqrt(1+ln(s)/ln(original context))")
+    rope_mscale_all_dim: float | None = declare(None, "position", "yarn with MLA (DeepSeek's mscale_all_dim m): "
+                                                 "the softmax scale is also multiplied by (0.1*m*ln(s)+1)^2, "
+                                                 "s = rope_factor; ignored without MLA or without yarn.", lo=0,
+                                                 lo_open=True, null="no softmax correction")
+    rope_short_factor: tuple[float, ...] | None = declare(None, "position", "longrope: per-frequency divisors "
+                                                           "(rotary_dim/2 numbers) within the original context.",
+                                                           lo=0, lo_open=True, null="not longrope")
+    rope_long_factor: tuple[float, ...] | None = declare(None, "position", "longrope: per-frequency divisors "
+                                                          "once the sequence is longer than the original context.",
+                                                          lo=0, lo_open=True, null="not longrope")
+
+    @property
+    def rotary_dim(self) -> int:
+        if self.position != "rope":
+            return 0
+        return self.qk_rope_head_dim if self.mla else int(round(self.head_width * self.rope_fraction))
+
+    def layer_rope(self, i: int) -> str | None:
+        """Layer i's (0-based) RoPE: 'global', 'local' (rope_local_base on a window layer) or None (no RoPE)."""
+        if self.position != "rope" or (self.nope_layers and i + 1 in self.nope_layers):
+            return None
+        local = self.rope_local_base is not None and self.layer_window(i) is not None
+        return "local" if local else "global"
+
+    @property
+    def layer_ropes(self) -> list[str | None]:
+        """layer_rope of every layer, in order."""
+        return [self.layer_rope(i) for i in range(self.n_layers)]
+
+    @staticmethod
+    def rules(c: ModelConfig, ok: Callable[..., bool]) -> list[str]:
+        """An even rotary width, the scaling type's own rules, layers that exist, a learned table that fits."""
+        out = []
+        if (ok("position", "head_dim", "d_model", "n_heads", "rope_fraction") and c.position == "rope"
+                and not c.mla and not (c.head_dim is None and c.d_model < c.n_heads)):   # 0: attention's problem
+            rot = c.head_width * c.rope_fraction
+            if abs(rot - round(rot)) > 1e-9 or round(rot) % 2 or round(rot) == 0:
+                out.append(f"head_dim: rope needs an even rotary width (head_dim*rope_fraction), "
+                           f"got {c.head_width}*{c.rope_fraction:g} = {rot:g}")
+        out += _scaling_problems(c, ok)
+        if ok("nope_layers", "n_layers") and c.nope_layers and max(c.nope_layers) > c.n_layers:
+            out.append(f"nope_layers: layer {max(c.nope_layers)} does not exist (n_layers={c.n_layers})")
+        if ok("position", "context_length") and c.position == "learned" and c.context_length > 1 << 24:
+            out.append(f"context_length: {c.context_length} is too long for a learned position table "
+                       f"(at most 16,777,216)")
+        return out
+
+
+def _scaling_problems(c: ModelConfig, ok: Callable[..., bool]) -> list[str]:
+    """Rules of the RoPE scaling fields (checked only with position = rope and that scaling type)."""
+    if c.position != "rope" or not ok("position", "rope_scaling", "head_dim", "rope_fraction"):
+        return []
+    problems = []
+    if c.rope_scaling == "dynamic" and c.rotary_dim < 4:   # the new base has the exponent r / (r - 2)
+        problems.append(f"rope_scaling: dynamic needs a rotary width of at least 4, got {c.rotary_dim}")
+    if c.rope_scaling == "llama3" and ok("rope_low_freq_factor", "rope_high_freq_factor") \
+            and c.rope_high_freq_factor <= c.rope_low_freq_factor:
+        problems.append(f"rope_high_freq_factor: {c.rope_high_freq_factor:g} must be greater than "
+                        f"rope_low_freq_factor={c.rope_low_freq_factor:g}")
+    if c.rope_scaling == "longrope":
+        half = c.rotary_dim // 2
+        for name in ("rope_short_factor", "rope_long_factor"):
+            value = getattr(c, name)
+            if ok(name) and (value is None or len(value) != half):
+                got = "null" if value is None else f"{len(value)} numbers"
+                problems.append(f"{name}: longrope needs rotary_dim/2 = {half} numbers, got {got}")
+    return problems
 
 
 def sinusoidal_table(positions: torch.Tensor, dim: int) -> torch.Tensor:
