@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -24,6 +25,34 @@ from torch import nn
 
 from engine.layers.init import init_linear
 from engine.layers.ssm import SSMState, causal_conv, conv_params, make_conv, recompute, state_bytes
+from engine.validation import Knobs, declare
+
+if TYPE_CHECKING:
+    from engine.config import ModelConfig
+
+
+@dataclass(frozen=True)
+class Mamba1Knobs(Knobs):
+    """Mamba-1 layers (layer_types mamba1); the state size, conv and biases are engine/layers/ssm.py's SSMKnobs."""
+    ssm_inner: int | None = declare(None, "ssm", "D: Mamba-1's inner width, every channel with its own N decays.",
+                                    lo=1, null="2*d_model (expand 2)")
+    ssm_dt_rank: int | None = declare(None, "ssm", "R: dt comes from a rank-R projection of each token.", lo=1,
+                                      null="ceil(d_model / 16)")
+    ssm_dt_norm: bool = declare(False, "ssm", "RMSNorm on dt's low-rank input, B and C (Jamba).")
+
+    @property
+    def ssm_inner_width(self) -> int:
+        return self.ssm_inner if self.ssm_inner is not None else 2 * self.d_model
+
+    @property
+    def ssm_dt_rank_width(self) -> int:
+        return self.ssm_dt_rank if self.ssm_dt_rank is not None else math.ceil(self.d_model / 16)
+
+
+def mamba1_dims(cfg: ModelConfig) -> Mamba1Dims:
+    """The layer's explicit dimensions from a config (the dt/B/C norms' epsilon is the model's norm_eps)."""
+    return Mamba1Dims(cfg.d_model, cfg.ssm_inner_width, cfg.ssm_state, cfg.ssm_dt_rank_width, cfg.ssm_conv_kernel,
+                      cfg.ssm_conv_bias, cfg.ssm_proj_bias, cfg.ssm_dt_norm, cfg.norm_eps, cfg.ssm_chunk)
 
 
 @dataclass(frozen=True)
@@ -37,15 +66,17 @@ class Mamba1Dims:
     proj_bias: bool = False        # in_proj and out_proj (x_proj has none, dt_proj always one)
     bcdt_norm: bool = False        # Jamba: RMSNorm (no gate) on dt_r, B and C
     norm_eps: float = 1e-6
-    chunk: int = 64                # L: tokens per chunk of selective_scan
+    chunk: int | None = None       # L: tokens per chunk of selective_scan (None: about sqrt(T), fewest steps)
 
 
 def selective_scan(x: torch.Tensor, dt: torch.Tensor, A: torch.Tensor, B: torch.Tensor, C: torch.Tensor,
-                   chunk: int, h0: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                   chunk: int | None = None, h0: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """The scan over a sequence (fp32): x, dt [b, T, D], A [D, N], B, C [b, T, N], h0 [b, D, N] or None ->
-    y [b, T, D] (without D x) and the final state [b, D, N]. Zero padding to whole chunks has dt = 0."""
+    y [b, T, D] (without D x) and the final state [b, D, N]. Zero padding to whole chunks has dt = 0. The chunk
+    length changes neither the result nor the products, only the number of sequential steps."""
     b, T, D = x.shape
-    N, L, pad = A.shape[1], chunk, (-T) % chunk
+    L = chunk or math.isqrt(T - 1) + 1
+    N, pad = A.shape[1], (-T) % L
     if pad:
         x, dt, B, C = (F.pad(t, (0, 0, 0, pad)) for t in (x, dt, B, C))
     c = (T + pad) // L
@@ -63,9 +94,8 @@ def selective_scan(x: torch.Tensor, dt: torch.Tensor, A: torch.Tensor, B: torch.
     for i in range(c):                                                   # carry the state across chunks
         entering.append(h)
         h = since_start[:, i, -1] * h + local[:, i, -1]
-    states = local + since_start * torch.stack(entering, 1)[:, :, None]
-    y = (states @ C.view(b, c, L, N, 1)).view(b, c * L, D)
-    return y[:, :T], h
+    states = (local + since_start * torch.stack(entering, 1)[:, :, None]).view(b, c * L, D, N)
+    return (states[:, :T] @ C[:, :T, :, None]).squeeze(-1), h
 
 
 def selective_step(h: torch.Tensor, x: torch.Tensor, dt: torch.Tensor, A: torch.Tensor, B: torch.Tensor,
@@ -171,11 +201,9 @@ def mamba1_state_bytes(dims: Mamba1Dims, e: int, convention: str = "transformers
 def mamba1_prefill_flops(dims: Mamba1Dims, batch: int, T: int) -> int:
     """Forward FLOPs of the chunked scan over `batch` sequences of T tokens as FlopCounterMode counts them:
     projections 2*matmul params per token, the conv 2*K*D per token, and reading the states h C 2*D*N per
-    token of the T padded to whole chunks. The scan's own updates are elementwise (not counted there):
-    about 7*D*N per token, as in decode."""
-    padded = -(-T // dims.chunk) * dims.chunk
+    token. The scan's own updates are elementwise (not counted there): about 7*D*N per token, as in decode."""
     D = dims.d_inner
-    return batch * (2 * mamba1_matmul_params(dims) * T + 2 * dims.conv_kernel * D * T + 2 * D * dims.state * padded)
+    return batch * T * (2 * mamba1_matmul_params(dims) + 2 * dims.conv_kernel * D + 2 * D * dims.state)
 
 
 def mamba1_backward_flops(dims: Mamba1Dims, batch: int, T: int) -> int:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING, Callable
 
 import torch
 import torch.nn.functional as F
@@ -22,11 +23,65 @@ from torch import nn
 
 from engine.layers.init import init_linear
 from engine.layers.ssm import SSMState, causal_conv, conv_params, make_conv, recompute, state_bytes
+from engine.validation import Knobs, declare
+
+if TYPE_CHECKING:
+    from engine.config import ModelConfig
 
 # y is normalised per group of d_in/G channels; the gate z enters before the norm (Mamba-2's own RMSNormGated,
 # Bamba, Nemotron-H, Granite-4.0-H), after it (Falcon-H1 mamba_norm_before_gate), or alone (mamba_rms_norm off)
 GATES = {"norm_gated": "RMSNorm(y * silu(z)) per group", "gate_normed": "RMSNorm(y) * silu(z) per group",
          "gate": "y * silu(z), no norm"}
+
+
+@dataclass(frozen=True)
+class Mamba2Knobs(Knobs):
+    """Mamba-2 layers (layer_types mamba2); the state size, conv and chunk are engine/layers/ssm.py's SSMKnobs."""
+    ssm_heads: int | None = declare(None, "ssm", "H: Mamba-2 heads, each with its own decay (A, dt) per token; "
+                                    "the inner width is H*ssm_head_dim.", lo=1,
+                                    null="2*d_model // ssm_head_dim (expand 2)")
+    ssm_head_dim: int = declare(64, "ssm", "P: channels per Mamba-2 head.", lo=1)
+    ssm_groups: int = declare(1, "ssm", "G: B and C (what is written to and read from the state) are shared by "
+                              "the heads of a group, as key/value heads in GQA; must divide ssm_heads.", lo=1)
+    ssm_gate: str = declare("norm_gated", "ssm", "How the output gate z meets the grouped RMSNorm: "
+                            + "; ".join(f"{k}: {v}" for k, v in GATES.items()) + ".", choices=tuple(GATES))
+    ssm_dt_min: float = declare(0.0, "ssm", "dt is clamped from below at this value in the chunked scan "
+                                "(transformers' time_step_limit; Nemotron-H: time_step_min).", lo=0)
+    ssm_dt_max: float | None = declare(None, "ssm", "dt is clamped from above at this value.", lo=0,
+                                       lo_open=True, null="no upper limit")
+    ssm_in_scale: float = declare(1.0, "ssm", "Falcon-H1 ssm_in_multiplier: the mixer's input is scaled by this.",
+                                  lo=0, lo_open=True)
+    ssm_proj_scales: tuple[float, ...] | None = declare(
+        None, "ssm", "Falcon-H1 ssm_multipliers: five scales of the input projection's outputs z, x, B, C, dt.",
+        null="all one")
+
+    @property
+    def ssm_head_count(self) -> int:
+        return self.ssm_heads if self.ssm_heads is not None else max(1, 2 * self.d_model // self.ssm_head_dim)
+
+    @staticmethod
+    def rules(c: ModelConfig, ok: Callable[..., bool]) -> list[str]:
+        """Checked only when some layer is Mamba-2: groups divide the heads, five projection scales, dt limits
+        in order."""
+        if not c.uses("mamba2"):
+            return []
+        out = []
+        if ok("ssm_heads", "ssm_groups", "ssm_head_dim", "d_model") and c.ssm_head_count % c.ssm_groups:
+            out.append(f"ssm_groups: {c.ssm_groups} does not divide ssm_heads={c.ssm_head_count}")
+        if ok("ssm_proj_scales") and c.ssm_proj_scales is not None and len(c.ssm_proj_scales) != 5:
+            out.append(f"ssm_proj_scales: five scales (z, x, B, C, dt), got {len(c.ssm_proj_scales)}")
+        if ok("ssm_dt_min", "ssm_dt_max") and c.ssm_dt_max is not None and c.ssm_dt_max < c.ssm_dt_min:
+            out.append(f"ssm_dt_max: {c.ssm_dt_max:g} is below ssm_dt_min={c.ssm_dt_min:g}")
+        return out
+
+
+def mamba2_dims(cfg: ModelConfig) -> Mamba2Dims:
+    """The layer's explicit dimensions from a config (the gated norm's epsilon is the model's norm_eps)."""
+    scales = cfg.ssm_proj_scales
+    return Mamba2Dims(cfg.d_model, cfg.ssm_head_count, cfg.ssm_head_dim, cfg.ssm_state, cfg.ssm_groups,
+                      cfg.ssm_conv_kernel, cfg.ssm_chunk, cfg.ssm_conv_bias, cfg.ssm_proj_bias, cfg.ssm_gate,
+                      cfg.norm_eps, cfg.ssm_dt_min, math.inf if cfg.ssm_dt_max is None else cfg.ssm_dt_max,
+                      cfg.ssm_in_scale, None if scales is None else tuple(scales))
 
 
 @dataclass(frozen=True)

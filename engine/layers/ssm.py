@@ -13,7 +13,23 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.validation import Knobs, declare
+
 STAT = 4   # bytes of an fp32 element: the recurrent state and the scan's working tensors
+
+
+@dataclass(frozen=True)
+class SSMKnobs(Knobs):
+    """What the Mamba-1 and Mamba-2 mixers share (engine/layers/mamba1.py, mamba2.py declare the rest)."""
+    ssm_state: int = declare(128, "ssm", "N: numbers of recurrent state per channel (Mamba-2: per head "
+                             "dimension); the state a sequence keeps is this many times the inner width.", lo=1)
+    ssm_conv_kernel: int = declare(4, "ssm", "K: the short causal convolution in front of the scan sees the last "
+                                   "K tokens of each channel; decoding keeps K-1 (or K) of them.", lo=1)
+    ssm_conv_bias: bool = declare(True, "ssm", "A bias per channel on the short convolution.")
+    ssm_proj_bias: bool = declare(False, "ssm", "Biases on the mixer's input and output projections.")
+    ssm_chunk: int = declare(256, "ssm", "Tokens per chunk of the chunked scan (training and prefill): inside a "
+                             "chunk an attention-like product, between chunks the state carried on. Changes the "
+                             "FLOPs of prefill, never the result.", lo=1)
 
 
 class SSMState:
