@@ -147,7 +147,7 @@ def test_ffn_formula_names_the_dense_activation_or_the_gate_of_each_choice():
     """Called here, not read from activation_grid's import-time table: the formula the lecture prints."""
     assert {ffn: ffn_formula(ffn) for ffn in FIELDS["ffn"].choices} == {
         "relu": "max(0, x)", "gelu": "x·Φ(x)  (exact, Φ = normal CDF)",
-        "gelu_tanh": "x·½(1 + tanh(√(2/π)(x + 0.044715x³)))", "silu": "x·σ(x)",
+        "gelu_tanh": "x·½(1 + tanh(√(2/π)(x + 0.044715x³)))", "silu": "x·σ(x)", "relu2": "max(0, x)²",
         "swiglu": "SiLU(g)·u", "geglu": "GELU(g)·u", "geglu_tanh": "GELU_tanh(g)·u", "reglu": "ReLU(g)·u",
         "swiglu_clamped": "g'·σ(α·g')·(u' + 1),  g' = min(g, limit), u' = clamp(u, ±limit)"}
 

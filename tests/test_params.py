@@ -87,7 +87,7 @@ def test_every_choice_combination_counts_exactly():
     for cfg in choice_configs():
         check(cfg)
         n += 1
-    assert n == 2 * len(FIELDS["norm_placement"].choices) * 3 * 9 * len(FIELDS["position"].choices) * 3
+    assert n == 2 * len(FIELDS["norm_placement"].choices) * 3 * 10 * len(FIELDS["position"].choices) * 3
 
 
 BOOLEANS = ("norm_bias", "norm_affine", "embed_norm", "final_norm", "qk_norm", "tie_embeddings", "bias",

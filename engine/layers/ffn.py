@@ -38,6 +38,8 @@ ACTIVATIONS: dict[str, Activation] = {
     "gelu_tanh": Activation(functools.partial(F.gelu, approximate="tanh"), "GELU_tanh",
                             "x·½(1 + tanh(√(2/π)(x + 0.044715x³)))", False),
     "silu": Activation(F.silu, "SiLU", "x·σ(x)", False),
+    # Nemotron-H's MLP and experts (transformers' ACT2FN["relu2"]); keeps relu's output, then squares it
+    "relu2": Activation(lambda x: torch.square(F.relu(x)), "ReLU²", "max(0, x)²", False),
 }
 # swiglu_clamped (gpt-oss) gates with a SiLU of slope alpha, after clamping (ClampedSwiGLU below)
 GATE_ACTIVATION = {"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh", "reglu": "relu",
