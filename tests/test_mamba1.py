@@ -71,13 +71,13 @@ def test_decoding_with_the_state_equals_the_full_forward(family):
     with torch.no_grad():
         full = ours(x)
         state = SSMState()
-        stepped = torch.cat([ours(x[:, t:t + 1], state) for t in range(T)], 1)
+        stepped = torch.cat([ours(x[:, t:t + 1], cache=state) for t in range(T)], 1)
         state2 = SSMState()
-        split = torch.cat([ours(x[:, :6], state2)] + [ours(x[:, t:t + 1], state2) for t in range(6, T)], 1)
+        split = torch.cat([ours(x[:, :6], cache=state2)] + [ours(x[:, t:t + 1], cache=state2) for t in range(6, T)], 1)
     tol = dict(rtol=0, atol=2e-5 * full.abs().max().item())
     torch.testing.assert_close(stepped, full, **tol)
     torch.testing.assert_close(split, full, **tol)
-    torch.testing.assert_close(state.ssm, state2.ssm, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(state.recurrent, state2.recurrent, rtol=1e-4, atol=1e-5)
 
 
 def test_chunked_scan_equals_the_recurrence_for_every_chunk_size_and_a_starting_state():

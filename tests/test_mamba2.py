@@ -106,14 +106,14 @@ def test_decoding_with_the_state_equals_the_full_forward_and_transformers_cache(
         full = ours(x)
         stepped, state = [], SSMState()
         for t in range(T):                                        # token by token: the recurrent form only
-            stepped.append(ours(x[:, t:t + 1], state))
+            stepped.append(ours(x[:, t:t + 1], cache=state))
         split, state2 = [], SSMState()
-        split.append(ours(x[:, :7], state2))                      # a prompt (chunked), then decoding
-        split += [ours(x[:, t:t + 1], state2) for t in range(7, T)]
+        split.append(ours(x[:, :7], cache=state2))                      # a prompt (chunked), then decoding
+        split += [ours(x[:, t:t + 1], cache=state2) for t in range(7, T)]
     tol = dict(rtol=0, atol=2e-5 * full.abs().max().item())
     torch.testing.assert_close(torch.cat(stepped, 1), full, **tol)
     torch.testing.assert_close(torch.cat(split, 1), full, **tol)
-    torch.testing.assert_close(state.ssm, state2.ssm, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(state.recurrent, state2.recurrent, rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(state.conv, state2.conv, rtol=0, atol=0)
 
 
@@ -219,15 +219,17 @@ def test_state_conventions_by_their_sources_shapes():
     assert mamba2_state_bytes(dims, 2, "transformers") == {"conv": 4 * c * 2, "ssm": 128 * 64 * 128 * 4}
 
 
-def test_our_decode_state_holds_k_minus_one_conv_inputs_and_an_fp32_state():
+@pytest.mark.parametrize("state_dtype,ssm_e", [(None, 2), (torch.float32, 4)])
+def test_our_decode_state_holds_k_minus_one_conv_inputs_and_the_state_in_its_dtype(state_dtype, ssm_e):
+    """As vLLM: K-1 conv inputs in the model's dtype, the recurrent state in state_dtype (None: the model's)."""
     dims = DIMS[0]
-    m = _redrawn(Mamba2(dims), 5).to(torch.bfloat16)
+    m = _redrawn(Mamba2(dims, state_dtype), 5).to(torch.bfloat16)
     state = SSMState()
     with torch.no_grad():
-        m(torch.randn(2, T, 32, dtype=torch.bfloat16), state)
+        m(torch.randn(2, T, 32, dtype=torch.bfloat16), cache=state)
     assert state.conv.shape == (2, dims.conv_channels, 3) and state.conv.dtype == torch.bfloat16
-    assert state.ssm.shape == (2, 8, 8, 6) and state.ssm.dtype == torch.float32
-    assert state.nbytes() == 2 * sum(mamba2_state_bytes(dims, 2, "vllm", ssm_e=4).values())
+    assert state.recurrent.shape == (2, 8, 8, 6) and state.recurrent.element_size() == ssm_e
+    assert state.nbytes() == 2 * sum(mamba2_state_bytes(dims, 2, "vllm", ssm_e=ssm_e).values())
 
 
 def test_dt_limits_clamp_and_the_plain_gate_has_no_norm():

@@ -106,9 +106,9 @@ def selective_step(h: torch.Tensor, x: torch.Tensor, dt: torch.Tensor, A: torch.
 
 
 class Mamba1(nn.Module):
-    def __init__(self, dims: Mamba1Dims):
+    def __init__(self, dims: Mamba1Dims, state_dtype: torch.dtype | None = None):
         super().__init__()
-        self.dims = dims
+        self.dims, self.state_dtype = dims, state_dtype   # the decode cache's recurrent state (None: the input's)
         d, D, N, R = dims.d_model, dims.d_inner, dims.state, dims.dt_rank
         self.in_proj = nn.Linear(d, 2 * D, bias=dims.proj_bias)
         self.conv1d = make_conv(D, dims.conv_kernel, dims.conv_bias)
@@ -137,24 +137,25 @@ class Mamba1(nn.Module):
             if norm is not None:
                 norm.weight.fill_(1.0)
 
-    def forward(self, x: torch.Tensor, state: SSMState | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, pos: torch.Tensor | None = None, rope: tuple | None = None,
+                cache: SSMState | None = None) -> torch.Tensor:
         """x [b, T, d_model] -> [b, T, d_model]; a state is continued and updated as in Mamba2.forward, and in
         training only in_proj's output and out_proj's input are kept for backward (ssm.recompute)."""
         norms = (self.dt_norm, self.b_norm, self.c_norm)
         args = (self.in_proj(x), self.conv1d.weight, self.conv1d.bias, self.x_proj.weight, self.dt_proj.weight,
                 self.dt_proj.bias, self.A_log, self.D, *(None if n is None else n.weight for n in norms))
-        y = self._mix(state, *args) if state is not None else recompute(partial(self._mix, None), *args)
+        y = self._mix(cache, *args) if cache is not None else recompute(partial(self._mix, None), *args)
         return self.out_proj(y)
 
-    def _mix(self, state: SSMState | None, xz: torch.Tensor, conv_w: torch.Tensor, conv_b: torch.Tensor | None,
+    def _mix(self, cache: SSMState | None, xz: torch.Tensor, conv_w: torch.Tensor, conv_b: torch.Tensor | None,
              x_w: torch.Tensor, dt_w: torch.Tensor, dt_b: torch.Tensor, A_log: torch.Tensor, D: torch.Tensor,
              dt_g: torch.Tensor | None, b_g: torch.Tensor | None, c_g: torch.Tensor | None) -> torch.Tensor:
         """in_proj's output [b, T, 2D] -> out_proj's input [b, T, D] (the input dtype)."""
         dims = self.dims
         T = xz.shape[1]
-        step = state is not None and state.ssm is not None and T == 1
+        step = cache is not None and cache.recurrent is not None and T == 1
         xs, z = xz.chunk(2, dim=-1)
-        xs = causal_conv(xs, conv_w, conv_b, state)
+        xs = causal_conv(xs, conv_w, conv_b, cache)
         dt, B, C = F.linear(xs, x_w).split([dims.dt_rank, dims.state, dims.state], dim=-1)
         if dt_g is not None:
             eps = dims.norm_eps
@@ -163,12 +164,12 @@ class Mamba1(nn.Module):
         A = -A_log.float().exp()
         xs, B, C = xs.float(), B.float(), C.float()
         if step:
-            y, h = selective_step(state.ssm, xs[:, 0], dt[:, 0], A, B[:, 0], C[:, 0])
+            y, h = selective_step(cache.recurrent.float(), xs[:, 0], dt[:, 0], A, B[:, 0], C[:, 0])
             y = y[:, None]
         else:
-            y, h = selective_scan(xs, dt, A, B, C, dims.chunk, None if state is None else state.ssm)
-        if state is not None:
-            state.ssm = h.detach()
+            y, h = selective_scan(xs, dt, A, B, C, dims.chunk, None if cache is None else cache.recurrent)
+        if cache is not None:
+            cache.recurrent = h.detach().to(self.state_dtype or xz.dtype)
         return ((y + xs * D.float()) * F.silu(z.float())).to(xz.dtype)
 
 

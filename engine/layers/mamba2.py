@@ -181,9 +181,9 @@ def ssd_step(h: torch.Tensor, x: torch.Tensor, dt: torch.Tensor, A: torch.Tensor
 
 
 class Mamba2(nn.Module):
-    def __init__(self, dims: Mamba2Dims):
+    def __init__(self, dims: Mamba2Dims, state_dtype: torch.dtype | None = None):
         super().__init__()
-        self.dims = dims
+        self.dims, self.state_dtype = dims, state_dtype   # the decode cache's recurrent state (None: the input's)
         d, H = dims.d_model, dims.heads
         self.in_proj = nn.Linear(d, dims.proj_width, bias=dims.proj_bias)
         self.conv1d = make_conv(dims.conv_channels, dims.conv_kernel, dims.conv_bias)
@@ -212,7 +212,8 @@ class Mamba2(nn.Module):
         if self.norm is not None:
             self.norm.weight.fill_(1.0)
 
-    def forward(self, x: torch.Tensor, state: SSMState | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, pos: torch.Tensor | None = None, rope: tuple | None = None,
+                cache: SSMState | None = None) -> torch.Tensor:
         """x [b, T, d_model] -> [b, T, d_model]. With a state: the chunked scan continues from it (a prompt), or,
         for one token after a first call, the recurrent step; either way the state is updated. In training only
         in_proj's output and out_proj's input are kept for backward (ssm.recompute)."""
@@ -220,10 +221,10 @@ class Mamba2(nn.Module):
         zxbcdt = self.in_proj(x * s if s != 1.0 else x)
         args = (zxbcdt, self.conv1d.weight, self.conv1d.bias, self.dt_bias, self.A_log, self.D,
                 None if self.norm is None else self.norm.weight)
-        y = self._mix(state, *args) if state is not None else recompute(partial(self._mix, None), *args)
+        y = self._mix(cache, *args) if cache is not None else recompute(partial(self._mix, None), *args)
         return self.out_proj(y)
 
-    def _mix(self, state: SSMState | None, zxbcdt: torch.Tensor, conv_w: torch.Tensor, conv_b: torch.Tensor | None,
+    def _mix(self, cache: SSMState | None, zxbcdt: torch.Tensor, conv_w: torch.Tensor, conv_b: torch.Tensor | None,
              dt_bias: torch.Tensor, A_log: torch.Tensor, D: torch.Tensor, norm_w: torch.Tensor | None) -> torch.Tensor:
         """in_proj's output [b, T, proj_width] -> out_proj's input [b, T, d_in] (the input dtype)."""
         dims = self.dims
@@ -232,21 +233,21 @@ class Mamba2(nn.Module):
         if self.proj_scale is not None:
             zxbcdt = zxbcdt * self.proj_scale.to(zxbcdt.dtype)
         z, xbc, dt = zxbcdt.split([dims.d_inner, dims.conv_channels, H], dim=-1)
-        step = state is not None and state.ssm is not None and T == 1
-        xs, B, C = causal_conv(xbc, conv_w, conv_b, state).float().split([dims.d_inner, G * N, G * N], dim=-1)
+        step = cache is not None and cache.recurrent is not None and T == 1
+        xs, B, C = causal_conv(xbc, conv_w, conv_b, cache).float().split([dims.d_inner, G * N, G * N], dim=-1)
         dt = F.softplus(dt.float() + dt_bias.float())
         if dims.dt_min > 0 or dims.dt_max < math.inf:
             dt = dt.clamp(dims.dt_min, dims.dt_max)
         A = -A_log.float().exp()
         xs = xs.reshape(b, T, H, P)
         if step:
-            y, h = ssd_step(state.ssm, xs[:, 0], dt[:, 0], A, B.view(b, G, N), C.view(b, G, N))
+            y, h = ssd_step(cache.recurrent.float(), xs[:, 0], dt[:, 0], A, B.view(b, G, N), C.view(b, G, N))
             y = y[:, None]
         else:
             y, h = ssd_chunked(xs, dt, A, B.reshape(b, T, G, N), C.reshape(b, T, G, N), dims.chunk,
-                               None if state is None else state.ssm)
-        if state is not None:
-            state.ssm = h.detach()
+                               None if cache is None else cache.recurrent)
+        if cache is not None:
+            cache.recurrent = h.detach().to(self.state_dtype or zxbcdt.dtype)
         y = (y + xs * D.float()[:, None]).reshape(b, T, dims.d_inner)
         y = y * F.silu(z.float()) if norm_w is None else gated_rms_norm(y, z, norm_w, G, dims.norm_eps,
                                                                        dims.gate == "norm_gated")

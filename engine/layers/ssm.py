@@ -34,29 +34,29 @@ class SSMKnobs(Knobs):
 
 class SSMState:
     """One mixer layer's decode state: conv [B, channels, K-1] (the last K-1 conv inputs) and the recurrent
-    state (fp32, as transformers keeps it). None until a first forward fills them."""
+    state (in the mixer's state_dtype). None until a first forward fills them."""
 
     def __init__(self) -> None:
         self.conv: torch.Tensor | None = None
-        self.ssm: torch.Tensor | None = None
+        self.recurrent: torch.Tensor | None = None
 
     def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in (self.conv, self.ssm) if t is not None)
+        return sum(t.numel() * t.element_size() for t in (self.conv, self.recurrent) if t is not None)
 
 
 def causal_conv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
-                state: SSMState | None = None) -> torch.Tensor:
+                cache: SSMState | None = None) -> torch.Tensor:
     """silu(depthwise causal conv1d) over time: x [B, T, C], weight [C, 1, K] -> [B, T, C]. Position t sees inputs
     t-K+1 .. t; before the first token those are zeros, or, with a state, the K-1 inputs of the previous call
     (which it then replaces), so a prompt read in one call or token by token gives the same outputs."""
     K = weight.shape[-1]
     xt = x.transpose(1, 2)                                              # [B, C, T]
-    if state is not None and state.conv is not None:
-        xt = torch.cat([state.conv.to(xt.dtype), xt], dim=-1)
+    if cache is not None and cache.conv is not None:
+        xt = torch.cat([cache.conv.to(xt.dtype), xt], dim=-1)
     else:
         xt = F.pad(xt, (K - 1, 0))
-    if state is not None:
-        state.conv = xt[..., xt.shape[-1] - (K - 1):].detach().clone()  # the last K-1 inputs
+    if cache is not None:
+        cache.conv = xt[..., xt.shape[-1] - (K - 1):].detach().clone()  # the last K-1 inputs
     return F.silu(F.conv1d(xt, weight, bias, groups=weight.shape[0])).transpose(1, 2)
 
 
