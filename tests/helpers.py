@@ -349,3 +349,47 @@ def hand_counted_flops(fn, *args) -> int:
     with Count():
         fn(*args)
     return Count.flops
+
+
+def redrawn(module, seed: int, std: float = 0.3):
+    """The module with every parameter drawn again, N(0, std) from a seeded generator (so each one matters)."""
+    import torch
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * std)
+    return module
+
+
+def meta_flops(module, batch: int, seq: int) -> tuple[int, int]:
+    """(forward, backward) FLOPs FlopCounterMode counts for module on a meta input [batch, seq, d_model] (loss:
+    the output's sum), the backward without convolution_backward: torch's formula for it ignores groups and
+    counts a depthwise conv's gradient C times over (torch/utils/flop_counter.py says it skips groups)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+    m = module.to("meta")
+    x = torch.empty(batch, seq, m.dims.d_model, device="meta", requires_grad=True)
+    counter = FlopCounterMode(display=False)
+    with counter:
+        y = m(x)
+        forward = counter.get_total_flops()
+        y.sum().backward()
+    conv = {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}["aten.convolution_backward"]
+    return forward, counter.get_total_flops() - forward - conv
+
+
+def assert_same_layer(hf, ours, x, renamed=lambda name: name) -> None:
+    """A transformers layer and ours on the same input [B, T, d]: outputs within 1e-5 of the output's scale,
+    then the input's and every parameter's gradients (loss sum(y * y_hf)) within 1e-4; `renamed` maps an HF
+    parameter name to ours."""
+    import torch
+    x_hf, x_ours = x.clone().requires_grad_(), x.clone().requires_grad_()
+    y_hf, y_ours = hf(x_hf), ours(x_ours)
+    torch.testing.assert_close(y_ours, y_hf, rtol=0, atol=1e-5 * y_hf.abs().max().item())
+    (y_hf * y_hf.detach()).sum().backward()
+    (y_ours * y_hf.detach()).sum().backward()
+    torch.testing.assert_close(x_ours.grad, x_hf.grad, rtol=1e-4, atol=1e-4 * x_hf.grad.abs().max().item())
+    ref = {renamed(n): p for n, p in hf.named_parameters()}
+    for name, p in ours.named_parameters():
+        scale = ref[name].grad.abs().max().item()
+        torch.testing.assert_close(p.grad, ref[name].grad, rtol=1e-4, atol=1e-4 * scale, msg=name)

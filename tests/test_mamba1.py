@@ -4,12 +4,11 @@ closed forms (params, saved bytes, FLOPs, state bytes) == the module, FlopCounte
 transformers' cache."""
 import pytest
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 
 from engine.layers.mamba1 import (Mamba1, Mamba1Dims, mamba1_backward_flops, mamba1_decode_flops, mamba1_params,
                                   mamba1_prefill_flops, mamba1_state_bytes, selective_scan, selective_step)
 from engine.layers.ssm import SSMState
-from tests.helpers import hand_counted_flops, module_saved_bytes
+from tests.helpers import assert_same_layer, hand_counted_flops, meta_flops, module_saved_bytes, redrawn
 
 transformers = pytest.importorskip("transformers", minversion="5.0")
 transformers.logging.set_verbosity_error()
@@ -18,12 +17,10 @@ D_MODEL, T = 16, 13
 JAMBA_NAMES = {"dt_layernorm": "dt_norm", "b_layernorm": "b_norm", "c_layernorm": "c_norm"}
 
 
-def _redrawn(module: torch.nn.Module, seed: int) -> torch.nn.Module:
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in module.parameters():
-            p.copy_(torch.randn(p.shape, generator=g) * 0.3)
-    return module
+def _renamed(name: str) -> str:
+    """Jamba's name for a mixer tensor -> ours (its dt/B/C norms are *_layernorm)."""
+    head, dot, rest = name.partition(".")
+    return JAMBA_NAMES.get(head, head) + dot + rest
 
 
 def _pair(family: str, chunk: int):
@@ -39,10 +36,9 @@ def _pair(family: str, chunk: int):
         cfg = MambaConfig(hidden_size=D_MODEL, state_size=5, conv_kernel=3, expand=3, time_step_rank=4,
                           num_hidden_layers=1, use_conv_bias=False)
         hf, dims = MambaMixer(cfg, 0), Mamba1Dims(D_MODEL, 48, 5, 4, 3, False, False, False, chunk=chunk)
-    hf = _redrawn(hf, seed=chunk)
+    hf = redrawn(hf, seed=chunk)
     ours = Mamba1(dims)
-    sd = {k.replace(k.split(".")[0], JAMBA_NAMES.get(k.split(".")[0], k.split(".")[0])): v
-          for k, v in hf.state_dict().items()}
+    sd = {_renamed(k): v for k, v in hf.state_dict().items()}
     ours.load_state_dict(sd)
     return hf, ours
 
@@ -51,17 +47,7 @@ def _pair(family: str, chunk: int):
 def test_output_and_gradients_equal_transformers_slow_path(family, chunk):
     hf, ours = _pair(family, chunk)
     x = torch.randn(2, T, D_MODEL, generator=torch.Generator().manual_seed(1))
-    x_hf, x_ours = x.clone().requires_grad_(), x.clone().requires_grad_()
-    y_hf, y_ours = hf(x_hf), ours(x_ours)
-    torch.testing.assert_close(y_ours, y_hf, rtol=0, atol=1e-5 * y_hf.abs().max().item())
-    (y_hf * y_hf.detach()).sum().backward()
-    (y_ours * y_hf.detach()).sum().backward()
-    torch.testing.assert_close(x_ours.grad, x_hf.grad, rtol=1e-4, atol=1e-4 * x_hf.grad.abs().max().item())
-    ref = {JAMBA_NAMES.get(n.split(".")[0], n.split(".")[0]) + n[len(n.split(".")[0]):]: p
-           for n, p in hf.named_parameters()}
-    for name, p in ours.named_parameters():
-        scale = ref[name].grad.abs().max().item()
-        torch.testing.assert_close(p.grad, ref[name].grad, rtol=1e-4, atol=1e-4 * scale, msg=name)
+    assert_same_layer(hf, ours, x, _renamed)
 
 
 @pytest.mark.parametrize("family", ["jamba", "mamba"])
@@ -111,7 +97,7 @@ def test_params_closed_form_equals_the_module(dims):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("dims", DIMS)
 def test_saved_bytes_are_in_proj_output_and_out_proj_input(dims, dtype):
-    m = _redrawn(Mamba1(dims), 0).to(dtype)
+    m = redrawn(Mamba1(dims), 0).to(dtype)
     x = torch.randn(3, T, dims.d_model, dtype=dtype, requires_grad=True)
     assert module_saved_bytes(m, x) == 3 * T * 3 * dims.d_inner * x.element_size()
 
@@ -119,18 +105,9 @@ def test_saved_bytes_are_in_proj_output_and_out_proj_input(dims, dtype):
 @pytest.mark.parametrize("seq", [5, 13])
 @pytest.mark.parametrize("dims", DIMS)
 def test_prefill_and_backward_flops_equal_flop_counter(dims, seq):
-    """As for Mamba-2: convolution_backward left out of FlopCounterMode's count (it ignores groups) and taken
-    as 2x the conv's forward."""
-    m = Mamba1(dims).to("meta")
-    x = torch.empty(2, seq, dims.d_model, device="meta", requires_grad=True)
-    counter = FlopCounterMode(display=False)
-    with counter:
-        y = m(x)
-        forward = counter.get_total_flops()
-        y.sum().backward()
+    """Forward == FlopCounterMode; backward with the conv's gradient as 2x its forward (tests.helpers.meta_flops)."""
+    forward, backward = meta_flops(Mamba1(dims), 2, seq)
     assert forward == mamba1_prefill_flops(dims, 2, seq)
-    counts = {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}
-    backward = counter.get_total_flops() - forward - counts.pop("aten.convolution_backward")
     conv = 2 * 2 * dims.conv_kernel * dims.d_inner * seq
     assert backward + 2 * conv == mamba1_backward_flops(dims, 2, seq)
 

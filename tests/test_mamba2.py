@@ -5,12 +5,11 @@ import math
 
 import pytest
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 
 from engine.layers.mamba2 import (Mamba2, Mamba2Dims, mamba2_backward_flops, mamba2_conv_flops, mamba2_decode_flops,
                                   mamba2_params, mamba2_prefill_flops, mamba2_state_bytes, ssd_chunked, ssd_step)
 from engine.layers.ssm import SSMState
-from tests.helpers import hand_counted_flops, module_saved_bytes
+from tests.helpers import assert_same_layer, hand_counted_flops, meta_flops, module_saved_bytes, redrawn
 
 transformers = pytest.importorskip("transformers", minversion="5.0")
 transformers.logging.set_verbosity_error()
@@ -18,14 +17,6 @@ transformers.logging.set_verbosity_error()
 D_MODEL, T = 32, 13
 COMMON = dict(hidden_size=D_MODEL, num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2,
               intermediate_size=16)
-
-
-def _redrawn(module: torch.nn.Module, seed: int) -> torch.nn.Module:
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in module.parameters():
-            p.copy_(torch.randn(p.shape, generator=g) * 0.3)
-    return module
 
 
 def _hf_mixer(family: str, H: int, P: int, N: int, G: int, Q: int, **extra):
@@ -76,7 +67,7 @@ CASES = {"mamba2": ("mamba2", 8, 8, 6, 2, 5, {}), "bamba": ("bamba", 8, 8, 6, 1,
 def _pair(case: str):
     family, H, P, N, G, Q, extra = CASES[case]
     hf, dims = _hf_mixer(family, H, P, N, G, Q, **extra)
-    hf = _redrawn(hf, seed=len(case))
+    hf = redrawn(hf, seed=len(case))
     ours = Mamba2(dims)
     ours.load_state_dict(hf.state_dict())
     return hf, ours
@@ -85,17 +76,7 @@ def _pair(case: str):
 @pytest.mark.parametrize("case", CASES)
 def test_output_and_gradients_equal_transformers_torch_fallback(case):
     hf, ours = _pair(case)
-    x = torch.randn(2, T, D_MODEL, generator=torch.Generator().manual_seed(1))
-    x_hf, x_ours = x.clone().requires_grad_(), x.clone().requires_grad_()
-    y_hf, y_ours = hf(x_hf), ours(x_ours)
-    torch.testing.assert_close(y_ours, y_hf, rtol=0, atol=1e-5 * y_hf.abs().max().item())
-    (y_hf * y_hf.detach()).sum().backward()
-    (y_ours * y_hf.detach()).sum().backward()
-    torch.testing.assert_close(x_ours.grad, x_hf.grad, rtol=1e-4, atol=1e-4 * x_hf.grad.abs().max().item())
-    ref = dict(hf.named_parameters())
-    for name, p in ours.named_parameters():
-        scale = ref[name].grad.abs().max().item()
-        torch.testing.assert_close(p.grad, ref[name].grad, rtol=1e-4, atol=1e-4 * scale, msg=name)
+    assert_same_layer(hf, ours, torch.randn(2, T, D_MODEL, generator=torch.Generator().manual_seed(1)))
 
 
 @pytest.mark.parametrize("case", ["mamba2", "nemotron_h", "falcon-gate-only"])
@@ -149,7 +130,7 @@ def test_params_closed_form_equals_the_module(dims):
 def test_saved_bytes_are_in_proj_output_and_out_proj_input(dims, dtype):
     """Training keeps in_proj's output and out_proj's input (and the scaled input with in_scale), nothing between:
     the conv, scan and norm are recomputed in backward, as the fused Mamba-2 kernel does."""
-    m = _redrawn(Mamba2(dims), 0).to(dtype)
+    m = redrawn(Mamba2(dims), 0).to(dtype)
     x = torch.randn(3, T, dims.d_model, dtype=dtype, requires_grad=True)
     e = x.element_size()
     width = dims.proj_width + dims.d_inner + (dims.d_model if dims.in_scale != 1 else 0)
@@ -159,20 +140,9 @@ def test_saved_bytes_are_in_proj_output_and_out_proj_input(dims, dtype):
 @pytest.mark.parametrize("seq", [5, 13, 16])
 @pytest.mark.parametrize("dims", DIMS)
 def test_prefill_and_backward_flops_equal_flop_counter(dims, seq):
-    """Forward == FlopCounterMode. Backward: FlopCounterMode's formula for convolution_backward ignores groups
-    (torch/utils/flop_counter.py says it skips them), which counts a depthwise conv's gradient C times over; so
-    that op is left out of the count and the conv's gradient taken as what it is, two depthwise convs (grad input
-    and grad weight, K multiply-adds per element each), 2x its forward."""
-    m = Mamba2(dims).to("meta")
-    x = torch.empty(2, seq, dims.d_model, device="meta", requires_grad=True)
-    counter = FlopCounterMode(display=False)
-    with counter:
-        y = m(x)
-        forward = counter.get_total_flops()
-        y.sum().backward()
+    """Forward == FlopCounterMode; backward with the conv's gradient as 2x its forward (tests.helpers.meta_flops)."""
+    forward, backward = meta_flops(Mamba2(dims), 2, seq)
     assert forward == mamba2_prefill_flops(dims, 2, seq)
-    counts = {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}
-    backward = counter.get_total_flops() - forward - counts.pop("aten.convolution_backward")
     assert backward + 2 * mamba2_conv_flops(dims, seq) * 2 == mamba2_backward_flops(dims, 2, seq)
     # by hand, with more than one chunk: both products of every projection; the conv and scan run again, then
     # their two gradients each
@@ -223,7 +193,7 @@ def test_state_conventions_by_their_sources_shapes():
 def test_our_decode_state_holds_k_minus_one_conv_inputs_and_the_state_in_its_dtype(state_dtype, ssm_e):
     """As vLLM: K-1 conv inputs in the model's dtype, the recurrent state in state_dtype (None: the model's)."""
     dims = DIMS[0]
-    m = _redrawn(Mamba2(dims, state_dtype), 5).to(torch.bfloat16)
+    m = redrawn(Mamba2(dims, state_dtype), 5).to(torch.bfloat16)
     state = SSMState()
     with torch.no_grad():
         m(torch.randn(2, T, 32, dtype=torch.bfloat16), cache=state)
@@ -233,7 +203,7 @@ def test_our_decode_state_holds_k_minus_one_conv_inputs_and_the_state_in_its_dty
 
 
 def test_dt_limits_clamp_and_the_plain_gate_has_no_norm():
-    m = _redrawn(Mamba2(Mamba2Dims(16, 2, 8, 4, 1, 2, 4, dt_min=0.5, dt_max=0.6)), 6)
+    m = redrawn(Mamba2(Mamba2Dims(16, 2, 8, 4, 1, 2, 4, dt_min=0.5, dt_max=0.6)), 6)
     free = Mamba2(Mamba2Dims(16, 2, 8, 4, 1, 2, 4))
     free.load_state_dict(m.state_dict())
     x = torch.randn(1, 6, 16, generator=torch.Generator().manual_seed(7))
