@@ -16,8 +16,9 @@ from engine.presets import PRESETS
 from engine.units import fmt_count
 
 PICK, UPLOAD, UPLOAD_PROBLEMS, EDIT_PROBLEMS = "preset_pick", "yaml_upload", "upload_problems", "edit_problems"
-GROUP_TITLES = {"sizes": "Sizes", "attention": "Attention", "position": "Position", "ffn": "Feed-forward",
-                "moe": "Mixture of experts", "normalization": "Normalization", "block": "Block", "output": "Output"}
+GROUP_TITLES = {"sizes": "Sizes", "attention": "Attention", "layers": "Layer kinds (hybrids)",
+                "gdn": "Gated DeltaNet", "position": "Position", "ffn": "Feed-forward", "moe": "Mixture of experts",
+                "normalization": "Normalization", "block": "Block", "output": "Output"}
 
 
 def _load_preset() -> None:

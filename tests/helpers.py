@@ -49,6 +49,15 @@ def mla_fields(draw) -> dict:
     return dict(values, kv_lora_rank=None)
 
 
+@st.composite
+def gdn_fields(draw) -> dict:
+    """Gated DeltaNet sizes (used only when a layer_types entry is gdn): nv a multiple of nk."""
+    k_heads = draw(st.none() | st.integers(1, 3))
+    return dict(gdn_k_heads=k_heads, gdn_v_heads=None if k_heads is None else k_heads * draw(st.integers(1, 2)),
+                gdn_k_dim=draw(st.none() | st.integers(1, 6)), gdn_v_dim=draw(st.none() | st.integers(1, 6)),
+                gdn_conv_kernel=draw(st.integers(1, 4)), gdn_chunk=draw(st.integers(1, 8)))
+
+
 def _mla_compatible(values: dict) -> dict:
     if values["kv_lora_rank"] is None:
         return values
@@ -86,8 +95,12 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
         rope_attention_factor=draw(opt(st.floats(0.5, 2))),
         rope_short_factor=draw(opt(st.lists(st.floats(0.5, 4), min_size=1, max_size=4).map(tuple))),
         rope_long_factor=draw(opt(st.lists(st.floats(0.5, 4), min_size=1, max_size=4).map(tuple))),
-        layer_types=draw(opt(st.lists(st.sampled_from(["full", "sliding"]), min_size=n_layers,   # one per layer
-                                      max_size=n_layers).map(tuple))),
+        layer_types=draw(opt(st.lists(st.sampled_from(FIELDS["layer_types"].choices), min_size=n_layers,
+                                      max_size=n_layers).map(tuple))),   # one per layer
+        ffn_types=draw(opt(st.lists(st.sampled_from(FIELDS["ffn_types"].choices), min_size=n_layers,
+                                    max_size=n_layers).map(tuple))),
+        state_dtype=draw(st.sampled_from((None,) + FIELDS["state_dtype"].choices)),
+        attn_gate=draw(st.sampled_from((None,) + FIELDS["attn_gate"].choices)),
         attn_scale=draw(opt(st.floats(0.01, 2))), rope_local_base=draw(opt(st.floats(2, 1e6))),
         nope_layers=draw(opt(st.lists(st.integers(1, n_layers), min_size=1, max_size=3).map(tuple))),
         head_bias=draw(st.booleans()), logit_scale=draw(st.floats(0.01, 4)), attn_sinks=draw(st.booleans()),
@@ -95,7 +108,7 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
         mtp_depth=draw(opt(st.integers(1, 2))))
     values["norm_bias"] = values["norm"] == "layernorm" and draw(st.booleans())
     values.update(qk_norm_scope=draw(st.sampled_from(FIELDS["qk_norm_scope"].choices)), **draw(moe_fields()),
-                  **draw(mla_fields()))
+                  **draw(mla_fields()), **draw(gdn_fields()))
     values = _mla_compatible(values)
     assert set(values) == set(FIELDS), "a new field needs a strategy here"
     try:
@@ -116,7 +129,9 @@ RANGE_VALUES: dict[str, list] = {"rope_fraction": [1.0, 0.5], "n_kv_heads": [Non
                                  # RoPE scaling: longrope needs lists sized to the head and dynamic a rotary width
                                  # of 4 (the 0.5 fraction here gives 2); both are held against transformers instead
                                  "rope_scaling": ["none", "linear", "llama3", "yarn"], "rope_factor": [1.0, 4.0],
-                                 "layer_types": [None, ("sliding", "full")], "attn_scale": [None, 0.3],
+                                 "layer_types": [None, ("sliding", "full"), ("gdn", "full"), ("full+gdn", "gdn")],
+                                 "gdn_v_heads": [None, 8], "gdn_conv_kernel": [4, 1], "gdn_chunk": [64, 5],
+                                 "attn_scale": [None, 0.3],
                                  "rope_local_base": [None, 100.0], "nope_layers": [None, (1,)],
                                  "logit_scale": [1.0, 0.5]}
 IMPLIED = {"norm_bias"}   # set by make() from norm (rmsnorm has no bias)
@@ -299,97 +314,35 @@ def pairs_missing_from(hf, pairs: list) -> list[str]:
     return [p.hf for p in pairs if p.hf not in modules]
 
 
-# ---- one layer measured on its own (the state-space mixers' tests) ---------------------------------------------
-def module_saved_bytes(module, x) -> int:
-    """Bytes of the distinct storages autograd saves in module(x), its parameters and its input x excluded (the
-    input belongs to whoever made it), each storage at its full size as engine.measure.activations counts them."""
-    import torch
-    skip = {p.untyped_storage().data_ptr() for p in module.parameters()} | {x.untyped_storage().data_ptr()}
-    seen: dict[int, int] = {}
-
-    def pack(t):
-        s = t.untyped_storage()
-        if s.data_ptr() not in skip:
-            seen[s.data_ptr()] = max(seen.get(s.data_ptr(), 0), s.nbytes())
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        module(x)
-    return sum(seen.values())
-
-
-def hand_counted_flops(fn, *args) -> int:
-    """FLOPs of fn(*args) counted op by op the way a hand count goes: one per output element of an elementwise
-    multiply, add, subtract, divide or exp, 2*m*n*k for a (batched) matrix product, nothing for views, copies
-    and index shuffles. Any other op with floating-point output fails the count, so nothing slips by."""
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    aten = torch.ops.aten
-    elementwise = {aten.mul.Tensor, aten.add.Tensor, aten.sub.Tensor, aten.div.Tensor, aten.exp.default}
-    free = {aten.view.default, aten.unsqueeze.default, aten.squeeze.dim, aten.expand.default, aten.clone.default,
-            aten._unsafe_view.default, aten.repeat_interleave.self_int, aten.index_select.default,
-            aten.reshape.default, aten.slice.Tensor, aten.select.int, aten._to_copy.default, aten.copy_.default,
-            aten.squeeze.dims, aten.repeat_interleave.Tensor}
-
-    class Count(TorchDispatchMode):
-        flops = 0
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            if func in elementwise:
-                Count.flops += out.numel()
-            elif func is aten.bmm.default:
-                (b, m, k), n = args[0].shape, args[1].shape[-1]
-                Count.flops += 2 * b * m * n * k
-            elif func not in free and isinstance(out, torch.Tensor) and out.is_floating_point():
-                raise AssertionError(f"no hand-count rule for {func}")
-            return out
-
-    with Count():
-        fn(*args)
-    return Count.flops
+# ---- hybrid layouts: mixtures of layer kinds (engine/layers/mixers.py), each held exactly by tests/test_hybrid.py ----
+# A new mixer kind adds its mixtures here; every closed form and measurement of test_hybrid.py then covers it.
+HYBRID_BASE = dict(GRID_SIZES, n_layers=4, position="rope", norm="rmsnorm", norm_bias=False, bias=False,
+                   ffn="swiglu", d_ff=24, gdn_chunk=4)
+HYBRIDS = {
+    "qwen3-next 3:1, gated attention": dict(layer_types=("gdn", "gdn", "gdn", "full"), attn_gate="elementwise",
+                                            qk_norm=True, rope_fraction=0.5, gdn_k_heads=2, gdn_v_heads=4),
+    "one mixer per layer (nemotron-h)": dict(layer_types=("gdn", "none", "full", "none"),
+                                             ffn_types=("none", "dense", "none", "moe"), n_experts=4),
+    "moe after every mixer (granite 4.0-h)": dict(layer_types=("gdn", "gdn", "full", "gdn"), n_experts=4,
+                                                  n_shared_experts=1, shared_expert_gate=True),
+    "moe every other layer (jamba)": dict(layer_types=("gdn", "full", "gdn", "gdn"),
+                                          ffn_types=("dense", "moe", "dense", "moe"), n_experts=4),
+    "attention beside gdn (falcon-h1)": dict(layer_types=("full+gdn",) * 4, gdn_conv_kernel=2),
+    "sliding, per-head gate": dict(layer_types=("sliding", "gdn", "sliding+gdn", "full"), attn_window=3,
+                                   attn_gate="head", gdn_conv_kernel=1),
+    "latent attention beside gdn": dict(layer_types=("gdn", "full", "gdn", "full"), kv_lora_rank=6,
+                                        qk_rope_head_dim=2, qk_nope_head_dim=3, v_head_dim=4),
+    "post-norm, mixer-only layers": dict(norm_placement="post", layer_types=("gdn", "none", "full", "gdn"),
+                                         ffn_types=("none", "dense", "dense", "none")),
+    "sandwich, mixer-only layers": dict(norm_placement="sandwich", layer_types=("gdn", "none", "full", "gdn"),
+                                        ffn_types=("none", "dense", "dense", "none")),
+    "post-branch, mixer-only layers": dict(norm_placement="post_branch", layer_types=("gdn", "none", "full", "gdn"),
+                                           ffn_types=("none", "dense", "dense", "none")),
+    "parallel block, layernorm, dropout": dict(block="parallel", layer_types=("gdn", "full", "full+gdn", "gdn"),
+                                               norm="layernorm", norm_bias=True, bias=True, dropout=0.1),
+    "learned positions, no attention": dict(position="learned", layer_types=("gdn",) * 4, state_dtype="bf16"),
+}
 
 
-def redrawn(module, seed: int, std: float = 0.3):
-    """The module with every parameter drawn again, N(0, std) from a seeded generator (so each one matters)."""
-    import torch
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in module.parameters():
-            p.copy_(torch.randn(p.shape, generator=g) * std)
-    return module
-
-
-def meta_flops(module, batch: int, seq: int) -> tuple[int, int]:
-    """(forward, backward) FLOPs FlopCounterMode counts for module on a meta input [batch, seq, d_model] (loss:
-    the output's sum), the backward without convolution_backward: torch's formula for it ignores groups and
-    counts a depthwise conv's gradient C times over (torch/utils/flop_counter.py says it skips groups)."""
-    import torch
-    from torch.utils.flop_counter import FlopCounterMode
-    m = module.to("meta")
-    x = torch.empty(batch, seq, m.dims.d_model, device="meta", requires_grad=True)
-    counter = FlopCounterMode(display=False)
-    with counter:
-        y = m(x)
-        forward = counter.get_total_flops()
-        y.sum().backward()
-    conv = {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}["aten.convolution_backward"]
-    return forward, counter.get_total_flops() - forward - conv
-
-
-def assert_same_layer(hf, ours, x, renamed=lambda name: name) -> None:
-    """A transformers layer and ours on the same input [B, T, d]: outputs within 1e-5 of the output's scale,
-    then the input's and every parameter's gradients (loss sum(y * y_hf)) within 1e-4; `renamed` maps an HF
-    parameter name to ours."""
-    import torch
-    x_hf, x_ours = x.clone().requires_grad_(), x.clone().requires_grad_()
-    y_hf, y_ours = hf(x_hf), ours(x_ours)
-    torch.testing.assert_close(y_ours, y_hf, rtol=0, atol=1e-5 * y_hf.abs().max().item())
-    (y_hf * y_hf.detach()).sum().backward()
-    (y_ours * y_hf.detach()).sum().backward()
-    torch.testing.assert_close(x_ours.grad, x_hf.grad, rtol=1e-4, atol=1e-4 * x_hf.grad.abs().max().item())
-    ref = {renamed(n): p for n, p in hf.named_parameters()}
-    for name, p in ours.named_parameters():
-        scale = ref[name].grad.abs().max().item()
-        torch.testing.assert_close(p.grad, ref[name].grad, rtol=1e-4, atol=1e-4 * scale, msg=name)
+def hybrid_configs() -> dict[str, ModelConfig]:
+    return {name: ModelConfig(**{**HYBRID_BASE, **fields}) for name, fields in HYBRIDS.items()}

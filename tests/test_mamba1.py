@@ -8,7 +8,7 @@ import torch
 from engine.layers.mamba1 import (Mamba1, Mamba1Dims, mamba1_backward_flops, mamba1_decode_flops, mamba1_params,
                                   mamba1_prefill_flops, mamba1_state_bytes, selective_scan, selective_step)
 from engine.layers.ssm import SSMState
-from tests.helpers import assert_same_layer, hand_counted_flops, meta_flops, module_saved_bytes, redrawn
+from tests.layer_checks import assert_same_layer, hand_counted_flops, meta_flops, module_saved_bytes, redrawn
 
 transformers = pytest.importorskip("transformers", minversion="5.0")
 transformers.logging.set_verbosity_error()

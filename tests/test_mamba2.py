@@ -9,7 +9,7 @@ import torch
 from engine.layers.mamba2 import (Mamba2, Mamba2Dims, mamba2_backward_flops, mamba2_conv_flops, mamba2_decode_flops,
                                   mamba2_params, mamba2_prefill_flops, mamba2_state_bytes, ssd_chunked, ssd_step)
 from engine.layers.ssm import SSMState
-from tests.helpers import assert_same_layer, hand_counted_flops, meta_flops, module_saved_bytes, redrawn
+from tests.layer_checks import assert_same_layer, hand_counted_flops, meta_flops, module_saved_bytes, redrawn
 
 transformers = pytest.importorskip("transformers", minversion="5.0")
 transformers.logging.set_verbosity_error()
