@@ -22,18 +22,21 @@ from engine.layers.attention import AttentionKnobs
 from engine.layers.block import BlockKnobs
 from engine.layers.ffn import DENSE_FFNS, GATED_FFNS, FFNKnobs
 from engine.layers.gdn import GDNKnobs
+from engine.layers.mamba1 import Mamba1Knobs
+from engine.layers.mamba2 import Mamba2Knobs
 from engine.layers.mixers import LayerKnobs
 from engine.layers.mla import MLAKnobs
 from engine.layers.moe import MoEKnobs
 from engine.layers.norm import NormKnobs
 from engine.layers.position import PositionKnobs
+from engine.layers.ssm import SSMKnobs
 from engine.limits import MAX_INT, MAX_LAYERS, InputError, RefusedYAML, yaml_load
 from engine.validation import ConfigError, FieldSpec, Knobs, coerce_value, declare, field_problem, parse_bool
 
 __all__ = ["ConfigError", "DENSE_FFNS", "FAMILIES", "FIELDS", "FieldSpec", "GATED_FFNS", "GROUPS", "ModelConfig",
            "coerce", "field_names", "parse_bool"]
 
-GROUPS = ("sizes", "attention", "layers", "gdn", "position", "ffn", "moe", "normalization", "block", "output")
+GROUPS = ("sizes", "attention", "layers", "gdn", "ssm", "position", "ffn", "moe", "normalization", "block", "output")
 
 
 @dataclass(frozen=True)
@@ -65,8 +68,9 @@ class OutputKnobs(Knobs):
                                      "not built.", lo=1, null="no multi-token-prediction modules")
 
 
-FAMILIES: tuple[type[Knobs], ...] = (SizeKnobs, AttentionKnobs, MLAKnobs, LayerKnobs, GDNKnobs, PositionKnobs,
-                                     FFNKnobs, MoEKnobs, NormKnobs, BlockKnobs, OutputKnobs)
+FAMILIES: tuple[type[Knobs], ...] = (SizeKnobs, AttentionKnobs, MLAKnobs, LayerKnobs, GDNKnobs, SSMKnobs,
+                                     Mamba2Knobs, Mamba1Knobs, PositionKnobs, FFNKnobs, MoEKnobs, NormKnobs, BlockKnobs,
+                                     OutputKnobs)
 
 
 @dataclass(frozen=True)

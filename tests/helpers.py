@@ -58,6 +58,21 @@ def gdn_fields(draw) -> dict:
                 gdn_conv_kernel=draw(st.integers(1, 4)), gdn_chunk=draw(st.integers(1, 8)))
 
 
+@st.composite
+def ssm_fields(draw) -> dict:
+    """Mamba-2 and Mamba-1 sizes (used only when a layer_types entry is mamba2 / mamba1): groups dividing the heads."""
+    heads = draw(st.integers(1, 4))
+    return dict(ssm_state=draw(st.integers(1, 5)), ssm_conv_kernel=draw(st.integers(1, 4)),
+                ssm_conv_bias=draw(st.booleans()), ssm_proj_bias=draw(st.booleans()), ssm_chunk=draw(st.integers(1, 8)),
+                ssm_heads=heads, ssm_head_dim=draw(st.integers(1, 4)),
+                ssm_groups=draw(st.sampled_from([g for g in range(1, heads + 1) if heads % g == 0])),
+                ssm_gate=draw(st.sampled_from(FIELDS["ssm_gate"].choices)), ssm_dt_min=draw(st.floats(0, 0.1)),
+                ssm_dt_max=draw(st.none() | st.floats(1, 10)), ssm_in_scale=draw(st.floats(0.5, 2)),
+                ssm_proj_scales=draw(st.none() | st.lists(st.floats(0.5, 2), min_size=5, max_size=5).map(tuple)),
+                ssm_out_scale=draw(st.floats(0.5, 2)), ssm_inner=draw(st.none() | st.integers(1, 12)),
+                ssm_dt_rank=draw(st.none() | st.integers(1, 4)), ssm_dt_norm=draw(st.booleans()))
+
+
 def _mla_compatible(values: dict) -> dict:
     if values["kv_lora_rank"] is None:
         return values
@@ -108,7 +123,7 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
         mtp_depth=draw(opt(st.integers(1, 2))))
     values["norm_bias"] = values["norm"] == "layernorm" and draw(st.booleans())
     values.update(qk_norm_scope=draw(st.sampled_from(FIELDS["qk_norm_scope"].choices)), **draw(moe_fields()),
-                  **draw(mla_fields()), **draw(gdn_fields()))
+                  **draw(mla_fields()), **draw(gdn_fields()), **draw(ssm_fields()))
     values = _mla_compatible(values)
     assert set(values) == set(FIELDS), "a new field needs a strategy here"
     try:
@@ -129,7 +144,9 @@ RANGE_VALUES: dict[str, list] = {"rope_fraction": [1.0, 0.5], "n_kv_heads": [Non
                                  # RoPE scaling: longrope needs lists sized to the head and dynamic a rotary width
                                  # of 4 (the 0.5 fraction here gives 2); both are held against transformers instead
                                  "rope_scaling": ["none", "linear", "llama3", "yarn"], "rope_factor": [1.0, 4.0],
-                                 "layer_types": [None, ("sliding", "full"), ("gdn", "full"), ("full+gdn", "gdn")],
+                                 "layer_types": [None, ("sliding", "full"), ("gdn", "full"), ("full+gdn", "gdn"),
+                                                 ("mamba2", "full"), ("sliding+mamba2", "mamba1")],
+                                 "ssm_state": [128, 3], "ssm_head_dim": [64, 4], "ssm_chunk": [256, 3],
                                  "gdn_v_heads": [None, 8], "gdn_conv_kernel": [4, 1], "gdn_chunk": [64, 5],
                                  "attn_scale": [None, 0.3],
                                  "rope_local_base": [None, 100.0], "nope_layers": [None, (1,)],
@@ -317,7 +334,7 @@ def pairs_missing_from(hf, pairs: list) -> list[str]:
 # ---- hybrid layouts: mixtures of layer kinds (engine/layers/mixers.py), each held exactly by tests/test_hybrid.py ----
 # A new mixer kind adds its mixtures here; every closed form and measurement of test_hybrid.py then covers it.
 HYBRID_BASE = dict(GRID_SIZES, n_layers=4, position="rope", norm="rmsnorm", norm_bias=False, bias=False,
-                   ffn="swiglu", d_ff=24, gdn_chunk=4)
+                   ffn="swiglu", d_ff=24, gdn_chunk=4, ssm_head_dim=4, ssm_state=3, ssm_chunk=4, ssm_inner=12)
 HYBRIDS = {
     "qwen3-next 3:1, gated attention": dict(layer_types=("gdn", "gdn", "gdn", "full"), attn_gate="elementwise",
                                             qk_norm=True, rope_fraction=0.5, gdn_k_heads=2, gdn_v_heads=4),
@@ -341,6 +358,21 @@ HYBRIDS = {
     "parallel block, layernorm, dropout": dict(block="parallel", layer_types=("gdn", "full", "full+gdn", "gdn"),
                                                norm="layernorm", norm_bias=True, bias=True, dropout=0.1),
     "learned positions, no attention": dict(position="learned", layer_types=("gdn",) * 4, state_dtype="bf16"),
+    # Mamba-2 and Mamba-1 (engine/layers/mamba2.py, mamba1.py) in each family's layout
+    "nemotron-h: mamba2, attention, relu2 mlp, moe": dict(layer_types=("mamba2", "full", "none", "none"),
+                                                      ffn_types=("none", "none", "dense", "moe"), ffn="relu2",
+                                                      n_experts=4, ssm_groups=2, position="none"),
+    "granite 4.0-h: mamba2 groups, moe after every mixer": dict(
+        layer_types=("mamba2", "mamba2", "full", "mamba2"), n_experts=4, n_shared_experts=1, ssm_groups=4,
+        ssm_conv_bias=False, ssm_out_scale=0.5),
+    "falcon-h1: attention beside mamba2, multipliers": dict(
+        layer_types=("full+mamba2",) * 4, ssm_gate="gate_normed", ssm_in_scale=0.7, ssm_out_scale=1.3,
+        ssm_proj_scales=(0.5, 1.5, 2.0, 0.25, 3.0), ssm_proj_bias=True, ssm_dt_min=0.01, ssm_dt_max=5.0),
+    "bamba: mamba2 plain gate, fp32 state": dict(layer_types=("mamba2", "mamba2", "full", "mamba2"),
+                                                 ssm_gate="gate", ssm_conv_kernel=2, state_dtype="fp32"),
+    "jamba: mamba1, moe every other layer": dict(layer_types=("mamba1", "full", "mamba1", "mamba1"),
+                                                 ffn_types=("dense", "moe", "dense", "moe"), n_experts=4,
+                                                 ssm_dt_norm=True, ssm_dt_rank=2, position="none"),
 }
 
 

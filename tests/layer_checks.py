@@ -66,20 +66,20 @@ def redrawn(module, seed: int, std: float = 0.3):
 
 
 def meta_flops(module, batch: int, seq: int) -> tuple[int, int]:
-    """(forward, backward) FLOPs FlopCounterMode counts for module on a meta input [batch, seq, d_model] (loss:
-    the output's sum), the backward without convolution_backward: torch's formula for it ignores groups and
-    counts a depthwise conv's gradient C times over (torch/utils/flop_counter.py says it skips groups)."""
+    """(forward, backward) FLOPs that FlopCounterMode, with the engine's formulas (engine/measure/flops.py: a
+    depthwise conv's gradient as what it is), counts for module on a meta input [batch, seq, d_model], the loss
+    being the output's sum."""
     import torch
-    from torch.utils.flop_counter import FlopCounterMode
+
+    from engine.measure.flops import flop_counter
     m = module.to("meta")
     x = torch.empty(batch, seq, m.dims.d_model, device="meta", requires_grad=True)
-    counter = FlopCounterMode(display=False)
+    counter = flop_counter()
     with counter:
         y = m(x)
         forward = counter.get_total_flops()
         y.sum().backward()
-    conv = {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}["aten.convolution_backward"]
-    return forward, counter.get_total_flops() - forward - conv
+    return forward, counter.get_total_flops() - forward
 
 
 def assert_same_layer(hf, ours, x, renamed=lambda name: name) -> None:

@@ -5,9 +5,11 @@ transformers' cache."""
 import pytest
 import torch
 
+from engine.budget.memory import state_bytes
+from engine.config import ModelConfig
+from engine.layers.attention import LayerKV
 from engine.layers.mamba1 import (Mamba1, Mamba1Dims, mamba1_backward_flops, mamba1_decode_flops, mamba1_params,
-                                  mamba1_prefill_flops, mamba1_state_bytes, selective_scan, selective_step)
-from engine.layers.ssm import SSMState
+                                  mamba1_prefill_flops, selective_scan, selective_step)
 from tests.layer_checks import assert_same_layer, hand_counted_flops, meta_flops, module_saved_bytes, redrawn
 
 transformers = pytest.importorskip("transformers", minversion="5.0")
@@ -56,9 +58,9 @@ def test_decoding_with_the_state_equals_the_full_forward(family):
     x = torch.randn(2, T, D_MODEL, generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
         full = ours(x)
-        state = SSMState()
+        state = LayerKV()
         stepped = torch.cat([ours(x[:, t:t + 1], cache=state) for t in range(T)], 1)
-        state2 = SSMState()
+        state2 = LayerKV()
         split = torch.cat([ours(x[:, :6], cache=state2)] + [ours(x[:, t:t + 1], cache=state2) for t in range(6, T)], 1)
     tol = dict(rtol=0, atol=2e-5 * full.abs().max().item())
     torch.testing.assert_close(stepped, full, **tol)
@@ -105,11 +107,9 @@ def test_saved_bytes_are_in_proj_output_and_out_proj_input(dims, dtype):
 @pytest.mark.parametrize("seq", [5, 13])
 @pytest.mark.parametrize("dims", DIMS)
 def test_prefill_and_backward_flops_equal_flop_counter(dims, seq):
-    """Forward == FlopCounterMode; backward with the conv's gradient as 2x its forward (tests.helpers.meta_flops)."""
+    """Forward and backward == FlopCounterMode (engine/measure/flops.py's counter)."""
     forward, backward = meta_flops(Mamba1(dims), 2, seq)
-    assert forward == mamba1_prefill_flops(dims, 2, seq)
-    conv = 2 * 2 * dims.conv_kernel * dims.d_inner * seq
-    assert backward + 2 * conv == mamba1_backward_flops(dims, 2, seq)
+    assert (forward, backward) == (mamba1_prefill_flops(dims, 2, seq), mamba1_backward_flops(dims, 2, seq))
 
 
 def test_decode_flops_scan_term_is_seven_d_inner_n_by_hand_count():
@@ -121,28 +121,36 @@ def test_decode_flops_scan_term_is_seven_d_inner_n_by_hand_count():
     assert hand_counted_flops(selective_step, *args) == mamba1_decode_flops(dims)["scan"] == 7 * 32 * 6 + 32
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def _jamba_like(**changes) -> ModelConfig:
+    """The Jamba model below as our config: a Mamba-1 layer (inner 32, state 6, dt rank 3) then attention, MoE."""
+    return ModelConfig(**{**dict(name="jamba-like", vocab_size=50, d_model=D_MODEL, n_layers=2, n_heads=4,
+                                 n_kv_heads=2, layer_types=("mamba1", "full"), ffn_types=("dense", "moe"),
+                                 n_experts=4, ssm_inner=32, ssm_state=6, ssm_dt_rank=3, ssm_dt_norm=True,
+                                 norm="rmsnorm", ffn="swiglu", d_ff=24, position="none", bias=False), **changes})
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 def test_state_bytes_equal_transformers_cache_tensors(dtype):
-    """transformers keeps K conv positions in the model dtype and an fp32 recurrent state, on a Jamba model."""
+    """transformers keeps K conv positions in the model dtype and an fp32 recurrent state, on a Jamba model:
+    engine.budget.memory.state_bytes, transformers' convention, == the bytes of its cache tensors."""
     from transformers import JambaConfig, JambaForCausalLM
     cfg = JambaConfig(vocab_size=50, hidden_size=D_MODEL, intermediate_size=24, num_hidden_layers=2,
                       num_attention_heads=4, num_key_value_heads=2, mamba_d_state=6, mamba_d_conv=4, mamba_expand=2,
                       mamba_dt_rank=3, attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2,
                       expert_layer_offset=1, num_experts=4, num_experts_per_tok=2)
-    hf = JambaForCausalLM(cfg).to(dtype).eval()
+    hf = JambaForCausalLM(cfg).to(torch.float32 if dtype == "fp32" else torch.bfloat16).eval()
     with torch.no_grad():
         cache = hf(torch.randint(0, 50, (3, 7)), use_cache=True).past_key_values
     layer = cache.layers[0]
-    measured = {"conv": layer.conv_states[0].nbytes, "ssm": layer.recurrent_states[0].nbytes}
-    e = torch.empty(0, dtype=dtype).element_size()
-    dims = Mamba1Dims(D_MODEL, 32, 6, 3, 4)
-    assert measured == {k: 3 * v for k, v in mamba1_state_bytes(dims, e, "transformers").items()}
+    measured = {"conv": layer.conv_states[0].nbytes, "recurrent": layer.recurrent_states[0].nbytes}
+    assert measured == state_bytes(_jamba_like(), 3, dtype, "transformers")
 
 
 def test_state_conventions_by_their_sources_shapes():
     """vLLM mamba1_state_shape: conv (K-1) x d_inner, temporal (d_inner, N); llama.cpp n_embd_r (K-1)*d_inner
     (no groups), n_embd_s N*d_inner, both f32. Jamba-v0.1's mixer: d_inner 8192, N 16, K 4."""
-    dims = Mamba1Dims(4096, 8192, 16, 256, 4)
-    assert mamba1_state_bytes(dims, 2, "vllm") == {"conv": 3 * 8192 * 2, "ssm": 8192 * 16 * 2}
-    assert mamba1_state_bytes(dims, 2, "llama.cpp") == {"conv": 3 * 8192 * 4, "ssm": 8192 * 16 * 4}
-    assert mamba1_state_bytes(dims, 2, "transformers") == {"conv": 4 * 8192 * 2, "ssm": 8192 * 16 * 4}
+    cfg = _jamba_like(d_model=4096, n_layers=1, n_heads=32, n_kv_heads=8, layer_types=("mamba1",),
+                      ffn_types=("dense",), ssm_inner=8192, ssm_state=16, ssm_dt_rank=256)
+    assert state_bytes(cfg, 1, "bf16", "vllm") == {"conv": 3 * 8192 * 2, "recurrent": 8192 * 16 * 2}
+    assert state_bytes(cfg, 1, "bf16", "llama.cpp") == {"conv": 3 * 8192 * 4, "recurrent": 8192 * 16 * 4}
+    assert state_bytes(cfg, 1, "bf16", "transformers") == {"conv": 4 * 8192 * 2, "recurrent": 8192 * 16 * 4}

@@ -6,9 +6,12 @@ import math
 import pytest
 import torch
 
-from engine.layers.mamba2 import (Mamba2, Mamba2Dims, mamba2_backward_flops, mamba2_conv_flops, mamba2_decode_flops,
-                                  mamba2_params, mamba2_prefill_flops, mamba2_state_bytes, ssd_chunked, ssd_step)
-from engine.layers.ssm import SSMState
+from engine.budget.memory import state_bytes
+from engine.config import ModelConfig
+from engine.layers.attention import LayerKV
+from engine.layers.mamba2 import (Mamba2, Mamba2Dims, mamba2_backward_flops, mamba2_decode_flops, mamba2_params,
+                                  mamba2_prefill_flops)
+from engine.layers.ssd import ssd_chunked, ssd_step
 from tests.layer_checks import assert_same_layer, hand_counted_flops, meta_flops, module_saved_bytes, redrawn
 
 transformers = pytest.importorskip("transformers", minversion="5.0")
@@ -85,10 +88,10 @@ def test_decoding_with_the_state_equals_the_full_forward_and_transformers_cache(
     x = torch.randn(2, T, D_MODEL, generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
         full = ours(x)
-        stepped, state = [], SSMState()
+        stepped, state = [], LayerKV()
         for t in range(T):                                        # token by token: the recurrent form only
             stepped.append(ours(x[:, t:t + 1], cache=state))
-        split, state2 = [], SSMState()
+        split, state2 = [], LayerKV()
         split.append(ours(x[:, :7], cache=state2))                      # a prompt (chunked), then decoding
         split += [ours(x[:, t:t + 1], cache=state2) for t in range(7, T)]
     tol = dict(rtol=0, atol=2e-5 * full.abs().max().item())
@@ -140,15 +143,14 @@ def test_saved_bytes_are_in_proj_output_and_out_proj_input(dims, dtype):
 @pytest.mark.parametrize("seq", [5, 13, 16])
 @pytest.mark.parametrize("dims", DIMS)
 def test_prefill_and_backward_flops_equal_flop_counter(dims, seq):
-    """Forward == FlopCounterMode; backward with the conv's gradient as 2x its forward (tests.helpers.meta_flops)."""
+    """Forward and backward == FlopCounterMode (engine/measure/flops.py's counter)."""
     forward, backward = meta_flops(Mamba2(dims), 2, seq)
-    assert forward == mamba2_prefill_flops(dims, 2, seq)
-    assert backward + 2 * mamba2_conv_flops(dims, seq) * 2 == mamba2_backward_flops(dims, 2, seq)
+    assert (forward, backward) == (mamba2_prefill_flops(dims, 2, seq), mamba2_backward_flops(dims, 2, seq))
     # by hand, with more than one chunk: both products of every projection; the conv and scan run again, then
     # their two gradients each
     proj = 2 * 2 * seq * (dims.d_model * dims.proj_width + dims.d_inner * dims.d_model)
     if seq > dims.chunk:
-        assert mamba2_backward_flops(dims, 2, seq) == 2 * proj + 3 * (forward - proj)
+        assert backward == 2 * proj + 3 * (forward - proj)
 
 
 def test_decode_flops_scan_term_is_five_d_inner_n_by_hand_count():
@@ -158,48 +160,62 @@ def test_decode_flops_scan_term_is_five_d_inner_n_by_hand_count():
     args = (torch.randn(1, H, P, N, generator=g), torch.randn(1, H, P, generator=g), torch.rand(1, H, generator=g),
             -torch.rand(H, generator=g), torch.randn(1, G, N, generator=g), torch.randn(1, G, N, generator=g))
     assert hand_counted_flops(ssd_step, *args) == mamba2_decode_flops(dims)["scan"] == 5 * 64 * 6 + 64 + 2 * 8
-    assert mamba2_decode_flops(dims)["conv"] == 2 * 4 * 88
+    # the weights: in_proj 32*(2*64 + 2*2*6 + 8), out_proj 64*32, conv 88*4, 2 FLOPs each
+    assert mamba2_decode_flops(dims)["weights"] == 2 * (32 * 160 + 64 * 32 + 88 * 4)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def _bamba_like(**changes) -> ModelConfig:
+    """A config whose first layer is Bamba's Mamba-2 mixer below (8 heads of 8, state 6, 2 groups), then attention."""
+    return ModelConfig(**{**dict(name="bamba-like", vocab_size=50, d_model=D_MODEL, n_layers=2, n_heads=4,
+                                 n_kv_heads=2, layer_types=("mamba2", "full"), ssm_heads=8, ssm_head_dim=8,
+                                 ssm_state=6, ssm_groups=2, ssm_chunk=5, norm="rmsnorm", ffn="swiglu", d_ff=16,
+                                 position="rope", bias=False), **changes})
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 def test_state_bytes_equal_transformers_cache_tensors(dtype):
     """transformers keeps K conv positions in the model dtype and the recurrent state in fp32 (its chunk scan
-    returns an fp32 state), measured on a Bamba model's cache."""
+    returns an fp32 state), measured on a Bamba model's cache: engine.budget.memory.state_bytes, transformers'
+    convention, == the bytes of its cache tensors."""
     from transformers import BambaConfig, BambaForCausalLM
     cfg = BambaConfig(**dict(COMMON, num_hidden_layers=2), vocab_size=50, mamba_n_heads=8, mamba_d_head=8,
                       mamba_d_state=6, mamba_n_groups=2, mamba_chunk_size=5, attn_layer_indices=[1])
-    hf = BambaForCausalLM(cfg).to(dtype).eval()
+    hf = BambaForCausalLM(cfg).to(torch.float32 if dtype == "fp32" else torch.bfloat16).eval()
     with torch.no_grad():
         cache = hf(torch.randint(0, 50, (3, 7)), use_cache=True).past_key_values
     layer = cache.layers[0]
-    measured = {"conv": layer.conv_states[0].nbytes, "ssm": layer.recurrent_states[0].nbytes}
-    dims = Mamba2Dims(D_MODEL, 8, 8, 6, 2, 4, 5)
-    e = torch.empty(0, dtype=dtype).element_size()
-    assert measured == {k: 3 * v for k, v in mamba2_state_bytes(dims, e, "transformers").items()}
+    measured = {"conv": layer.conv_states[0].nbytes, "recurrent": layer.recurrent_states[0].nbytes}
+    assert measured == state_bytes(_bamba_like(), 3, dtype, "transformers")
 
 
 def test_state_conventions_by_their_sources_shapes():
     """vLLM MambaStateShapeCalculator.mamba2_state_shape: conv (K-1) x (d_in + 2GN), temporal (H, P, N), dtypes
-    from mamba_cache_dtype / mamba_ssm_cache_dtype; llama.cpp n_embd_r (K-1)*(d_in + 2GN), n_embd_s N*d_in, f32."""
-    dims = Mamba2Dims(4096, 128, 64, 128, 8, 4)       # Nemotron-H-8B's mixer: d_in 8192, 8 groups of 128 states
+    from mamba_cache_dtype / mamba_ssm_cache_dtype (our state_dtype); llama.cpp n_embd_r (K-1)*(d_in + 2GN),
+    n_embd_s N*d_in, both f32. Nemotron-H-8B's mixer: d_in 8192 (128 heads of 64), 8 groups of 128 states."""
+    cfg = ModelConfig(d_model=4096, n_layers=1, n_heads=32, layer_types=("mamba2",), ssm_heads=128, ssm_head_dim=64,
+                      ssm_state=128, ssm_groups=8)
     c = 8192 + 2 * 8 * 128
-    assert mamba2_state_bytes(dims, 2, "vllm") == {"conv": 3 * c * 2, "ssm": 128 * 64 * 128 * 2}
-    assert mamba2_state_bytes(dims, 2, "vllm", ssm_e=4) == {"conv": 3 * c * 2, "ssm": 128 * 64 * 128 * 4}
-    assert mamba2_state_bytes(dims, 2, "llama.cpp") == {"conv": 3 * c * 4, "ssm": 128 * 8192 * 4}
-    assert mamba2_state_bytes(dims, 2, "transformers") == {"conv": 4 * c * 2, "ssm": 128 * 64 * 128 * 4}
+    assert state_bytes(cfg, 1, "bf16", "vllm") == {"conv": 3 * c * 2, "recurrent": 128 * 64 * 128 * 2}
+    assert state_bytes(cfg.replace(state_dtype="fp32"), 1, "bf16", "vllm") == {"conv": 3 * c * 2,
+                                                                                "recurrent": 128 * 64 * 128 * 4}
+    assert state_bytes(cfg, 1, "bf16", "llama.cpp") == {"conv": 3 * c * 4, "recurrent": 128 * 8192 * 4}
+    assert state_bytes(cfg, 1, "bf16", "transformers") == {"conv": 4 * c * 2, "recurrent": 128 * 64 * 128 * 4}
 
 
-@pytest.mark.parametrize("state_dtype,ssm_e", [(None, 2), (torch.float32, 4)])
-def test_our_decode_state_holds_k_minus_one_conv_inputs_and_the_state_in_its_dtype(state_dtype, ssm_e):
-    """As vLLM: K-1 conv inputs in the model's dtype, the recurrent state in state_dtype (None: the model's)."""
-    dims = DIMS[0]
-    m = redrawn(Mamba2(dims, state_dtype), 5).to(torch.bfloat16)
-    state = SSMState()
+@pytest.mark.parametrize("state_dtype", [None, "fp32"])
+def test_our_decode_cache_holds_k_minus_one_conv_inputs_and_the_state_in_state_dtype(state_dtype):
+    """As vLLM (kinds.OURS): K-1 conv inputs in the model's dtype, the recurrent state in state_dtype (None: the
+    model's); the cache's tensors == state_bytes under that convention."""
+    from engine.model import KVCache, build_model
+    cfg = _bamba_like(state_dtype=state_dtype)
+    model = build_model(cfg, dtype=torch.bfloat16).eval()
+    cache = KVCache(cfg.n_layers)
     with torch.no_grad():
-        m(torch.randn(2, T, 32, dtype=torch.bfloat16), cache=state)
-    assert state.conv.shape == (2, dims.conv_channels, 3) and state.conv.dtype == torch.bfloat16
-    assert state.recurrent.shape == (2, 8, 8, 6) and state.recurrent.element_size() == ssm_e
-    assert state.nbytes() == 2 * sum(mamba2_state_bytes(dims, 2, "vllm", ssm_e=ssm_e).values())
+        model(torch.randint(0, 50, (2, T)), cache)
+    layer = cache.layers[0]
+    assert layer.conv.shape == (2, 88, 3) and layer.conv.dtype == torch.bfloat16
+    assert layer.recurrent.shape == (2, 8, 8, 6)
+    assert layer.state_nbytes() == sum(state_bytes(cfg, 2, "bf16", "vllm").values())
 
 
 def test_dt_limits_clamp_and_the_plain_gate_has_no_norm():

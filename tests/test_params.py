@@ -36,6 +36,11 @@ def component_of(name: str) -> str:
         module = path[path.index("gdn") + 1]
         return {"in_proj": "gdn_in_proj", "out_proj": "gdn_out_proj", "conv_weight": "gdn_conv"}.get(module,
                                                                                                    "gdn_gates")
+    if "mamba" in path:   # Mamba-2 / Mamba-1: projections, conv, per-head (per-channel) A, D, dt, their norms
+        module = path[path.index("mamba") + 1]
+        return {"in_proj": "ssm_in", "out_proj": "ssm_out", "conv1d": "ssm_conv", "x_proj": "ssm_dt_bc",
+                "dt_proj": "ssm_dt_bc", "norm": "ssm_norm", "dt_norm": "ssm_norm", "b_norm": "ssm_norm",
+                "c_norm": "ssm_norm"}.get(module, "ssm_heads")
     if "ffn" in path:
         sub = path[path.index("ffn") + 1]
         return {"router": "router", "experts": "routed_experts", "shared": "shared_experts",

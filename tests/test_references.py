@@ -17,13 +17,14 @@ import torch
 from engine.config import FIELDS
 from engine.layers.position import sinusoidal_table
 from engine.model import build_model
+from tests import ssm_reference
 from tests.helpers import AXES, hybrid_configs, make, variant_configs
 
 ROOT2, C = math.sqrt(2.0), math.sqrt(2.0 / math.pi)
 REF_ACT = {"relu": lambda x: x.clamp_min(0),
            "gelu": lambda x: 0.5 * x * (1 + torch.erf(x / ROOT2)),
            "gelu_tanh": lambda x: 0.5 * x * (1 + torch.tanh(C * (x + 0.044715 * x ** 3))),
-           "silu": lambda x: x / (1 + torch.exp(-x))}
+           "silu": lambda x: x / (1 + torch.exp(-x)), "relu2": lambda x: x.clamp_min(0) ** 2}
 REF_GATE = {"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh", "reglu": "relu"}
 REF_CLAMPED = ("swiglu_clamped",)   # gpt-oss: g' = min(g, L), u' = clamp(u, -L, L); g' sigmoid(alpha g') (u' + 1)
 REF_NORMS = ("layernorm", "rmsnorm")
@@ -31,8 +32,8 @@ REF_POSITIONS = ("learned", "sinusoidal", "rope", "none")
 REF_PLACEMENTS = ("pre", "post", "sandwich", "post_branch")
 REF_BLOCKS = ("serial", "parallel")
 REF_QK_SCOPES = {"head": "head", "all_heads": "projection"}
-REF_MIXERS = ("full", "sliding", "gdn")                     # a layer's parts: softmax attention or Gated DeltaNet
-REF_LAYER_TYPES = REF_MIXERS + ("none", "full+gdn", "sliding+gdn")   # a word, none, or two parts side by side
+REF_MIXERS = ("full", "sliding", "gdn", "mamba2", "mamba1")   # a layer's parts: attention or a recurrent mixer
+REF_LAYER_TYPES = REF_MIXERS + ("none",) + tuple(f"{a}+{r}" for a in REF_MIXERS[:2] for r in REF_MIXERS[2:])
 REF_FFN_TYPES = ("dense", "moe", "none")
 REF_GATES = ("elementwise", "head")
 # choices that do not change a forward pass: the dtype a decode cache keeps a recurrent state in
@@ -47,7 +48,8 @@ REF_GROUP_SCORES = {"top2_sum": lambda s: sum(sorted(s)[-2:]), "max": max}   # a
 HANDLED = {"ffn": set(REF_ACT) | set(REF_GATE) | set(REF_CLAMPED), "norm": set(REF_NORMS), "position": set(REF_POSITIONS),
            "norm_placement": set(REF_PLACEMENTS), "block": set(REF_BLOCKS), "qk_norm_scope": set(REF_QK_SCOPES),
            "router": set(REF_ROUTERS), "layer_types": set(REF_LAYER_TYPES), "rope_scaling": {"none"},
-           "router_group_score": set(REF_GROUP_SCORES), "ffn_types": set(REF_FFN_TYPES), "attn_gate": set(REF_GATES)}
+           "router_group_score": set(REF_GROUP_SCORES), "ffn_types": set(REF_FFN_TYPES), "attn_gate": set(REF_GATES),
+           "ssm_gate": set(ssm_reference.SSM_GATES)}
 CONFIGS = variant_configs()
 HYBRIDS = hybrid_configs()
 MOE = dict(n_experts=4, experts_per_token=2, expert_d_ff=8)
@@ -252,7 +254,9 @@ def _block(cfg, sd, b, x, layer):
     parts = [] if word == "none" else word.split("+")         # the layer's mixers, their outputs added
     mixers = {"full": lambda h: _attention(cfg, sd, b + ".attn", h, layer),
               "sliding": lambda h: _attention(cfg, sd, b + ".attn", h, layer),
-              "gdn": lambda h: _gdn(cfg, sd, b + ".gdn", h)}
+              "gdn": lambda h: _gdn(cfg, sd, b + ".gdn", h),
+              "mamba2": lambda h: ssm_reference.mamba2(cfg, sd, b + ".mamba", h),
+              "mamba1": lambda h: ssm_reference.mamba1(cfg, sd, b + ".mamba", h)}
     A = lambda h: sum(mixers[part](h) for part in parts)  # noqa: E731
     if cfg.ffn_types is not None:
         kind = cfg.ffn_types[layer]

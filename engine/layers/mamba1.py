@@ -10,7 +10,9 @@
 Unlike Mamba-2 every channel has its own decay per state (A is D x N), so the scan has no attention-like
 matrix form. `selective_scan` runs it in chunks of L tokens: every chunk scans from a zero state at once
 (L steps, all chunks together), then the states entering the chunks are carried across (T/L steps) and
-added back decayed: L + T/L sequential steps instead of T. `selective_step` is one decode token.
+added back decayed: L + T/L sequential steps instead of T. `selective_step` is one decode token. The decode
+cache (attention.LayerKV) keeps the conv's last K-1 inputs and h. Below the module: its closed forms, then the
+declared fields (`Mamba1Knobs`) and the registry entry (`Mamba1Mixer`).
 """
 from __future__ import annotations
 
@@ -23,36 +25,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.layers.attention import LayerKV
 from engine.layers.init import init_linear
-from engine.layers.ssm import SSMState, causal_conv, conv_params, make_conv, recompute, state_bytes
+from engine.layers.kinds import Mixer
+from engine.layers.short_conv import conv_params
+from engine.layers.ssm import make_conv, recompute, silu_conv
+from engine.runtime import TORCH_DTYPES
 from engine.validation import Knobs, declare
 
 if TYPE_CHECKING:
     from engine.config import ModelConfig
-
-
-@dataclass(frozen=True)
-class Mamba1Knobs(Knobs):
-    """Mamba-1 layers (layer_types mamba1); the state size, conv and biases are engine/layers/ssm.py's SSMKnobs."""
-    ssm_inner: int | None = declare(None, "ssm", "D: Mamba-1's inner width, every channel with its own N decays.",
-                                    lo=1, null="2*d_model (expand 2)")
-    ssm_dt_rank: int | None = declare(None, "ssm", "R: dt comes from a rank-R projection of each token.", lo=1,
-                                      null="ceil(d_model / 16)")
-    ssm_dt_norm: bool = declare(False, "ssm", "RMSNorm on dt's low-rank input, B and C (Jamba).")
-
-    @property
-    def ssm_inner_width(self) -> int:
-        return self.ssm_inner if self.ssm_inner is not None else 2 * self.d_model
-
-    @property
-    def ssm_dt_rank_width(self) -> int:
-        return self.ssm_dt_rank if self.ssm_dt_rank is not None else math.ceil(self.d_model / 16)
-
-
-def mamba1_dims(cfg: ModelConfig) -> Mamba1Dims:
-    """The layer's explicit dimensions from a config (the dt/B/C norms' epsilon is the model's norm_eps)."""
-    return Mamba1Dims(cfg.d_model, cfg.ssm_inner_width, cfg.ssm_state, cfg.ssm_dt_rank_width, cfg.ssm_conv_kernel,
-                      cfg.ssm_conv_bias, cfg.ssm_proj_bias, cfg.ssm_dt_norm, cfg.norm_eps, cfg.ssm_chunk)
 
 
 @dataclass(frozen=True)
@@ -138,7 +120,7 @@ class Mamba1(nn.Module):
                 norm.weight.fill_(1.0)
 
     def forward(self, x: torch.Tensor, pos: torch.Tensor | None = None, rope: tuple | None = None,
-                cache: SSMState | None = None) -> torch.Tensor:
+                cache: LayerKV | None = None) -> torch.Tensor:
         """x [b, T, d_model] -> [b, T, d_model]; a state is continued and updated as in Mamba2.forward, and in
         training only in_proj's output and out_proj's input are kept for backward (ssm.recompute)."""
         norms = (self.dt_norm, self.b_norm, self.c_norm)
@@ -147,7 +129,7 @@ class Mamba1(nn.Module):
         y = self._mix(cache, *args) if cache is not None else recompute(partial(self._mix, None), *args)
         return self.out_proj(y)
 
-    def _mix(self, cache: SSMState | None, xz: torch.Tensor, conv_w: torch.Tensor, conv_b: torch.Tensor | None,
+    def _mix(self, cache: LayerKV | None, xz: torch.Tensor, conv_w: torch.Tensor, conv_b: torch.Tensor | None,
              x_w: torch.Tensor, dt_w: torch.Tensor, dt_b: torch.Tensor, A_log: torch.Tensor, D: torch.Tensor,
              dt_g: torch.Tensor | None, b_g: torch.Tensor | None, c_g: torch.Tensor | None) -> torch.Tensor:
         """in_proj's output [b, T, 2D] -> out_proj's input [b, T, D] (the input dtype)."""
@@ -155,7 +137,7 @@ class Mamba1(nn.Module):
         T = xz.shape[1]
         step = cache is not None and cache.recurrent is not None and T == 1
         xs, z = xz.chunk(2, dim=-1)
-        xs = causal_conv(xs, conv_w, conv_b, cache)
+        xs = silu_conv(xs, conv_w, conv_b, cache)
         dt, B, C = F.linear(xs, x_w).split([dims.dt_rank, dims.state, dims.state], dim=-1)
         if dt_g is not None:
             eps = dims.norm_eps
@@ -188,37 +170,112 @@ def mamba1_params(dims: Mamba1Dims) -> dict[str, int]:
 
 
 def mamba1_matmul_params(dims: Mamba1Dims) -> int:
-    """Weights in matrix products per token: in_proj, x_proj, dt_proj, out_proj."""
+    """Weights multiplied once per token (2 FLOPs each): in_proj, x_proj, dt_proj, out_proj and the conv's K
+    taps per channel."""
     d, D, N, R = dims.d_model, dims.d_inner, dims.state, dims.dt_rank
-    return d * 2 * D + D * (R + 2 * N) + R * D + D * d
+    return d * 2 * D + D * (R + 2 * N) + R * D + D * d + D * dims.conv_kernel
 
 
-def mamba1_state_bytes(dims: Mamba1Dims, e: int, convention: str = "transformers",
-                       ssm_e: int | None = None) -> dict[str, int]:
-    """One sequence's decode state: conv (K or K-1 positions) * D channels, recurrent D*N (see ssm.CONVENTIONS)."""
-    return state_bytes(dims.d_inner, dims.conv_kernel, dims.d_inner * dims.state, e, convention, ssm_e)
+def mamba1_saved_bytes(dims: Mamba1Dims, B: int, T: int, e: int) -> dict[str, int]:
+    """Bytes autograd keeps for backward, its input excluded: in_proj's output and out_proj's input; everything
+    between them is recomputed (ssm.recompute)."""
+    return {"ssm_in_proj": B * T * 2 * dims.d_inner * e, "ssm_out_proj": B * T * dims.d_inner * e}
+
+
+def mamba1_state_elements(dims: Mamba1Dims, conv_positions: int) -> dict[str, int]:
+    """Per sequence: the conv window (positions x D channels) and the recurrent state D*N."""
+    return {"conv": dims.d_inner * conv_positions, "recurrent": dims.d_inner * dims.state}
 
 
 def mamba1_prefill_flops(dims: Mamba1Dims, batch: int, T: int) -> int:
-    """Forward FLOPs of the chunked scan over `batch` sequences of T tokens as FlopCounterMode counts them:
-    projections 2*matmul params per token, the conv 2*K*D per token, and reading the states h C 2*D*N per
-    token. The scan's own updates are elementwise (not counted there): about 7*D*N per token, as in decode."""
-    D = dims.d_inner
-    return batch * T * (2 * mamba1_matmul_params(dims) + 2 * dims.conv_kernel * D + 2 * D * dims.state)
+    """Forward FLOPs of the chunked scan over `batch` sequences of T tokens as FlopCounterMode counts them: 2 per
+    weight per token and reading the states, h C, 2*D*N per token. The scan's own updates are elementwise (not
+    counted there): about 7*D*N per token, as in decode."""
+    return batch * T * (2 * mamba1_matmul_params(dims) + 2 * dims.d_inner * dims.state)
 
 
 def mamba1_backward_flops(dims: Mamba1Dims, batch: int, T: int) -> int:
-    """Backward FLOPs: both gradients of in_proj and out_proj (2x their forward); everything between them runs
-    once more (ssm.recompute), then its gradients: x_proj, dt_proj, the conv and reading the states, 3x."""
+    """Backward FLOPs: both gradients of in_proj and out_proj (2x their forward); everything between them (x_proj,
+    dt_proj, the conv, reading the states) runs once more (ssm.recompute), then its gradients: 3x."""
     d, D = dims.d_model, dims.d_inner
-    outer = batch * 2 * (d * 2 * D + D * d) * T
+    outer = batch * T * 2 * (d * 2 * D + D * d)
     return 2 * outer + 3 * (mamba1_prefill_flops(dims, batch, T) - outer)
 
 
 def mamba1_decode_flops(dims: Mamba1Dims) -> dict[str, int]:
-    """FLOPs of one decoded token, by part. The state update, counted by hand (one FLOP per elementwise
-    multiply, add or exp; 2 per multiply-add of a product), for D channels of N states each:
+    """FLOPs of one decoded token, by part: 2 per weight (conv included), and the state update counted by hand
+    (one FLOP per elementwise multiply, add or exp; 2 per multiply-add of a product), for D channels of N states:
         dt*A, its exp: 2*D*N;  dt*x: D;  h*exp(dt A), (dt x) B^T, their sum: 3*D*N;  h C: 2*D*N
     = 7*D*N + D (A differs per channel and state, so dt*A costs D*N here against H for Mamba-2)."""
     D, N = dims.d_inner, dims.state
-    return {"matmul": 2 * mamba1_matmul_params(dims), "conv": 2 * dims.conv_kernel * D, "scan": 7 * D * N + D}
+    return {"weights": 2 * mamba1_matmul_params(dims), "scan": 7 * D * N + D}
+
+
+# ---- declared fields and the registry entry -----------------------------------------------------------------
+@dataclass(frozen=True)
+class Mamba1Knobs(Knobs):
+    """Mamba-1 layers (layer_types mamba1); the state size, conv and biases are engine/layers/ssm.py's SSMKnobs."""
+    ssm_inner: int | None = declare(None, "ssm", "D: Mamba-1's inner width, every channel with its own N decays.",
+                                    lo=1, null="2*d_model (expand 2)")
+    ssm_dt_rank: int | None = declare(None, "ssm", "R: dt comes from a rank-R projection of each token.", lo=1,
+                                      null="ceil(d_model / 16)")
+    ssm_dt_norm: bool = declare(False, "ssm", "RMSNorm on dt's low-rank input, B and C (Jamba).")
+
+    @property
+    def ssm_inner_width(self) -> int:
+        return self.ssm_inner if self.ssm_inner is not None else 2 * self.d_model
+
+    @property
+    def ssm_dt_rank_width(self) -> int:
+        return self.ssm_dt_rank if self.ssm_dt_rank is not None else math.ceil(self.d_model / 16)
+
+
+def mamba1_dims(cfg: ModelConfig) -> Mamba1Dims:
+    """The layer's explicit dimensions from a config (the dt/B/C norms' epsilon is the model's norm_eps)."""
+    return Mamba1Dims(cfg.d_model, cfg.ssm_inner_width, cfg.ssm_state, cfg.ssm_dt_rank_width, cfg.ssm_conv_kernel,
+                      cfg.ssm_conv_bias, cfg.ssm_proj_bias, cfg.ssm_dt_norm, cfg.norm_eps)
+
+
+class Mamba1Mixer(Mixer):
+    """Mamba-1 as a layer kind: layer_types `mamba1` (Jamba)."""
+    name, label, words, attr = "mamba1", "Mamba-1", ("mamba1",), "mamba"
+    components = ("ssm_in", "ssm_conv", "ssm_dt_bc", "ssm_heads", "ssm_norm", "ssm_out")
+    recurrent = True
+
+    def summary(self, cfg):
+        d = mamba1_dims(cfg)
+        return [self.label, f"in_proj to x, z ({d.d_inner:,} channels each)",
+                f"conv {d.conv_kernel} taps, then SiLU; x_proj to dt (rank {d.dt_rank}), B, C ({d.state})",
+                f"selective scan: {d.state} states per channel", "y * silu(z), out_proj"]
+
+    def build(self, cfg, spec):
+        return Mamba1(mamba1_dims(cfg), TORCH_DTYPES[cfg.state_dtype] if cfg.state_dtype else None)
+
+    def params(self, cfg, spec):
+        return mamba1_params(mamba1_dims(cfg))
+
+    def matmul_params(self, cfg, spec):
+        return mamba1_matmul_params(mamba1_dims(cfg))
+
+    def forward_flops(self, cfg, spec, batch, seq, causal):
+        d = mamba1_dims(cfg)
+        return 2 * batch * seq * d.d_inner * d.state   # reading the states: h C per token
+
+    def backward_flops(self, cfg, spec, batch, seq, causal):
+        """Beyond 2x the weights of in_proj and out_proj: the rest runs again, then its gradients, 3x."""
+        d = mamba1_dims(cfg)
+        return mamba1_backward_flops(d, batch, seq) - 4 * batch * seq * mamba1_matmul_params(d)
+
+    def decode_flops(self, cfg, spec, batch, context):
+        return batch * mamba1_decode_flops(mamba1_dims(cfg))["scan"]
+
+    def state_elements(self, cfg, conv_positions):
+        d = mamba1_dims(cfg)
+        return mamba1_state_elements(d, conv_positions(d.conv_kernel))
+
+    def transformers_recurrent_dtype(self, cfg):
+        return "fp32"   # mamba_selective_scan's state is fp32 after its first step (dt, A are fp32)
+
+    def saved_bytes(self, cfg, spec, B, T, e, impl, add):
+        for term, n in mamba1_saved_bytes(mamba1_dims(cfg), B, T, e).items():
+            add(term, n)

@@ -22,6 +22,8 @@ from engine.layers.attention import (Attention, attention_matmul_params, attenti
                                      keys_held, kv_bytes, query_key_pairs, score_flops)
 from engine.layers.gdn import GDNMixer
 from engine.layers.kinds import FFN_KINDS, LayerSpec, Mixer
+from engine.layers.mamba1 import Mamba1Mixer
+from engine.layers.mamba2 import Mamba2Mixer
 from engine.layers.mla import MLA, mla_kv_bytes, mla_matmul_params, mla_params, mla_saved_bytes
 from engine.validation import Knobs, declare
 
@@ -61,7 +63,7 @@ class AttentionMixer(Mixer):
 
 
 # The registry: kind -> its Mixer. A new kind is one line here (and its Knobs in engine/config.py FAMILIES).
-MIXERS: dict[str, Mixer] = {m.name: m for m in (AttentionMixer(), GDNMixer())}
+MIXERS: dict[str, Mixer] = {m.name: m for m in (AttentionMixer(), GDNMixer(), Mamba2Mixer(), Mamba1Mixer())}
 WORDS: dict[str, str] = {w: m.name for m in MIXERS.values() for w in m.words}   # layer_types word -> kind
 RECURRENT_WORDS = tuple(w for w, kind in WORDS.items() if MIXERS[kind].recurrent)
 # attention beside a recurrent mixer in one layer, outputs added (Falcon-H1: attention and Mamba-2)
