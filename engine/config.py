@@ -54,6 +54,8 @@ class OutputKnobs(Knobs):
     """The output head and what happens to its logits."""
     tie_embeddings: bool = declare(True, "output", "The output head reuses the token-embedding matrix.")
     embed_scale: bool = declare(False, "output", "Multiply token embeddings by sqrt(d_model) (Gemma).")
+    embed_multiplier: float = declare(1.0, "output", "Multiply token embeddings by this factor (Granite, Falcon-H1 "
+                                      "embedding_multiplier).", lo=0, lo_open=True)
     logit_softcap: float | None = declare(None, "output", "Squash output logits smoothly into (-c, c) with "
                                            "c*tanh(z/c).", lo=0, lo_open=True, null="no cap")
     # output-head features of phi and cohere (issue #13)

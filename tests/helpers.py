@@ -120,7 +120,9 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
         nope_layers=draw(opt(st.lists(st.integers(1, n_layers), min_size=1, max_size=3).map(tuple))),
         head_bias=draw(st.booleans()), logit_scale=draw(st.floats(0.01, 4)), attn_sinks=draw(st.booleans()),
         swiglu_limit=draw(st.floats(0.5, 10)), swiglu_alpha=draw(st.floats(0.5, 2)),
-        mtp_depth=draw(opt(st.integers(1, 2))))
+        mtp_depth=draw(opt(st.integers(1, 2))), attn_out_scale=draw(st.floats(0.25, 2)),
+        ffn_gate_scale=draw(st.floats(0.25, 2)), ffn_out_scale=draw(st.floats(0.25, 2)),
+        embed_multiplier=draw(st.floats(0.25, 4)))
     values["norm_bias"] = values["norm"] == "layernorm" and draw(st.booleans())
     values.update(qk_norm_scope=draw(st.sampled_from(FIELDS["qk_norm_scope"].choices)), **draw(moe_fields()),
                   **draw(mla_fields()), **draw(gdn_fields()), **draw(ssm_fields()))
@@ -147,6 +149,8 @@ RANGE_VALUES: dict[str, list] = {"rope_fraction": [1.0, 0.5], "n_kv_heads": [Non
                                  "layer_types": [None, ("sliding", "full"), ("gdn", "full"), ("full+gdn", "gdn"),
                                                  ("mamba2", "full"), ("sliding+mamba2", "mamba1")],
                                  "ssm_state": [128, 3], "ssm_head_dim": [64, 4], "ssm_chunk": [256, 3],
+                                 "attn_out_scale": [1.0, 0.5], "ffn_gate_scale": [1.0, 0.5],
+                                 "ffn_out_scale": [1.0, 2.0], "embed_multiplier": [1.0, 3.0],
                                  "gdn_v_heads": [None, 8], "gdn_conv_kernel": [4, 1], "gdn_chunk": [64, 5],
                                  "attn_scale": [None, 0.3],
                                  "rope_local_base": [None, 100.0], "nope_layers": [None, (1,)],

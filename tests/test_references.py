@@ -143,7 +143,7 @@ def _attention(cfg, sd, name, x, layer):
     out = torch.cat(heads, -1)
     if cfg.attn_gate == "elementwise":                        # one sigmoid gate per output dimension
         out = out * torch.sigmoid(_linear(sd, name + ".g_proj", x))
-    return _linear(sd, name + ".o_proj", out)
+    return _linear(sd, name + ".o_proj", out) * cfg.attn_out_scale
 
 
 def _gdn(cfg, sd, name, x):
@@ -185,6 +185,7 @@ def _gdn(cfg, sd, name, x):
 
 
 def _gated(cfg, g, u):
+    g = g * cfg.ffn_gate_scale                                # act(s g) u (Falcon-H1's gate multiplier)
     if cfg.ffn in REF_CLAMPED:
         lim = cfg.swiglu_limit
         g, u = torch.where(g > lim, lim, g), torch.where(u > lim, lim, torch.where(u < -lim, -lim, u))
@@ -263,7 +264,7 @@ def _block(cfg, sd, b, x, layer):
     else:
         moe = cfg.n_experts is not None and layer >= (cfg.moe_first_dense or 0) and (layer + 1) % cfg.moe_every == 0
         kind = "moe" if moe else "dense"
-    F = lambda h: (_moe if kind == "moe" else _ffn)(cfg, sd, b + ".ffn", h)  # noqa: E731
+    F = lambda h: (_moe if kind == "moe" else _ffn)(cfg, sd, b + ".ffn", h) * cfg.ffn_out_scale  # noqa: E731
     if not parts or kind == "none":                           # a serial layer with one branch: only that step
         return _one_branch(cfg, sd, b, x, A if parts else F, "attn" if parts else "ffn")
     N = lambda n, h: _norm(cfg, sd, f"{b}.{n}", h)  # noqa: E731
@@ -304,6 +305,7 @@ def reference_logits(cfg, sd, idx):
     x = sd["tok_emb.weight"][idx]
     if cfg.embed_scale:
         x = x * math.sqrt(cfg.d_model)
+    x = x * cfg.embed_multiplier
     if cfg.position == "learned":
         x = x + sd["pos_emb.weight"][:T]
     elif cfg.position == "sinusoidal":

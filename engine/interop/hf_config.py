@@ -309,6 +309,11 @@ from engine.interop.hf_gpt_oss import READERS as _GPT_OSS_READERS  # noqa: E402
 
 _READERS.update(_GPT_OSS_READERS)
 FAMILIES += tuple(_GPT_OSS_READERS)
+import engine.interop.hf_ssm_defaults  # noqa: E402,F401  (registers the families' defaults)
+from engine.interop.hf_ssm import READERS as _SSM_READERS  # noqa: E402
+
+_READERS.update(_SSM_READERS)
+FAMILIES += tuple(_SSM_READERS)
 
 # Every ModelConfig field a reader does not set takes this value (not ModelConfig's GPT-2 default).
 NEUTRAL: dict[str, Any] = dict(

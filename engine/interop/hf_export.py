@@ -127,6 +127,9 @@ _WRITERS.update(_DEEPSEEK_WRITERS)
 from engine.interop.hf_gpt_oss import WRITERS as _GPT_OSS_WRITERS  # noqa: E402
 
 _WRITERS.update(_GPT_OSS_WRITERS)
+from engine.interop.hf_ssm_export import WRITERS as _SSM_WRITERS  # noqa: E402
+
+_WRITERS.update(_SSM_WRITERS)
 
 
 def hf_problems(cfg: ModelConfig, model_type: str) -> tuple[dict[str, Any], list[str]]:

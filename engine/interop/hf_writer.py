@@ -32,9 +32,17 @@ class _Writer:
 
     def common(self, norm: str, placement: str = "pre", *, embed_scale: bool = False, qk_norm: bool = False,
                softcaps: bool = False, moe: bool = False, qk_scope: str = "head", mla: bool = False,
-               sinks: bool = False, mtp: bool = False) -> None:
+               sinks: bool = False, mtp: bool = False, hybrid: bool = False, scales: bool = False) -> None:
         """What every supported family shares (a final norm, no embedding norm, learned gains) and the
-        features only some have, off unless the family passes them."""
+        features only some have, off unless the family passes them: hybrid layer kinds (layer_types beyond
+        full / sliding, ffn_types), and the branch, embedding and logit multipliers (scales)."""
+        if not hybrid:
+            types = self.cfg.layer_types
+            self.check(types is None or set(types) <= {"full", "sliding"}, "layer_types", "attention in every layer")
+            self.need("ffn_types", None, "the FFN of every layer follows n_experts")
+        if not scales:
+            for field in ("attn_out_scale", "ffn_gate_scale", "ffn_out_scale", "embed_multiplier"):
+                self.need(field, 1.0, "no multipliers on the branches or the embedding")
         if not moe:
             self.need("n_experts", None, "a dense family")
         if not mla:
@@ -52,7 +60,8 @@ class _Writer:
             self.check(norm_has_bias(self.cfg), "norm_bias", "its LayerNorms have a bias")
         self.need("embed_scale", embed_scale)
         self.need("head_bias", False, "no bias on the output head")
-        self.need("logit_scale", 1.0, "logits are not rescaled")
+        if not scales:
+            self.need("logit_scale", 1.0, "logits are not rescaled")
         self.need("qk_norm", qk_norm)
         self.need("attn_sinks", sinks, "no attention sinks" if not sinks else "")
         self.need("rope_local_base", None, "one RoPE for every layer")

@@ -29,7 +29,7 @@ from engine.layers.attention import LayerKV
 from engine.layers.init import init_linear
 from engine.layers.kinds import Mixer
 from engine.layers.short_conv import conv_params
-from engine.layers.ssm import make_conv, recompute, silu_conv
+from engine.layers.ssm import compute_dtype, make_conv, recompute, silu_conv
 from engine.runtime import TORCH_DTYPES
 from engine.validation import Knobs, declare
 
@@ -71,7 +71,7 @@ def selective_scan(x: torch.Tensor, dt: torch.Tensor, A: torch.Tensor, B: torch.
         local.append(h)
     local = torch.stack(local, 2)                                        # [b, c, L, D, N]
     since_start = dtA.cumsum(2).exp()                                    # decay from the chunk's start
-    h = x.new_zeros(b, D, N) if h0 is None else h0.float()
+    h = x.new_zeros(b, D, N) if h0 is None else h0.to(x.dtype)
     entering = []
     for i in range(c):                                                   # carry the state across chunks
         entering.append(h)
@@ -142,17 +142,18 @@ class Mamba1(nn.Module):
         if dt_g is not None:
             eps = dims.norm_eps
             dt, B, C = (F.rms_norm(t, (t.shape[-1],), g, eps) for t, g in ((dt, dt_g), (B, b_g), (C, c_g)))
-        dt = F.softplus(F.linear(dt, dt_w).float() + dt_b.float())
-        A = -A_log.float().exp()
-        xs, B, C = xs.float(), B.float(), C.float()
+        ct = compute_dtype(xz)
+        dt = F.softplus(F.linear(dt, dt_w).to(ct) + dt_b.to(ct))
+        A = -A_log.to(ct).exp()
+        xs, B, C = xs.to(ct), B.to(ct), C.to(ct)
         if step:
-            y, h = selective_step(cache.recurrent.float(), xs[:, 0], dt[:, 0], A, B[:, 0], C[:, 0])
+            y, h = selective_step(cache.recurrent.to(ct), xs[:, 0], dt[:, 0], A, B[:, 0], C[:, 0])
             y = y[:, None]
         else:
             y, h = selective_scan(xs, dt, A, B, C, dims.chunk, None if cache is None else cache.recurrent)
         if cache is not None:
             cache.recurrent = h.detach().to(self.state_dtype or xz.dtype)
-        return ((y + xs * D.float()) * F.silu(z.float())).to(xz.dtype)
+        return ((y + xs * D.to(ct)) * F.silu(z.to(ct))).to(xz.dtype)
 
 
 # ---- closed forms of one Mamba-1 layer: d = d_model, D = d_inner, N, R = dt_rank, K ----

@@ -27,7 +27,7 @@ from engine.layers.attention import LayerKV
 from engine.layers.init import init_linear
 from engine.layers.kinds import Mixer
 from engine.layers.short_conv import conv_params
-from engine.layers.ssm import make_conv, recompute, silu_conv
+from engine.layers.ssm import compute_dtype, make_conv, recompute, silu_conv
 from engine.runtime import TORCH_DTYPES
 from engine.validation import Knobs, declare
 
@@ -82,13 +82,13 @@ class GatedRMSNorm(nn.Module):
 
 def gated_rms_norm(y: torch.Tensor, z: torch.Tensor, weight: torch.Tensor, groups: int, eps: float,
                    gate_first: bool) -> torch.Tensor:
-    """RMSNorm over each of `groups` equal slices of the channels (fp32), times the gain, with the silu gate
+    """RMSNorm over each of `groups` equal slices of the channels (in y's dtype, fp32), times the gain, with the silu gate
     applied before it (Mamba-2) or after it (Falcon-H1 mamba_norm_before_gate)."""
     if gate_first:
-        y = y * F.silu(z.float())
+        y = y * F.silu(z.to(y.dtype))
     g = y.view(*y.shape[:-1], groups, -1)
-    y = F.rms_norm(g, (g.shape[-1],), eps=eps).view_as(y) * weight.float()
-    return y if gate_first else y * F.silu(z.float())
+    y = F.rms_norm(g, (g.shape[-1],), eps=eps).view_as(y) * weight.to(y.dtype)
+    return y if gate_first else y * F.silu(z.to(y.dtype))
 
 
 class Mamba2(nn.Module):
@@ -146,22 +146,23 @@ class Mamba2(nn.Module):
                                                        output_size=dims.proj_width)
         z, xbc, dt = zxbcdt.split([dims.d_inner, dims.conv_channels, H], dim=-1)
         step = cache is not None and cache.recurrent is not None and T == 1
-        xs, B, C = silu_conv(xbc, conv_w, conv_b, cache).float().split([dims.d_inner, G * N, G * N], dim=-1)
-        dt = F.softplus(dt.float() + dt_bias.float())
+        ct = compute_dtype(zxbcdt)
+        xs, B, C = silu_conv(xbc, conv_w, conv_b, cache).to(ct).split([dims.d_inner, G * N, G * N], dim=-1)
+        dt = F.softplus(dt.to(ct) + dt_bias.to(ct))
         if dims.dt_min > 0 or dims.dt_max < math.inf:
             dt = dt.clamp(dims.dt_min, dims.dt_max)
-        A = -A_log.float().exp()
+        A = -A_log.to(ct).exp()
         xs = xs.reshape(b, T, H, P)
         if step:
-            y, h = ssd.ssd_step(cache.recurrent.float(), xs[:, 0], dt[:, 0], A, B.view(b, G, N), C.view(b, G, N))
+            y, h = ssd.ssd_step(cache.recurrent.to(ct), xs[:, 0], dt[:, 0], A, B.view(b, G, N), C.view(b, G, N))
             y = y[:, None]
         else:
             y, h = ssd.ssd_chunked(xs, dt, A, B.reshape(b, T, G, N), C.reshape(b, T, G, N), dims.chunk,
                                    None if cache is None else cache.recurrent)
         if cache is not None:
             cache.recurrent = h.detach().to(self.state_dtype or zxbcdt.dtype)
-        y = (y + xs * D.float()[:, None]).reshape(b, T, dims.d_inner)
-        y = y * F.silu(z.float()) if norm_w is None else gated_rms_norm(y, z, norm_w, G, dims.norm_eps,
+        y = (y + xs * D.to(ct)[:, None]).reshape(b, T, dims.d_inner)
+        y = y * F.silu(z.to(ct)) if norm_w is None else gated_rms_norm(y, z, norm_w, G, dims.norm_eps,
                                                                        dims.gate == "norm_gated")
         return y.to(zxbcdt.dtype)
 

@@ -1,4 +1,4 @@
-"""The SSD scan of Mamba-2 (Dao & Gu 2024) in two equal forms, pure torch, fp32.
+"""The SSD scan of Mamba-2 (Dao & Gu 2024) in two equal forms, pure torch (fp32 for fp32/bf16 models).
 
 Per head, with a state h [P, N], a decay exp(dt A) (one number per head and token) and B, C shared by the heads
 of a group:    h_t = exp(dt_t A) h_{t-1} + (dt_t x_t) B_t^T;    y_t = h_t C_t
@@ -40,7 +40,7 @@ def ssd_chunked(x: torch.Tensor, dt: torch.Tensor, A: torch.Tensor, B: torch.Ten
     to_end = (acum[..., -1:] - acum).exp()[..., None]                       # [b, c, G, R, Q, 1]
     ends = (xdt * to_end).permute(0, 1, 2, 4, 3, 5).reshape(b, c, G, Q, R * P).transpose(-1, -2) @ Bc
     ends = ends.view(b, c, G, R, P, N)
-    h = x.new_zeros(b, G, R, P, N) if h0 is None else h0.float().view(b, G, R, P, N)
+    h = x.new_zeros(b, G, R, P, N) if h0 is None else h0.to(x.dtype).view(b, G, R, P, N)
     carry = acum[..., -1].exp()[..., None, None]                            # [b, c, G, R, 1, 1]
     entering = []
     for i in range(c):

@@ -30,6 +30,11 @@ class SSMKnobs(Knobs):
                              "Changes the FLOPs of prefill, never the result.", lo=1)
 
 
+def compute_dtype(t: torch.Tensor) -> torch.dtype:
+    """The scan's dtype: fp32 for bf16/fp16/fp32 models (as transformers' fallbacks compute), fp64 for fp64."""
+    return torch.promote_types(t.dtype, torch.float32)
+
+
 def make_conv(channels: int, kernel: int, bias: bool) -> nn.Conv1d:
     """A depthwise conv1d (one K-tap filter per channel) stored as transformers stores it, weight [C, 1, K]."""
     return nn.Conv1d(channels, channels, kernel, groups=channels, bias=bias)
