@@ -274,9 +274,8 @@ def hf_active(hf) -> int:
     """transformers' total minus the routed-expert weights a token skips: (E - k) / E of each experts module."""
     total = sum(p.numel() for p in hf.parameters())
     k = hf.config.num_experts_per_tok
-    for layer in hf.model.layers:
-        experts = getattr(layer.mlp, "experts", None)
-        if experts is not None:
+    for name, experts in hf.named_modules():   # layer.mlp.experts, or feed_forward / mixer / block_sparse_moe
+        if name.endswith(".experts") and hasattr(experts, "num_experts"):
             E = experts.num_experts
             total -= sum(p.numel() for p in experts.parameters()) * (E - k) // E
     return total

@@ -88,6 +88,16 @@ def _bamba(r: _Reader) -> dict[str, Any]:
                 layer_types=tuple("full" if i in attn else "mamba2" for i in range(n)))
 
 
+def nemotron_layers(pattern: str) -> dict[str, tuple[str, ...]]:
+    """layer_types and ffn_types of a Nemotron-H hybrid_override_pattern (M Mamba-2, * attention, - MLP, E MoE)."""
+    return _as_layers([_NEMOTRON_KINDS[c] for c in pattern])
+
+
+def _as_layers(kinds: list[str]) -> dict[str, tuple[str, ...]]:
+    return dict(layer_types=tuple(_NEMOTRON_LAYER[k][0] for k in kinds),
+                ffn_types=tuple(_NEMOTRON_LAYER[k][1] for k in kinds))
+
+
 def _nemotron_kinds(r: _Reader) -> list[str]:
     """Each layer's kind (mamba / attention / mlp / moe) from layers_block_type or hybrid_override_pattern."""
     listed = r.nullable("layers_block_type") or r.nullable("layer_types")
@@ -116,13 +126,20 @@ def _nemotron_h(r: _Reader) -> dict[str, Any]:
     r.expect("hidden_dropout", (0, 0.0), "our dropout also acts on the residual stream")
     r.expect("mlp_bias", (r("attention_bias"),), f"with attention_bias={r('attention_bias')}: our `bias` covers both")
     kv, hd = r("num_key_value_heads", heads), r("head_dim", d // heads)
+    if "attention_head_dim" in r.d:   # the remote-code spelling of head_dim, which transformers never reads
+        r.expect("attention_head_dim", (hd,), f"transformers builds head_dim {hd} whatever this says")
+    for key, why in (("rms_norm_eps", "transformers' Nemotron-H reads layer_norm_epsilon"),
+                     ("norm_eps", "transformers' Nemotron-H reads layer_norm_epsilon"),
+                     ("rope_theta", "transformers' Nemotron-H attention has no RoPE"),
+                     ("partial_rotary_factor", "transformers' Nemotron-H attention has no RoPE")):
+        if key in r.d:
+            r.ignore(key, why)
     out = dict(vocab_size=r("vocab_size"), context_length=r("max_position_embeddings"), d_model=d, n_layers=n,
                n_heads=heads, n_kv_heads=None if kv == heads else kv, head_dim=None if hd == d // heads else hd,
                d_ff=r("intermediate_size"), ffn=r.act("mlp_hidden_act", {"relu2": "relu2"}), position="none",
                norm="rmsnorm", norm_eps=float(r("layer_norm_epsilon")), bias=bool(r("attention_bias")),
                tie_embeddings=bool(r("tie_word_embeddings")),
-               layer_types=tuple(_NEMOTRON_LAYER[k][0] for k in kinds),
-               ffn_types=tuple(_NEMOTRON_LAYER[k][1] for k in kinds),
+               **_as_layers(kinds),
                ssm_heads=r("mamba_num_heads"), ssm_head_dim=r("mamba_head_dim"), ssm_groups=r("n_groups"),
                ssm_state=r("ssm_state_size"), ssm_conv_kernel=r("conv_kernel"), ssm_chunk=r("chunk_size"),
                ssm_conv_bias=bool(r("use_conv_bias")), ssm_proj_bias=bool(r("use_bias")),
