@@ -81,6 +81,18 @@ def _mla_compatible(values: dict) -> dict:
 
 
 @st.composite
+def checkpoint_fields(draw) -> dict:
+    """How the checkpoint ships (engine/checkpoint.py): any format, with the fields only its kind takes."""
+    fmt = draw(st.sampled_from(FIELDS["ckpt_format"].choices))
+    bits = draw(st.sampled_from([None, 2, 3, 4, 8])) if fmt in ("awq", "gptq") else None
+    return dict(ckpt_format=fmt, ckpt_bits=bits,
+                ckpt_group_size=draw(st.none() | st.integers(1, 256)),
+                ckpt_double_quant=fmt in ("bnb_nf4", "bnb_fp4") and draw(st.booleans()),
+                ckpt_keep=draw(st.none() | st.lists(st.sampled_from(FIELDS["ckpt_keep"].choices), max_size=3,
+                                                    unique=True).map(tuple)))
+
+
+@st.composite
 def configs(draw, max_d: int = 24) -> ModelConfig:
     """Any valid config at tiny sizes: sizes and every knob drawn; invalid combinations are filtered out."""
     n_heads, n_layers = draw(st.integers(1, 6)), draw(st.integers(1, 3))
@@ -125,7 +137,7 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
         embed_multiplier=draw(st.floats(0.25, 4)))
     values["norm_bias"] = values["norm"] == "layernorm" and draw(st.booleans())
     values.update(qk_norm_scope=draw(st.sampled_from(FIELDS["qk_norm_scope"].choices)), **draw(moe_fields()),
-                  **draw(mla_fields()), **draw(gdn_fields()), **draw(ssm_fields()))
+                  **draw(mla_fields()), **draw(gdn_fields()), **draw(ssm_fields()), **draw(checkpoint_fields()))
     values = _mla_compatible(values)
     assert set(values) == set(FIELDS), "a new field needs a strategy here"
     try:
@@ -161,6 +173,8 @@ IMPLIED = {"norm_bias"}   # set by make() from norm (rmsnorm has no bias)
 def _axes() -> dict[str, list]:
     axes = {}
     for name, spec in FIELDS.items():
+        if spec.group == "checkpoint":    # how the files store the weights: no module or closed form changes
+            continue                      # (engine/checkpoint.py is held against the published files instead)
         if name in RANGE_VALUES:
             axes[name] = RANGE_VALUES[name]
         elif spec.choices and spec.type is not tuple:
@@ -238,6 +252,17 @@ LECTURE_NUMBERS = {
 }
 
 
+# Text the page cuts: a box that clips (overflow not visible) and holds more than it shows, as Streamlit's ellipsis
+# containers do ("Small traini…"), a row of choices that scrolls sideways ("swiglu_cla" of the curve pills), and
+# inputs whose value is wider than the box ("sizes as g"). Charts and tables (which scroll by design) excluded.
+CUT_TEXT_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] *')].filter(e =>
+      !e.closest('.js-plotly-plot') && e.scrollWidth > e.clientWidth + 1 && (e.tagName === 'INPUT'
+        ? e.type !== 'hidden' && e.clientWidth > 0 && e.value
+        : e.innerText && e.innerText.trim() && (getComputedStyle(e).overflowX === 'hidden'
+          || (getComputedStyle(e).overflowX !== 'visible' && e.closest('[data-testid="stButtonGroup"]')))))
+    .map(e => [(e.tagName === 'INPUT' ? e.value : e.innerText).trim().slice(0, 60), e.scrollWidth, e.clientWidth])"""
+
+
 def settle(page, timeout_ms: int = 60000) -> None:
     """Wait until the script run has finished (no 'Running...' status widget) and the app has drawn."""
     page.wait_for_selector('[data-testid="stSidebarNav"]', timeout=timeout_ms)
@@ -256,82 +281,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-# ---- transformers' counts (used by the MoE and MLA preset tests; they importorskip transformers first) ----
-def hf_meta(config: dict):
-    """transformers' model of a config.json dict, built on the meta device (no memory)."""
-    import torch
-    import transformers
-
-    hf_config = transformers.AutoConfig.for_model(config["model_type"],
-                                                  **{k: v for k, v in config.items() if k != "model_type"})
-    with torch.device("meta"):
-        return transformers.AutoModelForCausalLM.from_config(hf_config)
-
-
-def hf_active(hf) -> int:
-    """transformers' total minus the routed-expert weights a token skips: (E - k) / E of each experts module."""
-    total = sum(p.numel() for p in hf.parameters())
-    k = hf.config.num_experts_per_tok
-    for name, experts in hf.named_modules():   # layer.mlp.experts, or feed_forward / mixer / block_sparse_moe
-        if name.endswith(".experts") and hasattr(experts, "num_experts"):
-            E = experts.num_experts
-            total -= sum(p.numel() for p in experts.parameters()) * (E - k) // E
-    return total
-
-
-# ---- HF parity: each case built once per module --------------------------------------------------------------
-class _Cases(dict):
-    """Builds a case when a test first asks for it, inside that test: a mutation tool that maps code to the tests
-    calling it then sees the conversion of case X under the first test that checks X (a module fixture building
-    every case up front ran all conversions under the module's first test, which checks only its own case)."""
-
-    def __init__(self, cases: dict, vocab: int, seq: int):
-        super().__init__()
-        self.cases, self.vocab, self.seq = cases, vocab, seq
-
-    def __missing__(self, name: str):
-        import torch
-
-        from engine.interop import from_transformers, hf_model_from_config, scramble_
-
-        i = list(self.cases).index(name)
-        model_type, config, *_ = self.cases[name]
-        torch.manual_seed(i)
-        hf = hf_model_from_config(model_type, config, attn_implementation="eager").eval()
-        scramble_(hf, seed=i)
-        idx = torch.randint(0, self.vocab, (2, self.seq), generator=torch.Generator().manual_seed(i))
-        self[name] = (hf, from_transformers(hf), idx)
-        return self[name]
-
-
-def convert_cases(cases: dict, vocab: int, seq: int) -> dict:
-    """name -> (HF model, our model, token ids) for cases {name: (model_type, config, ...)}: the HF model built
-    eager, every weight redrawn (seeded by the case's position), converted to ours, and a batch of 2 x `seq` ids;
-    each case built on first use."""
-    return _Cases(cases, vocab, seq)
-
-
-def assert_same_weights(ref: dict, got: dict, family: str) -> None:
-    """Two HF state dicts hold the same tensors, bit for bit (Gemma's norm gains up to one ulp of 1 + w)."""
-    import torch
-    assert got.keys() == ref.keys()
-    for key in ref:
-        if family.startswith("gemma") and "norm" in key:
-            # Gemma stores w for a gain of (1 + w): (1 + w) - 1 is exact up to one ulp of 1 + w (< 4 here)
-            assert ref[key].abs().max() < 3
-            torch.testing.assert_close(got[key], ref[key], rtol=0, atol=2 ** -22)
-        else:
-            assert torch.equal(got[key], ref[key]), key
-
-
-def pairs_missing_from(hf, pairs: list) -> list[str]:
-    """The HF modules a weight mapping names that the transformers model lacks (each would be skipped silently
-    both ways)."""
-    sd = hf.state_dict()
-    modules = set(sd) | {k.rsplit(".", 1)[0] for k in sd}
-    return [p.hf for p in pairs if p.hf not in modules]
 
 
 # ---- hybrid layouts: mixtures of layer kinds (engine/layers/mixers.py), each held exactly by tests/test_hybrid.py ----

@@ -9,7 +9,7 @@ transformers = pytest.importorskip("transformers", minversion="5.0")
 
 from engine.budget.params import count_params  # noqa: E402
 from engine.interop.weights import ours_to_hf, pairs_for  # noqa: E402
-from tests.helpers import assert_same_weights, convert_cases, pairs_missing_from  # noqa: E402
+from tests.hf_checks import assert_same_weights, convert_cases, pairs_missing_from  # noqa: E402
 from engine.layers.position import alibi_slopes  # noqa: E402
 
 transformers.logging.set_verbosity_error()

@@ -11,7 +11,7 @@ from engine.budget.memory import kv_cache_bytes, state_bytes  # noqa: E402
 from engine.interop import from_transformers, hf_model_from_config, scramble_, to_hf_config, to_transformers  # noqa: E402
 from engine.interop.weights import pairs_for  # noqa: E402
 from engine.model import KVCache  # noqa: E402
-from tests.helpers import assert_same_weights, pairs_missing_from  # noqa: E402
+from tests.hf_checks import assert_same_weights, pairs_missing_from  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 V, T = 61, 11

@@ -9,15 +9,16 @@ import pytest
 
 transformers = pytest.importorskip("transformers", minversion="5.0")
 
-from engine.budget.memory import kv_cache_bytes, state_bytes  # noqa: E402
+from engine.budget.memory import kv_cache_bytes, kv_cache_layers, state_bytes  # noqa: E402
 from engine.budget.params import count_params  # noqa: E402
 from engine.cli import main  # noqa: E402
 from engine.config import ModelConfig  # noqa: E402
 from engine.interop.hf_config import import_hf_config  # noqa: E402
 from engine.limits import json_loads  # noqa: E402
+from engine.plan.quant import kv_quant_bytes  # noqa: E402
 from engine.presets import PRESETS  # noqa: E402
 from engine.validation import ConfigError  # noqa: E402
-from tests.helpers import hf_active, hf_meta  # noqa: E402
+from tests.hf_checks import hf_active, hf_meta  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 DATA = Path(__file__).parent / "data" / "hf_configs"
@@ -133,3 +134,13 @@ def test_nemotron_h_8b_state_under_each_convention():
     assert state_bytes(cfg, 1, "bf16", "vllm") == {"conv": 24 * 3 * conv * 2, "recurrent": 24 * state}
     assert state_bytes(cfg, 1, "bf16", "llama.cpp") == {"conv": 24 * 3 * conv * 4, "recurrent": 24 * state}
     assert kv_cache_bytes(cfg, 1, 1, "bf16") == 16_384
+
+
+def test_nemotron_h_8b_caches_keys_only_on_its_attention_layers():
+    """kv_cache_layers (every KV figure's one path: bytes, the planner, serving) asks each layer's mixers: only
+    the 4 '*' layers of the pattern hold keys and values; fp8 storage adds one K and one V fp32 scale on those."""
+    pattern, tokens = "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-", 1000
+    layers = kv_cache_layers(PRESETS["nemotron-h-8b"].config, 1, tokens)
+    assert [i for i, (values, _) in enumerate(layers) if values] == [i for i, c in enumerate(pattern) if c == "*"]
+    assert {values for values, _ in layers} == {0, 2 * 8 * 128 * tokens}
+    assert kv_quant_bytes(layers, "fp8", "bf16") == 4 * (2 * 8 * 128 * tokens + 2 * 4)

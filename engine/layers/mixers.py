@@ -129,7 +129,9 @@ class LayerKnobs(Knobs):
         for name in ("layer_types", "ffn_types"):
             value = getattr(c, name)
             if ok(name, "n_layers") and value is not None and len(value) != c.n_layers:
-                out.append(f"{name}: {len(value)} entries for n_layers={c.n_layers}")
+                n = len(value)
+                out.append(f"{name}: {n} {'entry' if n == 1 else 'entries'} for n_layers={c.n_layers}; give one "
+                           "per layer, or null")
         if not ok("layer_types", "ffn_types", "n_layers") or any(p.startswith(("layer_types:", "ffn_types:"))
                                                                  for p in out):
             return out
