@@ -257,7 +257,7 @@ class Mamba2Knobs(Knobs):
                                   lo=0, lo_open=True)
     ssm_proj_scales: tuple[float, ...] | None = declare(
         None, "ssm", "Falcon-H1 ssm_multipliers: five scales of the input projection's outputs z, x, B, C, dt.",
-        null="all one")
+        lo=0, lo_open=True, null="all one")
     ssm_out_scale: float = declare(1.0, "ssm", "The mixer's output is scaled by this before the residual add "
                                    "(Falcon-H1 ssm_out_multiplier, Granite residual_multiplier).", lo=0, lo_open=True)
 
