@@ -9,9 +9,11 @@ Pure string building, so tests read the DOT directly.
 from __future__ import annotations
 
 from app.charts import COLORS
+from app.diagram_hybrid import block_title, drawn_spec, one_branch, recurrent_box
 from app.diagram_mla import mla_attention, mla_label
 from engine.config import ModelConfig
 from engine.layers.block import BlockLayout, block_layout
+from engine.layers.kinds import LayerSpec
 from engine.layers.norm import NORMS
 
 NORM_COLOR, ADD_COLOR, DATA_COLOR = COLORS["norms"], "#FFFFFF", "#EEEEEE"
@@ -80,6 +82,8 @@ def attention_label(cfg: ModelConfig) -> str:
         lines.append(f"scores soft-capped at {lay.attn_softcap:g}")
     if lay.attn_sinks:
         lines.append("sinks: one learned logit per head joins the softmax")
+    if lay.attn_gate:
+        lines.append(f"output gate: × sigmoid(x W_g), one per {'dimension' if lay.attn_gate == 'elementwise' else 'head'}")
     if lay.window is not None:
         lines.append(f"window {lay.window:,}" + (f", full every {lay.global_every}" if lay.global_every else ""))
     return "\\n".join(lines)
@@ -161,14 +165,37 @@ def _moe(d: _Dot, p: str, cfg: ModelConfig, lay: BlockLayout) -> tuple[str, str]
     return f"{p}ffn_in", out
 
 
-def _block(d: _Dot, cfg: ModelConfig) -> tuple[str, str]:
+def _mixers(d: _Dot, cfg: ModelConfig, lay: BlockLayout, spec: LayerSpec) -> tuple[str, str]:
+    """The layer's mixer(s): attention (or MLA), a recurrent mixer, or both side by side, their outputs added."""
+    boxes = []
+    for kind in spec.mixers:
+        if kind != "attention":
+            boxes.append(recurrent_box(d, "b_", cfg, kind))
+        elif lay.mla:
+            boxes.append(mla_attention(d, "b_", cfg, lay.mla, attention_label(cfg), NORM_COLOR))
+        else:
+            boxes.append(_attention(d, "b_", cfg, lay))
+    if len(boxes) == 1:
+        return boxes[0]
+    entry, total = d.node("b_mix_in", "", DATA_COLOR, shape="point"), d.add("b_mix_sum")
+    for b_in, b_out in boxes:
+        d.edge(entry, b_in)
+        d.edge(b_out, total)
+    return entry, total
+
+
+def _block(d: _Dot, cfg: ModelConfig, spec: LayerSpec) -> tuple[str, str]:
     """One block wired as its layout says; returns (input, output) node ids."""
-    lay = block_layout(cfg)
+    lay = block_layout(cfg, spec)
     x = d.node("x_in", "x (residual stream)")
-    a_in, a_out = (mla_attention(d, "b_", cfg, lay.mla, attention_label(cfg), NORM_COLOR) if lay.mla else
-                   _attention(d, "b_", cfg, lay))
-    f_in, f_out = (_moe if lay.experts else _ffn)(d, "b_", cfg, lay)
     norm = norm_label(cfg)
+    if spec.mixers:
+        a_in, a_out = _mixers(d, cfg, lay, spec)
+    if spec.ffn != "none":
+        f_in, f_out = (_moe if spec.ffn == "moe" else _ffn)(d, "b_", cfg, lay)
+    if not spec.mixers or spec.ffn == "none":
+        b_in, b_out = (a_in, a_out) if spec.mixers else (f_in, f_out)
+        return one_branch(d, x, lay, b_in, b_out, norm, NORM_COLOR)
     if lay.branch_norms:
         d.edge(a_out, d.node("p1", "post-attn " + norm, NORM_COLOR))
         d.edge(f_out, d.node("p2", "post-FFN " + norm, NORM_COLOR))
@@ -227,8 +254,11 @@ def block_dot(cfg: ModelConfig) -> str:
     n_moe = sum(cfg.moe_layers)
     mixed = f"; MoE in {n_moe} of {cfg.n_layers} layers, the others a dense FFN of d_ff {cfg.ffn_width:,}" if (
         0 < n_moe < cfg.n_layers) else ""
-    with d.cluster("block", f"transformer block × {cfg.n_layers} ({cfg.block}, {cfg.norm_placement}-norm{mixed})"):
-        x, out = _block(d, cfg)
+    spec = drawn_spec(cfg)
+    title = (block_title(cfg, spec) if cfg.hybrid else
+             f"transformer block × {cfg.n_layers} ({cfg.block}, {cfg.norm_placement}-norm{mixed})")
+    with d.cluster("block", title):
+        x, out = _block(d, cfg, spec)
     d.edge(chain[-1], x)
     tail = [out]
     if cfg.final_norm:

@@ -21,6 +21,8 @@ import yaml
 from engine.layers.attention import AttentionKnobs
 from engine.layers.block import BlockKnobs
 from engine.layers.ffn import DENSE_FFNS, GATED_FFNS, FFNKnobs
+from engine.layers.gdn import GDNKnobs
+from engine.layers.mixers import LayerKnobs
 from engine.layers.mla import MLAKnobs
 from engine.layers.moe import MoEKnobs
 from engine.layers.norm import NormKnobs
@@ -31,7 +33,7 @@ from engine.validation import ConfigError, FieldSpec, Knobs, coerce_value, decla
 __all__ = ["ConfigError", "DENSE_FFNS", "FAMILIES", "FIELDS", "FieldSpec", "GATED_FFNS", "GROUPS", "ModelConfig",
            "coerce", "field_names", "parse_bool"]
 
-GROUPS = ("sizes", "attention", "position", "ffn", "moe", "normalization", "block", "output")
+GROUPS = ("sizes", "attention", "layers", "gdn", "position", "ffn", "moe", "normalization", "block", "output")
 
 
 @dataclass(frozen=True)
@@ -63,8 +65,8 @@ class OutputKnobs(Knobs):
                                      "not built.", lo=1, null="no multi-token-prediction modules")
 
 
-FAMILIES: tuple[type[Knobs], ...] = (SizeKnobs, AttentionKnobs, MLAKnobs, PositionKnobs, FFNKnobs, MoEKnobs, NormKnobs,
-                                     BlockKnobs, OutputKnobs)
+FAMILIES: tuple[type[Knobs], ...] = (SizeKnobs, AttentionKnobs, MLAKnobs, LayerKnobs, GDNKnobs, PositionKnobs,
+                                     FFNKnobs, MoEKnobs, NormKnobs, BlockKnobs, OutputKnobs)
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,31 @@ _PHI35_LONG = (
     64.51000213623047, 64.52999877929688, 64.83999633789062)
 _HF = "Hugging Face transformers, meta-device count of config.json at huggingface.co/"
 
+# Hybrid models (engine/layers/mixers.py): recurrent layers beside attention. Sources: tests/data/hf_configs/SOURCES.md
+_QWEN_NEXT = dict(_LLAMA, qk_norm=True, norm_eps=1e-6, rope_base=1e7, rope_fraction=0.25, attn_gate="elementwise",
+                  head_dim=256, gdn_k_heads=16, gdn_v_heads=32, gdn_k_dim=128, gdn_v_dim=128, gdn_conv_kernel=4)
+HYBRID_PRESETS = [
+    Preset(ModelConfig(name="qwen3-next-80b-a3b", **_QWEN_NEXT, vocab_size=151936, context_length=262144,
+                       d_model=2048, n_layers=48, n_heads=16, n_kv_heads=2, d_ff=5120,
+                       layer_types=("gdn", "gdn", "gdn", "full") * 12, n_experts=512, experts_per_token=10,
+                       expert_d_ff=512, n_shared_experts=1, shared_d_ff=512, shared_expert_gate=True,
+                       aux_loss_coef=0.001), 79_674_391_296, _HF + "Qwen/Qwen3-Next-80B-A3B-Instruct",
+           "Three Gated DeltaNet layers beside every gated-attention layer: only 12 of 48 layers keep a KV cache "
+           "(24,576 bytes per token in bf16); 512 experts top-10 plus a gated shared one: 3,874,929,408 active."),
+    Preset(ModelConfig(name="qwen3.5-9b", **{**_QWEN_NEXT, "head_dim": None}, vocab_size=248320, context_length=262144, d_model=4096,
+                       n_layers=32, n_heads=16, n_kv_heads=4, d_ff=12288, layer_types=("gdn", "gdn", "gdn", "full") * 8,
+                       state_dtype="fp32"), 8_953_803_264, _HF + "Qwen/Qwen3.5-9B (text_config)",
+           "Dense Qwen3.5: 24 Gated DeltaNet and 8 gated-attention layers; the recurrent state is kept in fp32 "
+           "(mamba_ssm_dtype). Text model only (the vision tower and the MTP layer are not counted)."),
+    Preset(ModelConfig(name="qwen3.5-35b-a3b", **_QWEN_NEXT, vocab_size=248320, context_length=262144,
+                       d_model=2048, n_layers=40, n_heads=16, n_kv_heads=2, layer_types=("gdn", "gdn", "gdn", "full") * 10,
+                       n_experts=256, experts_per_token=8, expert_d_ff=512, n_shared_experts=1, shared_d_ff=512,
+                       shared_expert_gate=True, aux_loss_coef=0.001), 34_660_610_688,
+           _HF + "Qwen/Qwen3.5-35B-A3B (text_config)",
+           "Qwen3.5 MoE: 30 Gated DeltaNet and 10 gated-attention layers, 256 experts top-8 plus a gated shared "
+           "one in every layer: 3,454,988,928 active. Text model only."),
+]
+
 PRESETS: dict[str, Preset] = {p.config.name: p for p in [
     Preset(ModelConfig(name="gpt2", **_GPT2, d_model=768, n_layers=12, n_heads=12), 124_439_808,
            _HF + "openai-community/gpt2", "Radford et al. 2019; learned positions, tied head, tanh-GELU."),
@@ -178,6 +203,7 @@ PRESETS: dict[str, Preset] = {p.config.name: p for p in [
                        rope_mscale_all_dim=0.707), 15_706_484_224, _HF + "deepseek-ai/DeepSeek-V2-Lite",
            "MLA without a query latent and 64 softmax-routed experts top-6 (not renormalised) plus two shared: "
            "2,661,150,208 active. YaRN x40 with DeepSeek's softmax correction (mscale_all_dim 0.707)."),
+    *HYBRID_PRESETS,
     Preset(ModelConfig(name="microgpt", vocab_size=28, context_length=16, d_model=16, n_layers=1, n_heads=4,
                        norm="rmsnorm", norm_affine=False, embed_norm=True, final_norm=False,
                        ffn="relu", bias=False, position="learned", tie_embeddings=False), 4_224,

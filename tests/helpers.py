@@ -49,6 +49,15 @@ def mla_fields(draw) -> dict:
     return dict(values, kv_lora_rank=None)
 
 
+@st.composite
+def gdn_fields(draw) -> dict:
+    """Gated DeltaNet sizes (used only when a layer_types entry is gdn): nv a multiple of nk."""
+    k_heads = draw(st.none() | st.integers(1, 3))
+    return dict(gdn_k_heads=k_heads, gdn_v_heads=None if k_heads is None else k_heads * draw(st.integers(1, 2)),
+                gdn_k_dim=draw(st.none() | st.integers(1, 6)), gdn_v_dim=draw(st.none() | st.integers(1, 6)),
+                gdn_conv_kernel=draw(st.integers(1, 4)), gdn_chunk=draw(st.integers(1, 8)))
+
+
 def _mla_compatible(values: dict) -> dict:
     if values["kv_lora_rank"] is None:
         return values
@@ -86,8 +95,12 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
         rope_attention_factor=draw(opt(st.floats(0.5, 2))),
         rope_short_factor=draw(opt(st.lists(st.floats(0.5, 4), min_size=1, max_size=4).map(tuple))),
         rope_long_factor=draw(opt(st.lists(st.floats(0.5, 4), min_size=1, max_size=4).map(tuple))),
-        layer_types=draw(opt(st.lists(st.sampled_from(["full", "sliding"]), min_size=n_layers,   # one per layer
-                                      max_size=n_layers).map(tuple))),
+        layer_types=draw(opt(st.lists(st.sampled_from(FIELDS["layer_types"].choices), min_size=n_layers,
+                                      max_size=n_layers).map(tuple))),   # one per layer
+        ffn_types=draw(opt(st.lists(st.sampled_from(FIELDS["ffn_types"].choices), min_size=n_layers,
+                                    max_size=n_layers).map(tuple))),
+        state_dtype=draw(st.sampled_from((None,) + FIELDS["state_dtype"].choices)),
+        attn_gate=draw(st.sampled_from((None,) + FIELDS["attn_gate"].choices)),
         attn_scale=draw(opt(st.floats(0.01, 2))), rope_local_base=draw(opt(st.floats(2, 1e6))),
         nope_layers=draw(opt(st.lists(st.integers(1, n_layers), min_size=1, max_size=3).map(tuple))),
         head_bias=draw(st.booleans()), logit_scale=draw(st.floats(0.01, 4)), attn_sinks=draw(st.booleans()),
@@ -95,7 +108,7 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
         mtp_depth=draw(opt(st.integers(1, 2))))
     values["norm_bias"] = values["norm"] == "layernorm" and draw(st.booleans())
     values.update(qk_norm_scope=draw(st.sampled_from(FIELDS["qk_norm_scope"].choices)), **draw(moe_fields()),
-                  **draw(mla_fields()))
+                  **draw(mla_fields()), **draw(gdn_fields()))
     values = _mla_compatible(values)
     assert set(values) == set(FIELDS), "a new field needs a strategy here"
     try:
@@ -116,7 +129,9 @@ RANGE_VALUES: dict[str, list] = {"rope_fraction": [1.0, 0.5], "n_kv_heads": [Non
                                  # RoPE scaling: longrope needs lists sized to the head and dynamic a rotary width
                                  # of 4 (the 0.5 fraction here gives 2); both are held against transformers instead
                                  "rope_scaling": ["none", "linear", "llama3", "yarn"], "rope_factor": [1.0, 4.0],
-                                 "layer_types": [None, ("sliding", "full")], "attn_scale": [None, 0.3],
+                                 "layer_types": [None, ("sliding", "full"), ("gdn", "full"), ("full+gdn", "gdn")],
+                                 "gdn_v_heads": [None, 8], "gdn_conv_kernel": [4, 1], "gdn_chunk": [64, 5],
+                                 "attn_scale": [None, 0.3],
                                  "rope_local_base": [None, 100.0], "nope_layers": [None, (1,)],
                                  "logit_scale": [1.0, 0.5]}
 IMPLIED = {"norm_bias"}   # set by make() from norm (rmsnorm has no bias)
@@ -279,11 +294,12 @@ def convert_cases(cases: dict, vocab: int, seq: int) -> dict:
 
 
 def assert_same_weights(ref: dict, got: dict, family: str) -> None:
-    """Two HF state dicts hold the same tensors, bit for bit (Gemma's norm gains up to one ulp of 1 + w)."""
+    """Two HF state dicts hold the same tensors, bit for bit (Gemma's and Qwen3-Next's / Qwen3.5's norm gains
+    up to one ulp of 1 + w)."""
     import torch
     assert got.keys() == ref.keys()
     for key in ref:
-        if family.startswith("gemma") and "norm" in key:
+        if family.startswith(("gemma", "qwen3_next", "qwen3_5")) and "norm" in key:
             # Gemma stores w for a gain of (1 + w): (1 + w) - 1 is exact up to one ulp of 1 + w (< 4 here)
             assert ref[key].abs().max() < 3
             torch.testing.assert_close(got[key], ref[key], rtol=0, atol=2 ** -22)
@@ -297,3 +313,37 @@ def pairs_missing_from(hf, pairs: list) -> list[str]:
     sd = hf.state_dict()
     modules = set(sd) | {k.rsplit(".", 1)[0] for k in sd}
     return [p.hf for p in pairs if p.hf not in modules]
+
+
+# ---- hybrid layouts: mixtures of layer kinds (engine/layers/mixers.py), each held exactly by tests/test_hybrid.py ----
+# A new mixer kind adds its mixtures here; every closed form and measurement of test_hybrid.py then covers it.
+HYBRID_BASE = dict(GRID_SIZES, n_layers=4, position="rope", norm="rmsnorm", norm_bias=False, bias=False,
+                   ffn="swiglu", d_ff=24, gdn_chunk=4)
+HYBRIDS = {
+    "qwen3-next 3:1, gated attention": dict(layer_types=("gdn", "gdn", "gdn", "full"), attn_gate="elementwise",
+                                            qk_norm=True, rope_fraction=0.5, gdn_k_heads=2, gdn_v_heads=4),
+    "one mixer per layer (nemotron-h)": dict(layer_types=("gdn", "none", "full", "none"),
+                                             ffn_types=("none", "dense", "none", "moe"), n_experts=4),
+    "moe after every mixer (granite 4.0-h)": dict(layer_types=("gdn", "gdn", "full", "gdn"), n_experts=4,
+                                                  n_shared_experts=1, shared_expert_gate=True),
+    "moe every other layer (jamba)": dict(layer_types=("gdn", "full", "gdn", "gdn"),
+                                          ffn_types=("dense", "moe", "dense", "moe"), n_experts=4),
+    "attention beside gdn (falcon-h1)": dict(layer_types=("full+gdn",) * 4, gdn_conv_kernel=2),
+    "sliding, per-head gate": dict(layer_types=("sliding", "gdn", "sliding+gdn", "full"), attn_window=3,
+                                   attn_gate="head", gdn_conv_kernel=1),
+    "latent attention beside gdn": dict(layer_types=("gdn", "full", "gdn", "full"), kv_lora_rank=6,
+                                        qk_rope_head_dim=2, qk_nope_head_dim=3, v_head_dim=4),
+    "post-norm, mixer-only layers": dict(norm_placement="post", layer_types=("gdn", "none", "full", "gdn"),
+                                         ffn_types=("none", "dense", "dense", "none")),
+    "sandwich, mixer-only layers": dict(norm_placement="sandwich", layer_types=("gdn", "none", "full", "gdn"),
+                                        ffn_types=("none", "dense", "dense", "none")),
+    "post-branch, mixer-only layers": dict(norm_placement="post_branch", layer_types=("gdn", "none", "full", "gdn"),
+                                           ffn_types=("none", "dense", "dense", "none")),
+    "parallel block, layernorm, dropout": dict(block="parallel", layer_types=("gdn", "full", "full+gdn", "gdn"),
+                                               norm="layernorm", norm_bias=True, bias=True, dropout=0.1),
+    "learned positions, no attention": dict(position="learned", layer_types=("gdn",) * 4, state_dtype="bf16"),
+}
+
+
+def hybrid_configs() -> dict[str, ModelConfig]:
+    return {name: ModelConfig(**{**HYBRID_BASE, **fields}) for name, fields in HYBRIDS.items()}

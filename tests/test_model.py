@@ -120,14 +120,19 @@ KNOBS = {
         "router_group_score": ({"router_groups": 2, "router_group_topk": 1}, "max"),
         "expert_bias": ({}, True)}.items()},
     "kv_lora_rank": ({"position": "rope"}, 8),
+    "ffn_types": ({}, ("dense", "none")), "attn_gate": ({}, "elementwise"),
+    **{name: ({"layer_types": ("gdn", "full")}, value) for name, value in {
+        "gdn_k_heads": 1, "gdn_v_heads": 4, "gdn_k_dim": 3, "gdn_v_dim": 5, "gdn_conv_kernel": 2}.items()},
     **{name: ({"position": "rope", "kv_lora_rank": 8, "qk_rope_head_dim": 4, "qk_nope_head_dim": 3,
                "v_head_dim": 5, **extra}, value) for name, (extra, value) in {
         "q_lora_rank": ({}, 6), "qk_rope_head_dim": ({}, 2), "qk_nope_head_dim": ({}, 4), "v_head_dim": ({}, 3),
         "mla_rope_interleave": ({}, False),
         "rope_mscale_all_dim": ({"rope_scaling": "yarn", "rope_factor": 4.0}, 0.707)}.items()}}
 # training-only (the router losses' weights, tested in test_moe.py), zero at init (DeepSeek's selection bias) or
-# counted apart and never built (the multi-token-prediction modules, tested in test_mtp.py)
-NOT_IN_FORWARD = {"name", "dropout", "aux_loss_coef", "z_loss_coef", "router_selection_bias", "mtp_depth"}
+# counted apart and never built (the multi-token-prediction modules, tested in test_mtp.py); decode caches only
+# (state_dtype) or the same result computed another way (gdn_chunk), both tested in test_gdn.py
+NOT_IN_FORWARD = {"name", "dropout", "aux_loss_coef", "z_loss_coef", "router_selection_bias", "mtp_depth",
+                  "state_dtype", "gdn_chunk"}
 
 
 def fingerprint(cfg: ModelConfig):

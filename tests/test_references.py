@@ -17,7 +17,7 @@ import torch
 from engine.config import FIELDS
 from engine.layers.position import sinusoidal_table
 from engine.model import build_model
-from tests.helpers import AXES, make, variant_configs
+from tests.helpers import AXES, hybrid_configs, make, variant_configs
 
 ROOT2, C = math.sqrt(2.0), math.sqrt(2.0 / math.pi)
 REF_ACT = {"relu": lambda x: x.clamp_min(0),
@@ -31,7 +31,12 @@ REF_POSITIONS = ("learned", "sinusoidal", "rope", "none")
 REF_PLACEMENTS = ("pre", "post", "sandwich", "post_branch")
 REF_BLOCKS = ("serial", "parallel")
 REF_QK_SCOPES = {"head": "head", "all_heads": "projection"}
-REF_LAYER_TYPES = ("full", "sliding")
+REF_MIXERS = ("full", "sliding", "gdn")                     # a layer's parts: softmax attention or Gated DeltaNet
+REF_LAYER_TYPES = REF_MIXERS + ("none", "full+gdn", "sliding+gdn")   # a word, none, or two parts side by side
+REF_FFN_TYPES = ("dense", "moe", "none")
+REF_GATES = ("elementwise", "head")
+# choices that do not change a forward pass: the dtype a decode cache keeps a recurrent state in
+NO_FORWARD_EFFECT = {"state_dtype": {"fp32", "bf16", "fp16"}}
 # choices held against transformers instead of a hand-written forward (their formulas are long; each family's
 # own code is the independent reference): RoPE scaling in tests/test_rope_scaling.py, ALiBi in
 # tests/test_interop_families.py; MLA attention (kv_lora_rank, a size, not a choice: the grid never sets it, so
@@ -42,8 +47,9 @@ REF_GROUP_SCORES = {"top2_sum": lambda s: sum(sorted(s)[-2:]), "max": max}   # a
 HANDLED = {"ffn": set(REF_ACT) | set(REF_GATE) | set(REF_CLAMPED), "norm": set(REF_NORMS), "position": set(REF_POSITIONS),
            "norm_placement": set(REF_PLACEMENTS), "block": set(REF_BLOCKS), "qk_norm_scope": set(REF_QK_SCOPES),
            "router": set(REF_ROUTERS), "layer_types": set(REF_LAYER_TYPES), "rope_scaling": {"none"},
-           "router_group_score": set(REF_GROUP_SCORES)}
+           "router_group_score": set(REF_GROUP_SCORES), "ffn_types": set(REF_FFN_TYPES), "attn_gate": set(REF_GATES)}
 CONFIGS = variant_configs()
+HYBRIDS = hybrid_configs()
 MOE = dict(n_experts=4, experts_per_token=2, expert_d_ff=8)
 MOE_CONFIGS = [make(MOE | c) for c in (
     {}, {"router_renorm": False}, {"router": "topk_softmax"}, {"router": "sigmoid", "routed_scale": 2.5},
@@ -109,7 +115,7 @@ def _attention(cfg, sd, name, x, layer):
     if cfg.qk_norm and REF_QK_SCOPES[cfg.qk_norm_scope] == "head":          # one gain shared by the heads
         q, k = _norm(cfg, sd, name + ".q_norm", q), _norm(cfg, sd, name + ".k_norm", k)
     if cfg.layer_types is not None:                           # explicit per-layer kinds win over global_every
-        local = cfg.attn_window is not None and cfg.layer_types[layer] == "sliding"
+        local = cfg.attn_window is not None and "sliding" in cfg.layer_types[layer].split("+")
     else:
         local = cfg.attn_window is not None and not (cfg.global_every and (layer + 1) % cfg.global_every == 0)
     if cfg.position == "rope" and layer + 1 not in (cfg.nope_layers or ()):    # NoPE layers skip the rotation
@@ -128,8 +134,51 @@ def _attention(cfg, sd, name, x, layer):
             p = torch.exp(s) / (torch.exp(sd[name + ".sinks"][h]) + torch.exp(s).sum(-1, keepdim=True))
         else:
             p = torch.softmax(s, -1)
-        heads.append(p @ v[:, kv])
-    return _linear(sd, name + ".o_proj", torch.cat(heads, -1))
+        out = p @ v[:, kv]
+        if cfg.attn_gate == "head":                           # one sigmoid gate per head, from the block input
+            out = out * torch.sigmoid(_linear(sd, name + ".g_proj", x)[..., h:h + 1])
+        heads.append(out)
+    out = torch.cat(heads, -1)
+    if cfg.attn_gate == "elementwise":                        # one sigmoid gate per output dimension
+        out = out * torch.sigmoid(_linear(sd, name + ".g_proj", x))
+    return _linear(sd, name + ".o_proj", out)
+
+
+def _gdn(cfg, sd, name, x):
+    """Gated DeltaNet token by token from the formulas: a short causal conv + SiLU over [q k v], L2-normed q/sqrt(dk)
+    and k, per value head S <- exp(g) S; u = beta (v - S^T k); S <- S + k u^T; o = S^T q, then RMS-normed o times
+    the gain and silu(z), and the out projection."""
+    B, T, _ = x.shape
+    nk = cfg.gdn_k_heads or cfg.n_heads
+    dk = cfg.gdn_k_dim or cfg.head_width
+    nv, dv, K = cfg.gdn_v_heads or nk, cfg.gdn_v_dim or dk, cfg.gdn_conv_kernel
+    u = _linear(sd, name + ".in_proj_qkv", x)                 # [q | k | v]
+    z, b, a = (_linear(sd, f"{name}.in_proj_{part}", x) for part in "zba")
+    w = sd[name + ".conv1d.weight"][:, 0]                     # [channels, K]: tap j reads position t - (K-1) + j
+    conv = torch.zeros_like(u)
+    for t in range(T):
+        for j in range(K):
+            if t - (K - 1) + j >= 0:
+                conv[:, t] += w[:, j] * u[:, t - (K - 1) + j]
+    conv = conv * torch.sigmoid(conv)
+    q, k, v = conv.split([nk * dk, nk * dk, nv * dv], -1)
+    l2 = lambda t: t / torch.sqrt((t * t).sum(-1, keepdim=True) + 1e-6)  # noqa: E731
+    q, k = l2(q.view(B, T, nk, dk)) / math.sqrt(dk), l2(k.view(B, T, nk, dk))
+    v, z = v.view(B, T, nv, dv), z.view(B, T, nv, dv)
+    beta = torch.sigmoid(b)
+    g = -torch.exp(sd[name + ".A_log"]) * torch.log1p(torch.exp(a + sd[name + ".dt_bias"]))
+    o = torch.zeros(B, T, nv, dv, dtype=x.dtype)
+    for h in range(nv):
+        kh = h // (nv // nk)                                  # value head h reads key head h // (nv/nk)
+        S = torch.zeros(B, dk, dv, dtype=x.dtype)
+        for t in range(T):
+            S = S * torch.exp(g[:, t, h])[:, None, None]
+            write = beta[:, t, h, None] * (v[:, t, h] - (S * k[:, t, kh, :, None]).sum(1))
+            S = S + k[:, t, kh, :, None] * write[:, None, :]
+            o[:, t, h] = (S * q[:, t, kh, :, None]).sum(1)
+    o = o / torch.sqrt((o * o).mean(-1, keepdim=True) + cfg.norm_eps) * sd[name + ".norm_weight"]
+    o = o * (z * torch.sigmoid(z))
+    return _linear(sd, name + ".out_proj", o.reshape(B, T, nv * dv))
 
 
 def _gated(cfg, g, u):
@@ -198,9 +247,20 @@ def _moe(cfg, sd, name, x):
 
 
 def _block(cfg, sd, b, x, layer):
-    A = lambda h: _attention(cfg, sd, b + ".attn", h, layer)  # noqa: E731
-    moe = cfg.n_experts is not None and layer >= (cfg.moe_first_dense or 0) and (layer + 1) % cfg.moe_every == 0
-    F = lambda h: (_moe if moe else _ffn)(cfg, sd, b + ".ffn", h)  # noqa: E731
+    word = "full" if cfg.layer_types is None else cfg.layer_types[layer]
+    parts = [] if word == "none" else word.split("+")         # the layer's mixers, their outputs added
+    mixers = {"full": lambda h: _attention(cfg, sd, b + ".attn", h, layer),
+              "sliding": lambda h: _attention(cfg, sd, b + ".attn", h, layer),
+              "gdn": lambda h: _gdn(cfg, sd, b + ".gdn", h)}
+    A = lambda h: sum(mixers[part](h) for part in parts)  # noqa: E731
+    if cfg.ffn_types is not None:
+        kind = cfg.ffn_types[layer]
+    else:
+        moe = cfg.n_experts is not None and layer >= (cfg.moe_first_dense or 0) and (layer + 1) % cfg.moe_every == 0
+        kind = "moe" if moe else "dense"
+    F = lambda h: (_moe if kind == "moe" else _ffn)(cfg, sd, b + ".ffn", h)  # noqa: E731
+    if not parts or kind == "none":                           # a serial layer with one branch: only that step
+        return _one_branch(cfg, sd, b, x, A if parts else F, "attn" if parts else "ffn")
     N = lambda n, h: _norm(cfg, sd, f"{b}.{n}", h)  # noqa: E731
     parallel = cfg.block == "parallel"
     if cfg.norm_placement == "post":                          # N(x + F(x))
@@ -219,6 +279,18 @@ def _block(cfg, sd, b, x, layer):
         return x + wrap_a(A(h1)) + wrap_f(F(h2))
     x = x + wrap_a(A(N1(x)))
     return x + wrap_f(F(N2(x)))
+
+
+def _one_branch(cfg, sd, b, x, branch, which):
+    """x + Y(N(x)) pre, N(x + Y(x)) post, x + P(Y(N(x))) sandwich, x + P(Y(x)) post_branch, with the branch's
+    own norms (norm1 and post_attn_norm for a mixer, norm2 and post_ffn_norm for an FFN)."""
+    n_in, n_out = ("norm1", "post_attn_norm") if which == "attn" else ("norm2", "post_ffn_norm")
+    N = lambda n, h: _norm(cfg, sd, f"{b}.{n}", h)  # noqa: E731
+    if cfg.norm_placement == "post":
+        return N(n_in, x + branch(x))
+    h = x if cfg.norm_placement == "post_branch" else N(n_in, x)
+    y = branch(h)
+    return x + (N(n_out, y) if cfg.norm_placement in ("sandwich", "post_branch") else y)
 
 
 def reference_logits(cfg, sd, idx):
@@ -257,7 +329,8 @@ def _random_model(cfg, seed=0):
 def test_reference_implements_every_declared_choice():
     for name, spec in FIELDS.items():
         if spec.choices:
-            covered = HANDLED.get(name, set()) | HELD_BY_TRANSFORMERS.get(name, set())
+            covered = HANDLED.get(name, set()) | HELD_BY_TRANSFORMERS.get(name, set()) | NO_FORWARD_EFFECT.get(
+                name, set())
             assert set(spec.choices) == covered, f"{name}: a choice without a reference forward"
 
 
@@ -295,6 +368,16 @@ def test_model_equals_reference_forward(i, impl):
     # float64 weights on both sides, but the model builds its sinusoidal and RoPE tables in fp32 by design
     # (angles ~1e-7 off, up to ~3e-6 in the logits of the grid); a wrong formula moves them by ~1e-1
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, msg=lambda m: f"{cfg}\n{m}")
+
+
+@pytest.mark.parametrize("name", [n for n, c in HYBRIDS.items() if not c.mla])   # MLA: held in test_mla.py
+def test_hybrid_model_equals_reference_forward(name):
+    cfg = HYBRIDS[name].replace(dropout=0.0)
+    model = _random_model(cfg, seed=7)
+    idx = torch.randint(0, cfg.vocab_size, (2, SEQ), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        got, want = model(idx), reference_logits(cfg, model.state_dict(), idx)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, msg=lambda m: f"{name}\n{m}")
 
 
 @pytest.mark.parametrize("d", [6, 7, 16])

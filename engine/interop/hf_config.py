@@ -309,6 +309,10 @@ from engine.interop.hf_gpt_oss import READERS as _GPT_OSS_READERS  # noqa: E402
 
 _READERS.update(_GPT_OSS_READERS)
 FAMILIES += tuple(_GPT_OSS_READERS)
+from engine.interop.hf_qwen_hybrid import READERS as _QWEN_HYBRID_READERS  # noqa: E402
+
+_READERS.update(_QWEN_HYBRID_READERS)
+FAMILIES += tuple(_QWEN_HYBRID_READERS)
 
 # Every ModelConfig field a reader does not set takes this value (not ModelConfig's GPT-2 default).
 NEUTRAL: dict[str, Any] = dict(
@@ -318,7 +322,8 @@ NEUTRAL: dict[str, Any] = dict(
     dropout=0.0, embed_scale=False, logit_softcap=None, rope_scaling="none", rope_factor=1.0,
     rope_original_context=None, rope_low_freq_factor=1.0, rope_high_freq_factor=4.0, rope_beta_fast=32.0,
     rope_beta_slow=1.0, rope_truncate=True, rope_attention_factor=None, rope_short_factor=None,
-    rope_long_factor=None, layer_types=None, attn_scale=None, rope_local_base=None, nope_layers=None,
+    rope_long_factor=None, layer_types=None, ffn_types=None, state_dtype=None, attn_gate=None, attn_scale=None,
+    rope_local_base=None, nope_layers=None,
     head_bias=False, logit_scale=1.0)
 
 

@@ -127,6 +127,9 @@ _WRITERS.update(_DEEPSEEK_WRITERS)
 from engine.interop.hf_gpt_oss import WRITERS as _GPT_OSS_WRITERS  # noqa: E402
 
 _WRITERS.update(_GPT_OSS_WRITERS)
+from engine.interop.hf_qwen_hybrid import WRITERS as _QWEN_HYBRID_WRITERS  # noqa: E402
+
+_WRITERS.update(_QWEN_HYBRID_WRITERS)
 
 
 def hf_problems(cfg: ModelConfig, model_type: str) -> tuple[dict[str, Any], list[str]]:

@@ -47,10 +47,13 @@ def hf_model_from_config(model_type: str, config: dict[str, Any],
     return transformers.AutoModelForCausalLM.from_config(hf_cfg, **extra)
 
 
-def to_transformers(model: DecoderLM, attn_implementation: str | None = None) -> nn.Module:
+def to_transformers(model: DecoderLM, attn_implementation: str | None = None,
+                    model_type: str | None = None) -> nn.Module:
     """The transformers model computing what `model` computes, or ConfigError naming each feature that no
-    supported family can express (e.g. post-norm, or GQA in a serial Falcon block)."""
-    family, config = to_hf_config(model.cfg)
+    supported family (or `model_type`, when given) can express (e.g. post-norm, or GQA in a serial Falcon block).
+    Where two families compute the same model (Qwen3-Next and Qwen3.5 with the same layers), the first
+    supported one is taken unless model_type names the other."""
+    family, config = to_hf_config(model.cfg, model_type)
     ref = next(model.parameters())
     hf = hf_model_from_config(family, config, attn_implementation).to(device=ref.device, dtype=ref.dtype)
     hf.load_state_dict(ours_to_hf(model.cfg, family, model.state_dict()), strict=True)

@@ -85,16 +85,20 @@ def moe_pairs(cfg: ModelConfig, family: str) -> list[Pair]:
         pairs += [Pair(f"{h}self_attn.{x}_norm", (f"{o}attn.{x}_norm",), "copy") for x in "qk" if cfg.qk_norm]
         pairs += [Pair(h + "input_layernorm", (o + "norm1",), "copy"),
                   Pair(h + "post_attention_layernorm", (o + "norm2",), "copy")]
-        if not moe:
-            pairs += [Pair(f"{h}mlp.{x}_proj", (f"{o}ffn.{x}",), "copy") for x in ("gate", "up", "down")]
-            continue
-        pairs += [Pair(h + "mlp.gate", (o + "ffn.router",), "copy"),
-                  Pair(h + "mlp.experts.gate_up_proj", (o + "ffn.experts.gate", o + "ffn.experts.up"), "halves",
-                       raw=True),
-                  Pair(h + "mlp.experts.down_proj", (o + "ffn.experts.down",), "copy", raw=True)]
-        if cfg.n_shared_experts:
-            pairs += [Pair(f"{h}mlp.shared_expert.{x}_proj", (f"{o}ffn.shared.{x}",), "copy")
-                      for x in ("gate", "up", "down")]
-        if cfg.shared_expert_gate:
-            pairs.append(Pair(h + "mlp.shared_expert_gate", (o + "ffn.shared_gate",), "copy"))
+        pairs += moe_ffn_pairs(cfg, h, o, moe)
+    return pairs
+
+
+def moe_ffn_pairs(cfg: ModelConfig, h: str, o: str, moe: bool) -> list[Pair]:
+    """One layer's FFN (HF prefix h, ours o): a gated MLP, or the router, stacked experts and shared expert."""
+    if not moe:
+        return [Pair(f"{h}mlp.{x}_proj", (f"{o}ffn.{x}",), "copy") for x in ("gate", "up", "down")]
+    pairs = [Pair(h + "mlp.gate", (o + "ffn.router",), "copy"),
+             Pair(h + "mlp.experts.gate_up_proj", (o + "ffn.experts.gate", o + "ffn.experts.up"), "halves", raw=True),
+             Pair(h + "mlp.experts.down_proj", (o + "ffn.experts.down",), "copy", raw=True)]
+    if cfg.n_shared_experts:
+        pairs += [Pair(f"{h}mlp.shared_expert.{x}_proj", (f"{o}ffn.shared.{x}",), "copy")
+                  for x in ("gate", "up", "down")]
+    if cfg.shared_expert_gate:
+        pairs.append(Pair(h + "mlp.shared_expert_gate", (o + "ffn.shared_gate",), "copy"))
     return pairs

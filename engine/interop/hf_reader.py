@@ -82,7 +82,8 @@ def _layer_windows(r: _Reader, n_layers: int, window: int | None, default_types:
     return windows_to_fields([window if t == "sliding_attention" else None for t in types])
 
 
-def _decoder(r: _Reader, theta_default: float = 10000.0, partial_ok: bool = False) -> dict[str, Any]:
+def _decoder(r: _Reader, theta_default: float = 10000.0, partial_ok: bool = False,
+             fraction_default: float = 1.0) -> dict[str, Any]:
     """Sizes shared by the Llama-like families (separate q/k/v/o, gated MLP, RMSNorm, RoPE)."""
     d, heads = r("hidden_size"), r("num_attention_heads")
     kv, hd = r("num_key_value_heads", heads), r("head_dim", d // heads)
@@ -91,4 +92,6 @@ def _decoder(r: _Reader, theta_default: float = 10000.0, partial_ok: bool = Fals
                 n_layers=r("num_hidden_layers"), n_heads=heads, n_kv_heads=None if kv == heads else kv,
                 head_dim=None if hd == d // heads else hd, d_ff=r("intermediate_size"), norm="rmsnorm",
                 norm_eps=float(r("rms_norm_eps")), position="rope",
-                tie_embeddings=bool(r("tie_word_embeddings")), **rope_fields(r, hd, theta_default=theta_default, partial_ok=partial_ok))
+                tie_embeddings=bool(r("tie_word_embeddings")),
+                **rope_fields(r, hd, theta_default=theta_default, partial_ok=partial_ok,
+                              fraction_default=fraction_default))

@@ -32,9 +32,13 @@ class _Writer:
 
     def common(self, norm: str, placement: str = "pre", *, embed_scale: bool = False, qk_norm: bool = False,
                softcaps: bool = False, moe: bool = False, qk_scope: str = "head", mla: bool = False,
-               sinks: bool = False, mtp: bool = False) -> None:
+               sinks: bool = False, mtp: bool = False, hybrid: bool = False, gate: str | None = None) -> None:
         """What every supported family shares (a final norm, no embedding norm, learned gains) and the
         features only some have, off unless the family passes them."""
+        if not hybrid:
+            self.check(not self.cfg.hybrid, "layer_types", "every layer is softmax attention and an FFN")
+            self.need("ffn_types", None, "the family places its MoE layers by its own rule")
+        self.need("attn_gate", gate, "no attention output gate" if gate is None else "")
         if not moe:
             self.need("n_experts", None, "a dense family")
         if not mla:
@@ -115,10 +119,10 @@ def scaling_params(cfg: ModelConfig) -> dict[str, Any]:
     return out
 
 
-def _decoder(w: _Writer) -> dict[str, Any]:
+def _decoder(w: _Writer, partial: bool = False) -> dict[str, Any]:
     c = w.cfg
     w.need("block", "serial")
     return dict(vocab_size=c.vocab_size, hidden_size=c.d_model, intermediate_size=c.ffn_width,
                 num_hidden_layers=c.n_layers, num_attention_heads=c.n_heads, num_key_value_heads=c.kv_heads,
                 head_dim=c.head_width, rms_norm_eps=c.norm_eps, tie_word_embeddings=c.tie_embeddings,
-                attention_dropout=0.0, **w.rope())
+                attention_dropout=0.0, **w.rope(partial))

@@ -146,7 +146,11 @@ def pairs_for(cfg: ModelConfig, family: str) -> list[Pair]:
     from engine.interop.hf_moe import READERS, moe_pairs
     from engine.interop.hf_deepseek import deepseek_pairs
     from engine.interop.hf_gpt_oss import gpt_oss_pairs
-    if family in READERS:
+    from engine.interop.hf_qwen_hybrid import CODECS, qwen_hybrid_pairs, WRITERS as QWEN_HYBRID
+    _CODECS.update(CODECS)
+    if family in QWEN_HYBRID:
+        pairs = qwen_hybrid_pairs(cfg, family)
+    elif family in READERS:
         pairs = moe_pairs(cfg, family)
     elif family == "gpt_oss":
         pairs = gpt_oss_pairs(cfg)
@@ -175,6 +179,10 @@ def pairs_for(cfg: ModelConfig, family: str) -> list[Pair]:
 
 
 # ---- codecs: HF tensor <-> our tensor(s) --------------------------------------------------------------------
+# a family module's own codecs: name -> (split HF -> ours, join ours -> HF), registered by pairs_for
+_CODECS: dict[str, tuple] = {}
+
+
 def _qkv_sizes(cfg: ModelConfig) -> list[int]:
     return [cfg.attn_width, cfg.kv_width, cfg.kv_width]
 
@@ -191,6 +199,8 @@ def _rope_heads(codec: str, cfg: ModelConfig) -> tuple[int, int]:
 def _split(codec: str, t: Tensor, cfg: ModelConfig) -> list[Tensor]:
     if codec == "copy":
         return [t]
+    if codec in _CODECS:
+        return _CODECS[codec][0](t, cfg)
     if codec.startswith("rope_pairs_"):
         return [rope_interleaved_to_half(t, *_rope_heads(codec, cfg))]
     if codec == "t":   # t() leaves a 1-D bias as it is
@@ -218,6 +228,8 @@ def _split(codec: str, t: Tensor, cfg: ModelConfig) -> list[Tensor]:
 def _join(codec: str, ts: list[Tensor], cfg: ModelConfig) -> Tensor:
     if codec == "copy":
         return ts[0]
+    if codec in _CODECS:
+        return _CODECS[codec][1](ts, cfg)
     if codec.startswith("rope_pairs_"):
         return rope_half_to_interleaved(ts[0], *_rope_heads(codec, cfg))
     if codec == "t":

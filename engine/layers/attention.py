@@ -44,10 +44,7 @@ class AttentionKnobs(Knobs):
                                         "from 1) still uses full attention; ignored without a window or with "
                                         "layer_types.", lo=1, null="every layer uses the window")
     qk_norm: bool = declare(False, "attention", "Normalize each head's queries and keys before the dot product.")
-    # per-layer patterns and the score scale (Gemma-2/3, real configs of today)
-    layer_types: tuple[str, ...] | None = declare(None, "attention", "Attention of each layer in order, full or "
-                                                   "sliding (the window attn_window); overrides global_every.",
-                                                   choices=("full", "sliding"), null="the global_every rule")
+    # the score scale (Gemma-2/3, real configs of today); which layers slide is layer_types (engine/layers/mixers.py)
     attn_scale: float | None = declare(None, "attention", "Multiplier of q.k before the softmax (Gemma: "
                                         "query_pre_attn_scalar^-0.5).", lo=0, lo_open=True, null="1/sqrt(head_dim)")
     attn_softcap: float | None = declare(None, "attention", "Squash attention scores smoothly into (-c, c) with "
@@ -58,6 +55,10 @@ class AttentionKnobs(Knobs):
     qk_norm_scope: str = declare("head", "attention", "With qk_norm: one gain per head dimension shared by all "
                                   "heads (Qwen3), or one norm over all heads at once (OLMoE).",
                                   choices=("head", "all_heads"))
+    attn_gate: str | None = declare(None, "attention", "An output gate: the heads' output times sigmoid(x W_g) "
+                                    "before o_proj, one gate per dimension (elementwise: Qwen3-Next, Qwen3.5) or "
+                                    "per head (Qiu et al. 2025, gated attention).", choices=("elementwise", "head"),
+                                    null="no gate")
 
     @property
     def kv_heads(self) -> int:
@@ -82,7 +83,7 @@ class AttentionKnobs(Knobs):
         if self.attn_window is None:
             return None
         if self.layer_types is not None:
-            return self.attn_window if self.layer_types[i] == "sliding" else None
+            return self.attn_window if "sliding" in self.layer_types[i].split("+") else None
         k = self.global_every
         return None if k and (i + 1) % k == 0 else self.attn_window
 
@@ -99,28 +100,42 @@ class AttentionKnobs(Knobs):
 
     @staticmethod
     def rules(c: ModelConfig, ok: Callable[..., bool]) -> list[str]:
-        """Head counts that must divide, a head width that must not be 0, one layer type per layer."""
+        """Head counts that must divide, a head width that must not be 0, an output gate where it is modelled."""
         out = []
         if ok("n_heads", "n_kv_heads") and c.n_kv_heads is not None and c.n_heads % c.n_kv_heads:
             out.append(f"n_kv_heads: {c.n_kv_heads} does not divide n_heads={c.n_heads}")
         if ok("head_dim", "d_model", "n_heads") and c.head_dim is None and c.d_model < c.n_heads:
             out.append(f"head_dim: d_model={c.d_model} // n_heads={c.n_heads} is 0; set head_dim or use fewer heads")
-        if ok("layer_types", "n_layers") and c.layer_types is not None and len(c.layer_types) != c.n_layers:
-            out.append(f"layer_types: {len(c.layer_types)} entries for n_layers={c.n_layers}")
+        if ok("attn_gate", "kv_lora_rank") and c.attn_gate is not None and c.mla:
+            out.append("attn_gate: the output gate is not modelled with MLA (kv_lora_rank set); set attn_gate: null")
         return out
 
 
 class LayerKV:
-    """One layer's cached keys and values [B, kv_heads, S, hd] and the absolute position of the first key.
-    A sliding-window layer keeps only the last `window` positions, so its cache really is smaller."""
+    """One layer's decode cache. Attention: keys and values [B, kv_heads, S, hd] and the absolute position of
+    the first key (a sliding-window layer keeps only the last `window` positions, so its cache really is
+    smaller). A recurrent mixer (engine/layers/mixers.py): its fixed state, the short convolution's last inputs
+    `conv` [B, C, K-1] and the recurrent `recurrent` tensor, whatever the context length."""
 
     def __init__(self) -> None:
         self.k: torch.Tensor | None = None
         self.v: torch.Tensor | None = None
         self.start = 0
+        self.conv: torch.Tensor | None = None
+        self.recurrent: torch.Tensor | None = None
+
+    @staticmethod
+    def _bytes(*tensors: torch.Tensor | None) -> int:
+        return sum(t.numel() * t.element_size() for t in tensors if t is not None)
+
+    def kv_nbytes(self) -> int:
+        return self._bytes(self.k, self.v)
+
+    def state_nbytes(self) -> int:
+        return self._bytes(self.conv, self.recurrent)
 
     def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in (self.k, self.v) if t is not None)
+        return self.kv_nbytes() + self.state_nbytes()
 
 
 def visible(q_pos: torch.Tensor, k_pos: torch.Tensor, window: int | None) -> torch.Tensor:
@@ -142,6 +157,9 @@ class Attention(nn.Module):
         self.k_proj = nn.Linear(cfg.d_model, cfg.kv_width, bias=qkv_bias)
         self.v_proj = nn.Linear(cfg.d_model, cfg.kv_width, bias=qkv_bias)
         self.o_proj = nn.Linear(cfg.attn_width, cfg.d_model, bias=cfg.bias)
+        self.gate = cfg.attn_gate   # None, "elementwise" (one gate per output dimension) or "head"
+        gates = cfg.attn_width if cfg.attn_gate == "elementwise" else cfg.n_heads
+        self.g_proj = nn.Linear(cfg.d_model, gates, bias=qkv_bias) if cfg.attn_gate else None
         # all_heads (OLMoE): one norm over the whole projection, before it is split into heads
         self.qk_all = cfg.qk_norm and cfg.qk_norm_scope == "all_heads"
         self.q_norm = make_norm(cfg, cfg.attn_width if self.qk_all else self.hd) if cfg.qk_norm else None
@@ -155,6 +173,8 @@ class Attention(nn.Module):
         for proj in (self.q_proj, self.k_proj, self.v_proj):
             init_linear(proj, std, generator)
         init_linear(self.o_proj, out_std, generator)     # writes into the residual stream
+        if self.g_proj is not None:
+            init_linear(self.g_proj, std, generator)
         init_norm(self.q_norm)
         init_norm(self.k_norm)
         if self.sinks is not None:   # logit 0: the sink starts as one more key of average weight, no draw
@@ -193,7 +213,12 @@ class Attention(nn.Module):
             y = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask, is_causal=plain_causal, enable_gqa=self.kv_heads != self.n_heads,
                 scale=self.scale, dropout_p=self.dropout if self.training else 0.0)              # [B, H, T, hd]
-        return self.o_proj(y.transpose(1, 2).reshape(B, T, self.n_heads * self.hd))   # [B, T, d_model]
+        y = y.transpose(1, 2).reshape(B, T, self.n_heads * self.hd)                  # [B, T, A]
+        if self.g_proj is not None:   # the output gate (Qwen3-Next): a sigmoid per dimension or per head
+            g = torch.sigmoid(self.g_proj(x))                                          # [B, T, A] or [B, T, H]
+            y = y * g if self.gate == "elementwise" else (y.view(B, T, self.n_heads, self.hd) * g[..., None]).view(
+                B, T, self.n_heads * self.hd)
+        return self.o_proj(y)                                                          # [B, T, d_model]
 
     def _explicit(self, q, k, v, allowed: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         group = self.n_heads // self.kv_heads
@@ -247,10 +272,12 @@ ATTENTION_IMPLS = ("sdpa", "explicit")
 def attention_params(cfg: ModelConfig) -> dict[str, int]:
     """q: d*A (+A), k and v: d*K (+K each), o: A*d (+d); q/k/v biases with bias or qkv_bias, o's with bias;
     QK-norm adds two norms of width head_dim (all_heads: one of width A for q, one of width K for k); sinks
-    one logit per query head, H."""
+    one logit per query head, H; an output gate d*A (+A) elementwise or d*H (+H) per head (q's bias rule)."""
     d, A, K = cfg.d_model, cfg.attn_width, cfg.kv_width
     qkv_bias = cfg.bias or cfg.qkv_bias
+    gates = _gate_width(cfg)
     return {"attention_q": d * A + (A if qkv_bias else 0),
+            "attention_gate": d * gates + (gates if qkv_bias else 0),
             "attention_k": d * K + (K if qkv_bias else 0),
             "attention_v": d * K + (K if qkv_bias else 0),
             "attention_o": A * d + (d if cfg.bias else 0),
@@ -266,10 +293,16 @@ def _qk_norm_params(cfg: ModelConfig) -> int:
     return 2 * norm_params(cfg, cfg.head_width)
 
 
+def _gate_width(cfg: ModelConfig) -> int:
+    """Outputs of the gate projection: A (elementwise), H (per head) or 0 (no gate)."""
+    return {None: 0, "elementwise": cfg.attn_width, "head": cfg.n_heads}[cfg.attn_gate]
+
+
 def attention_matmul_params(cfg: ModelConfig) -> int:
-    """Weights in the projections' matrix products (2 FLOPs each per token): d*A + 2*d*K + A*d."""
+    """Weights in the projections' matrix products (2 FLOPs each per token): d*A + 2*d*K + A*d, plus the
+    gate's d*A or d*H."""
     d, A, K = cfg.d_model, cfg.attn_width, cfg.kv_width
-    return d * A + 2 * d * K + A * d
+    return d * A + 2 * d * K + A * d + d * _gate_width(cfg)
 
 
 def query_key_pairs(seq: int, window: int | None, causal: bool) -> int:
@@ -307,10 +340,12 @@ def attention_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int 
     mask; with dropout it falls back to the math path in fp32 (q, k^T, v broadcast to A, probs, noise,
     dropped probs); the explicit path keeps q, k^T, v (A-wide), a bool mask, (tanh of capped scores), the
     fp32 softmax output (with sinks one column wider, T + 1) and either dropout noise + dropped probs or the
-    probs cast to e. ALiBi makes SDPA's mask one additive [H, T, T] float mask. `rope`: whether this layer
-    rotates q and k. `add(term, bytes)`."""
+    probs cast to e. ALiBi makes SDPA's mask one additive [H, T, T] float mask. An output gate keeps its
+    sigmoid (A or H wide) and the gated output o_proj reads. `rope`: whether this layer rotates q and k.
+    `add(term, bytes)`."""
     N, A, K, H, hd = B * T, cfg.attn_width, cfg.kv_width, cfg.n_heads, cfg.head_width
     drop = cfg.dropout > 0
+    add("attn_gate", N * (_gate_width(cfg) + A) * e if cfg.attn_gate else 0)
     all_heads = cfg.qk_norm and cfg.qk_norm_scope == "all_heads"
     if all_heads:                                  # one norm over the whole q (A wide) and k (K wide)
         add("qk_norm", norm_saved_bytes(cfg, N, A, e) + norm_saved_bytes(cfg, N, K, e))

@@ -86,12 +86,16 @@ class MoEKnobs(Knobs):
         """Hidden width of the one FFN that holds all shared experts (0 without shared experts)."""
         return (self.n_shared_experts or 0) * (self.expert_width if self.shared_d_ff is None else self.shared_d_ff)
 
+    def moe_layer(self, i: int) -> bool:
+        """Whether layer i (0-based) is a mixture of experts: ffn_types when given, else the MoE rule."""
+        if self.ffn_types is not None:
+            return self.ffn_types[i] == "moe"
+        return self.n_experts is not None and i >= (self.moe_first_dense or 0) and (i + 1) % self.moe_every == 0
+
     @property
     def moe_layers(self) -> list[bool]:
-        """Per layer (0-based list): a mixture of experts (True) or a dense FFN."""
-        if self.n_experts is None:
-            return [False] * self.n_layers
-        return [i >= (self.moe_first_dense or 0) and (i + 1) % self.moe_every == 0 for i in range(self.n_layers)]
+        """Per layer (0-based list): a mixture of experts (True) or not (a dense FFN, or none)."""
+        return [self.moe_layer(i) for i in range(self.n_layers)]
 
     @staticmethod
     def rules(c: ModelConfig, ok: Callable[..., bool]) -> list[str]:
@@ -114,7 +118,7 @@ class MoEKnobs(Knobs):
                            f"score sums its two best experts, so a group needs at least 2")
         if ok("shared_expert_gate", "n_shared_experts") and c.shared_expert_gate and not c.n_shared_experts:
             out.append("shared_expert_gate: there is no shared expert to gate; set n_shared_experts >= 1")
-        if ok("moe_first_dense", "moe_every", "n_layers") and not any(c.moe_layers):
+        if ok("moe_first_dense", "moe_every", "n_layers") and c.ffn_types is None and not any(c.moe_layers):
             out.append(f"moe_first_dense: with moe_every={c.moe_every} no layer of n_layers={c.n_layers} is MoE")
         return out
 

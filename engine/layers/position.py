@@ -97,8 +97,11 @@ class PositionKnobs(Knobs):
         return self.qk_rope_head_dim if self.mla else int(round(self.head_width * self.rope_fraction))
 
     def layer_rope(self, i: int) -> str | None:
-        """Layer i's (0-based) RoPE: 'global', 'local' (rope_local_base on a window layer) or None (no RoPE)."""
+        """Layer i's (0-based) RoPE: 'global', 'local' (rope_local_base on a window layer) or None (no RoPE, or
+        no attention in the layer to rotate)."""
         if self.position != "rope" or (self.nope_layers and i + 1 in self.nope_layers):
+            return None
+        if "attention" not in self.layer_mixers(i):
             return None
         local = self.rope_local_base is not None and self.layer_window(i) is not None
         return "local" if local else "global"

@@ -32,15 +32,15 @@ class DecodePoint:
 
 
 def _decode_step(model: DecoderLM, cache: KVCache, tok: torch.Tensor) -> Callable[[], None]:
-    """One new token on top of `cache`; afterwards the layers' (k, v, start) are put back (the step concatenates
-    new tensors, never writes in place), so every call sees the same cache."""
-    saved, pos = [(layer.k, layer.v, layer.start) for layer in cache.layers], cache.pos
+    """One new token on top of `cache`; afterwards each layer's tensors (keys, values, a recurrent state) are put
+    back (the step builds new tensors, never writes in place), so every call sees the same cache."""
+    saved, pos = [dict(vars(layer)) for layer in cache.layers], cache.pos
 
     def step():
         with torch.no_grad():
             model(tok, cache)
-        for layer, (k, v, start) in zip(cache.layers, saved):
-            layer.k, layer.v, layer.start = k, v, start
+        for layer, held in zip(cache.layers, saved):
+            vars(layer).update(held)
         cache.pos = pos
     return step
 

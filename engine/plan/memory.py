@@ -108,8 +108,8 @@ def _activations(cfg: ModelConfig, lay: Layout, s: Setup, stage: int) -> int:
         whole = sum(activation_estimate(cfg, s.micro_batch, s.seq, dtype, "sdpa", "none").per_layer[i]
                     for i in layers)
         kept = per_layer / whole if whole else 1.0     # recompute keeps this share of each block
-        norms = len(layers) * block_norm_count(cfg) * norm_saved_bytes(cfg, s.micro_batch * s.seq, cfg.d_model,
-                                                                       DTYPE_BYTES[dtype])
+        norms = sum(block_norm_count(cfg, cfg.layer_spec(i)) for i in layers) * norm_saved_bytes(
+            cfg, s.micro_batch * s.seq, cfg.d_model, DTYPE_BYTES[dtype])
         split = per_layer - (0 if lay.sequence_parallel else round(norms * kept))
         per_layer = per_layer - split + math.ceil(split / lay.tp)
     edges = (act.embedding if stage == 0 else 0) + (act.head if stage == lay.pp - 1 else 0)
@@ -120,7 +120,7 @@ def _activations(cfg: ModelConfig, lay: Layout, s: Setup, stage: int) -> int:
 
 def _kv_cache(cfg: ModelConfig, lay: Layout, s: Setup, stage: int) -> int:
     heads = cfg.kv_heads // lay.tp
-    windows = [cfg.layer_windows[i] for i in stage_layers(cfg, lay.pp, stage)]
+    windows = [cfg.layer_window(i) for i in stage_layers(cfg, lay.pp, stage) if "attention" in cfg.layer_mixers(i)]
     vectors = [2 * s.micro_batch * keys_held(s.seq, w) * heads for w in windows]
     return kv_quant_bytes([v * cfg.head_width for v in vectors], vectors, s.kv_quant, POLICY_DTYPE[s.policy])
 
