@@ -22,6 +22,7 @@ from engine.layers.attention import AttentionKnobs
 from engine.layers.block import BlockKnobs
 from engine.layers.ffn import DENSE_FFNS, GATED_FFNS, FFNKnobs
 from engine.layers.gdn import GDNKnobs
+from engine.layers.kda import KDAKnobs
 from engine.layers.mixers import LayerKnobs
 from engine.layers.mla import MLAKnobs
 from engine.layers.moe import MoEKnobs
@@ -65,8 +66,8 @@ class OutputKnobs(Knobs):
                                      "not built.", lo=1, null="no multi-token-prediction modules")
 
 
-FAMILIES: tuple[type[Knobs], ...] = (SizeKnobs, AttentionKnobs, MLAKnobs, LayerKnobs, GDNKnobs, PositionKnobs,
-                                     FFNKnobs, MoEKnobs, NormKnobs, BlockKnobs, OutputKnobs)
+FAMILIES: tuple[type[Knobs], ...] = (SizeKnobs, AttentionKnobs, MLAKnobs, LayerKnobs, GDNKnobs, KDAKnobs,
+                                     PositionKnobs, FFNKnobs, MoEKnobs, NormKnobs, BlockKnobs, OutputKnobs)
 
 
 @dataclass(frozen=True)

@@ -120,7 +120,7 @@ def state_bytes(cfg: ModelConfig, batch: int, dtype: str = "bf16", convention: s
             dtypes = {"conv": c.conv_dtype, "recurrent": c.recurrent_dtype}
             for part, count in m.state_elements(cfg, c.conv_positions).items():
                 want = dtypes[part]
-                resolved = {"model": dtype, "state": cfg.state_dtype or dtype,
+                resolved = {"model": dtype, "state": m.state_dtype(cfg) or dtype,
                             "family": m.transformers_recurrent_dtype(cfg) or dtype}.get(want, want)
                 out[part] += n * batch * count * DTYPE_BYTES[resolved]
     return out

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Callable
 from engine.layers.attention import (Attention, attention_matmul_params, attention_params, attention_saved_bytes,
                                      keys_held, kv_bytes, query_key_pairs, score_flops)
 from engine.layers.gdn import GDNMixer
+from engine.layers.kda import KDAMixer
+from engine.layers.lightning import LightningMixer
 from engine.layers.kinds import FFN_KINDS, LayerSpec, Mixer
 from engine.layers.mla import MLA, mla_kv_bytes, mla_matmul_params, mla_params, mla_saved_bytes
 from engine.validation import Knobs, declare
@@ -61,7 +63,7 @@ class AttentionMixer(Mixer):
 
 
 # The registry: kind -> its Mixer. A new kind is one line here (and its Knobs in engine/config.py FAMILIES).
-MIXERS: dict[str, Mixer] = {m.name: m for m in (AttentionMixer(), GDNMixer())}
+MIXERS: dict[str, Mixer] = {m.name: m for m in (AttentionMixer(), GDNMixer(), KDAMixer(), LightningMixer())}
 WORDS: dict[str, str] = {w: m.name for m in MIXERS.values() for w in m.words}   # layer_types word -> kind
 RECURRENT_WORDS = tuple(w for w, kind in WORDS.items() if MIXERS[kind].recurrent)
 # attention beside a recurrent mixer in one layer, outputs added (Falcon-H1: attention and Mamba-2)
@@ -75,7 +77,8 @@ class LayerKnobs(Knobs):
     """What each layer holds: its mixer and its FFN, and the dtype recurrent states are kept in."""
     layer_types: tuple[str, ...] | None = declare(
         None, "layers", "Mixer of each layer in order: softmax attention, full or sliding (the window attn_window); "
-        "a recurrent mixer (gdn: Gated DeltaNet); none (an FFN-only layer); or attention+recurrent side by side, "
+        "a recurrent mixer (gdn: Gated DeltaNet; kda: Kimi Delta Attention; lightning: MiniMax's lightning "
+        "attention); none (an FFN-only layer); or attention+recurrent side by side, "
         "their outputs added. Overrides global_every.", choices=LAYER_TYPES,
         null="full attention in every layer (with a window: the global_every rule)")
     ffn_types: tuple[str, ...] | None = declare(
@@ -102,7 +105,8 @@ class LayerKnobs(Knobs):
     def layer_spec(self, i: int) -> LayerSpec:
         mixers = self.layer_mixers(i)
         window = self.layer_window(i) if "attention" in mixers else None
-        return LayerSpec(mixers, self.layer_ffn(i), window, self.layer_rope(i))
+        depth = i if any(MIXERS[k].per_layer for k in mixers) else None   # only where a module depends on it
+        return LayerSpec(mixers, self.layer_ffn(i), window, self.layer_rope(i), depth)
 
     @property
     def layer_specs(self) -> list[LayerSpec]:
