@@ -18,7 +18,8 @@ from engine.units import fmt_count
 PICK, UPLOAD, UPLOAD_PROBLEMS, EDIT_PROBLEMS = "preset_pick", "yaml_upload", "upload_problems", "edit_problems"
 SHOWN = "editor_groups_shown"   # the groups whose widgets the last run drew
 GROUP_TITLES = {"sizes": "Sizes", "attention": "Attention", "layers": "Layer kinds (hybrids)",
-                "gdn": "Gated DeltaNet", "position": "Position", "ffn": "Feed-forward", "moe": "Mixture of experts",
+                "gdn": "Linear attention (Gated DeltaNet, KDA, lightning)", "position": "Position",
+                "ffn": "Feed-forward", "moe": "Mixture of experts",
                 "normalization": "Normalization", "block": "Block", "output": "Output"}
 
 

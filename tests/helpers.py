@@ -43,7 +43,8 @@ def mla_fields(draw) -> dict:
     values = dict(kv_lora_rank=draw(st.none() | st.integers(1, 10)), q_lora_rank=draw(st.none() | st.integers(1, 10)),
                   qk_rope_head_dim=draw(st.sampled_from([2, 4, 6])), qk_nope_head_dim=draw(st.integers(1, 6)),
                   v_head_dim=draw(st.integers(1, 6)), mla_rope_interleave=draw(st.booleans()),
-                  rope_mscale_all_dim=draw(st.none() | st.floats(0.1, 2)))
+                  rope_mscale_all_dim=draw(st.none() | st.floats(0.1, 2)),
+                  mla_norm_eps=draw(st.none() | st.floats(1e-8, 1e-2)))
     if values["kv_lora_rank"] is not None and draw(st.integers(0, 2)) == 0:
         return values
     return dict(values, kv_lora_rank=None)
@@ -61,7 +62,8 @@ def gdn_fields(draw) -> dict:
 def _mla_compatible(values: dict) -> dict:
     if values["kv_lora_rank"] is None:
         return values
-    return dict(values, position="rope", n_kv_heads=None, head_dim=None, rope_fraction=1.0, attn_window=None,
+    return dict(values, position=values["position"] if values["position"] == "none" else "rope", n_kv_heads=None,
+                head_dim=None, rope_fraction=1.0, attn_window=None,
                 qk_norm=False, attn_softcap=None, nope_layers=None, attn_sinks=False)
 
 
@@ -105,7 +107,7 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
         nope_layers=draw(opt(st.lists(st.integers(1, n_layers), min_size=1, max_size=3).map(tuple))),
         head_bias=draw(st.booleans()), logit_scale=draw(st.floats(0.01, 4)), attn_sinks=draw(st.booleans()),
         swiglu_limit=draw(st.floats(0.5, 10)), swiglu_alpha=draw(st.floats(0.5, 2)),
-        mtp_depth=draw(opt(st.integers(1, 2))))
+        mtp_depth=draw(opt(st.integers(1, 2))), residual_alpha=draw(st.floats(0.25, 4)))
     values["norm_bias"] = values["norm"] == "layernorm" and draw(st.booleans())
     values.update(qk_norm_scope=draw(st.sampled_from(FIELDS["qk_norm_scope"].choices)), **draw(moe_fields()),
                   **draw(mla_fields()), **draw(gdn_fields()))
@@ -129,7 +131,9 @@ RANGE_VALUES: dict[str, list] = {"rope_fraction": [1.0, 0.5], "n_kv_heads": [Non
                                  # RoPE scaling: longrope needs lists sized to the head and dynamic a rotary width
                                  # of 4 (the 0.5 fraction here gives 2); both are held against transformers instead
                                  "rope_scaling": ["none", "linear", "llama3", "yarn"], "rope_factor": [1.0, 4.0],
-                                 "layer_types": [None, ("sliding", "full"), ("gdn", "full"), ("full+gdn", "gdn")],
+                                 "layer_types": [None, ("sliding", "full"), ("gdn", "full"), ("full+gdn", "gdn"),
+                                                 ("kda", "full+lightning"), ("lightning", "sliding+kda")],
+                                 "residual_alpha": [1.0, 2.0],
                                  "gdn_v_heads": [None, 8], "gdn_conv_kernel": [4, 1], "gdn_chunk": [64, 5],
                                  "attn_scale": [None, 0.3],
                                  "rope_local_base": [None, 100.0], "nope_layers": [None, (1,)],
@@ -342,6 +346,19 @@ HYBRIDS = {
     "parallel block, layernorm, dropout": dict(block="parallel", layer_types=("gdn", "full", "full+gdn", "gdn"),
                                                norm="layernorm", norm_bias=True, bias=True, dropout=0.1),
     "learned positions, no attention": dict(position="learned", layer_types=("gdn",) * 4, state_dtype="bf16"),
+    # Kimi Delta Attention and lightning attention (engine/layers/kda.py, lightning.py) in their families' layouts
+    "kimi linear: kda beside nope mla, moe": dict(
+        layer_types=("kda", "kda", "full", "kda"), position="none", kv_lora_rank=6, qk_rope_head_dim=2,
+        qk_nope_head_dim=3, v_head_dim=4, mla_norm_eps=1e-6, gdn_k_heads=2, gdn_k_dim=4, n_experts=4,
+        n_shared_experts=1, moe_first_dense=1, router="sigmoid", router_selection_bias=True, routed_scale=2.0),
+    "kda: grouped value heads, one tap, bf16 state asked": dict(
+        layer_types=("kda", "full", "kda", "kda"), gdn_k_heads=1, gdn_v_heads=2, gdn_v_dim=3, gdn_conv_kernel=1,
+        state_dtype="bf16"),
+    "minimax: lightning, post-norm deepnorm, moe": dict(
+        layer_types=("lightning", "lightning", "lightning", "full"), norm_placement="post", embed_norm=True,
+        final_norm=False, residual_alpha=3.5, n_experts=4),
+    "lightning and kda beside attention, window": dict(
+        layer_types=("full+lightning", "lightning", "sliding+kda", "full"), attn_window=3, head_dim=4),
 }
 
 

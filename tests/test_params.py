@@ -36,6 +36,14 @@ def component_of(name: str) -> str:
         module = path[path.index("gdn") + 1]
         return ("gdn_in_proj" if module.startswith("in_proj") else
                 {"out_proj": "gdn_out_proj", "conv1d": "gdn_conv"}.get(module, "gdn_gates"))
+    if "kda" in path:   # KDA: q, k, v and beta projections, the short conv, o_proj; the rest its gates and norm
+        module = path[path.index("kda") + 1]
+        return {"q_proj": "kda_in_proj", "k_proj": "kda_in_proj", "v_proj": "kda_in_proj", "b_proj": "kda_in_proj",
+                "conv1d": "kda_conv", "o_proj": "kda_out_proj"}.get(module, "kda_gates")
+    if "lightning" in path:   # lightning attention: qkv and the output gate, the norm's gain, out_proj
+        module = path[path.index("lightning") + 1]
+        return {"qkv_proj": "lightning_in_proj", "output_gate": "lightning_in_proj",
+                "out_proj": "lightning_out_proj"}.get(module, "lightning_norm")
     if "ffn" in path:
         sub = path[path.index("ffn") + 1]
         return {"router": "router", "experts": "routed_experts", "shared": "shared_experts",

@@ -18,6 +18,7 @@ from engine.config import FIELDS
 from engine.layers.position import sinusoidal_table
 from engine.model import build_model
 from tests.helpers import AXES, hybrid_configs, make, variant_configs
+from tests.reference_recurrent import gdn, kda, lightning, linear as _linear
 
 ROOT2, C = math.sqrt(2.0), math.sqrt(2.0 / math.pi)
 REF_ACT = {"relu": lambda x: x.clamp_min(0),
@@ -31,8 +32,8 @@ REF_POSITIONS = ("learned", "sinusoidal", "rope", "none")
 REF_PLACEMENTS = ("pre", "post", "sandwich", "post_branch")
 REF_BLOCKS = ("serial", "parallel")
 REF_QK_SCOPES = {"head": "head", "all_heads": "projection"}
-REF_MIXERS = ("full", "sliding", "gdn")                     # a layer's parts: softmax attention or Gated DeltaNet
-REF_LAYER_TYPES = REF_MIXERS + ("none", "full+gdn", "sliding+gdn")   # a word, none, or two parts side by side
+REF_MIXERS = ("full", "sliding", "gdn", "kda", "lightning")   # a layer's parts: softmax attention or a recurrent one
+REF_LAYER_TYPES = REF_MIXERS + ("none",) + tuple(f"{a}+{r}" for a in ("full", "sliding") for r in REF_MIXERS[2:])
 REF_FFN_TYPES = ("dense", "moe", "none")
 REF_GATES = ("elementwise", "head")
 # choices that do not change a forward pass: the dtype a decode cache keeps a recurrent state in
@@ -61,11 +62,6 @@ MOE_CONFIGS = [make(MOE | c) for c in (
     {"router": "topk_softmax", "expert_bias": True, "ffn": "swiglu_clamped", "swiglu_limit": 0.5,   # gpt-oss
      "swiglu_alpha": 1.5, "attn_sinks": True, "n_kv_heads": 2, "attn_window": 3, "moe_first_dense": 1})]
 SEQ = 8          # longer than the grid's window (3) and global_every (2): both matter
-
-
-def _linear(sd, name, x):
-    y = x @ sd[name + ".weight"].T
-    return y + sd[name + ".bias"] if name + ".bias" in sd else y
 
 
 def _norm(cfg, sd, name, x):
@@ -144,43 +140,6 @@ def _attention(cfg, sd, name, x, layer):
     return _linear(sd, name + ".o_proj", out)
 
 
-def _gdn(cfg, sd, name, x):
-    """Gated DeltaNet token by token from the formulas: a short causal conv + SiLU over [q k v], L2-normed q/sqrt(dk)
-    and k, per value head S <- exp(g) S; u = beta (v - S^T k); S <- S + k u^T; o = S^T q, then RMS-normed o times
-    the gain and silu(z), and the out projection."""
-    B, T, _ = x.shape
-    nk = cfg.gdn_k_heads or cfg.n_heads
-    dk = cfg.gdn_k_dim or cfg.head_width
-    nv, dv, K = cfg.gdn_v_heads or nk, cfg.gdn_v_dim or dk, cfg.gdn_conv_kernel
-    u = _linear(sd, name + ".in_proj_qkv", x)                 # [q | k | v]
-    z, b, a = (_linear(sd, f"{name}.in_proj_{part}", x) for part in "zba")
-    w = sd[name + ".conv1d.weight"][:, 0]                     # [channels, K]: tap j reads position t - (K-1) + j
-    conv = torch.zeros_like(u)
-    for t in range(T):
-        for j in range(K):
-            if t - (K - 1) + j >= 0:
-                conv[:, t] += w[:, j] * u[:, t - (K - 1) + j]
-    conv = conv * torch.sigmoid(conv)
-    q, k, v = conv.split([nk * dk, nk * dk, nv * dv], -1)
-    l2 = lambda t: t / torch.sqrt((t * t).sum(-1, keepdim=True) + 1e-6)  # noqa: E731
-    q, k = l2(q.view(B, T, nk, dk)) / math.sqrt(dk), l2(k.view(B, T, nk, dk))
-    v, z = v.view(B, T, nv, dv), z.view(B, T, nv, dv)
-    beta = torch.sigmoid(b)
-    g = -torch.exp(sd[name + ".A_log"]) * torch.log1p(torch.exp(a + sd[name + ".dt_bias"]))
-    o = torch.zeros(B, T, nv, dv, dtype=x.dtype)
-    for h in range(nv):
-        kh = h // (nv // nk)                                  # value head h reads key head h // (nv/nk)
-        S = torch.zeros(B, dk, dv, dtype=x.dtype)
-        for t in range(T):
-            S = S * torch.exp(g[:, t, h])[:, None, None]
-            write = beta[:, t, h, None] * (v[:, t, h] - (S * k[:, t, kh, :, None]).sum(1))
-            S = S + k[:, t, kh, :, None] * write[:, None, :]
-            o[:, t, h] = (S * q[:, t, kh, :, None]).sum(1)
-    o = o / torch.sqrt((o * o).mean(-1, keepdim=True) + cfg.norm_eps) * sd[name + ".norm_weight"]
-    o = o * (z * torch.sigmoid(z))
-    return _linear(sd, name + ".out_proj", o.reshape(B, T, nv * dv))
-
-
 def _gated(cfg, g, u):
     if cfg.ffn in REF_CLAMPED:
         lim = cfg.swiglu_limit
@@ -251,7 +210,8 @@ def _block(cfg, sd, b, x, layer):
     parts = [] if word == "none" else word.split("+")         # the layer's mixers, their outputs added
     mixers = {"full": lambda h: _attention(cfg, sd, b + ".attn", h, layer),
               "sliding": lambda h: _attention(cfg, sd, b + ".attn", h, layer),
-              "gdn": lambda h: _gdn(cfg, sd, b + ".gdn", h)}
+              "gdn": lambda h: gdn(cfg, sd, b + ".gdn", h), "kda": lambda h: kda(cfg, sd, b + ".kda", h),
+              "lightning": lambda h: lightning(cfg, sd, b + ".lightning", h)}
     A = lambda h: sum(mixers[part](h) for part in parts)  # noqa: E731
     if cfg.ffn_types is not None:
         kind = cfg.ffn_types[layer]
@@ -262,12 +222,12 @@ def _block(cfg, sd, b, x, layer):
     if not parts or kind == "none":                           # a serial layer with one branch: only that step
         return _one_branch(cfg, sd, b, x, A if parts else F, "attn" if parts else "ffn")
     N = lambda n, h: _norm(cfg, sd, f"{b}.{n}", h)  # noqa: E731
-    parallel = cfg.block == "parallel"
-    if cfg.norm_placement == "post":                          # N(x + F(x))
+    parallel, a = cfg.block == "parallel", cfg.residual_alpha    # every residual add is alpha x + branch
+    if cfg.norm_placement == "post":                          # N(alpha x + F(x))
         if parallel:
-            return N("norm1", x + A(x) + F(x))
-        x = N("norm1", x + A(x))
-        return N("norm2", x + F(x))
+            return N("norm1", a * x + A(x) + F(x))
+        x = N("norm1", a * x + A(x))
+        return N("norm2", a * x + F(x))
     branch = cfg.norm_placement in ("sandwich", "post_branch")    # a norm on each branch output
     wrap_a = (lambda y: N("post_attn_norm", y)) if branch else (lambda y: y)
     wrap_f = (lambda y: N("post_ffn_norm", y)) if branch else (lambda y: y)
@@ -276,9 +236,9 @@ def _block(cfg, sd, b, x, layer):
     if parallel:                                              # x + A(N1(x)) + F(N2(x)), N2 = N1 when shared
         h1 = N1(x)
         h2 = h1 if cfg.parallel_shared_norm else N2(x)
-        return x + wrap_a(A(h1)) + wrap_f(F(h2))
-    x = x + wrap_a(A(N1(x)))
-    return x + wrap_f(F(N2(x)))
+        return a * x + wrap_a(A(h1)) + wrap_f(F(h2))
+    x = a * x + wrap_a(A(N1(x)))
+    return a * x + wrap_f(F(N2(x)))
 
 
 def _one_branch(cfg, sd, b, x, branch, which):
@@ -287,10 +247,10 @@ def _one_branch(cfg, sd, b, x, branch, which):
     n_in, n_out = ("norm1", "post_attn_norm") if which == "attn" else ("norm2", "post_ffn_norm")
     N = lambda n, h: _norm(cfg, sd, f"{b}.{n}", h)  # noqa: E731
     if cfg.norm_placement == "post":
-        return N(n_in, x + branch(x))
+        return N(n_in, cfg.residual_alpha * x + branch(x))
     h = x if cfg.norm_placement == "post_branch" else N(n_in, x)
     y = branch(h)
-    return x + (N(n_out, y) if cfg.norm_placement in ("sandwich", "post_branch") else y)
+    return cfg.residual_alpha * x + (N(n_out, y) if cfg.norm_placement in ("sandwich", "post_branch") else y)
 
 
 def reference_logits(cfg, sd, idx):

@@ -47,6 +47,8 @@ COMPONENT_GROUP: dict[str, str] = {
     "attention_gate": "attention",
     # recurrent mixers (engine/layers/mixers.py) take the colour of the token mixer they replace
     "gdn_in_proj": "attention", "gdn_conv": "attention", "gdn_gates": "attention", "gdn_out_proj": "attention",
+    "kda_in_proj": "attention", "kda_conv": "attention", "kda_gates": "attention", "kda_out_proj": "attention",
+    "lightning_in_proj": "attention", "lightning_norm": "attention", "lightning_out_proj": "attention",
 }
 LABELS: dict[str, str] = {
     "token_embedding": "token embedding", "positions": "learned positions", "attention_q": "q projection",
@@ -57,6 +59,10 @@ LABELS: dict[str, str] = {
     "attention_gate": "attention output gate", "gdn_in_proj": "Gated DeltaNet in_proj",
     "gdn_conv": "Gated DeltaNet conv", "gdn_gates": "Gated DeltaNet decay, write gates and norm",
     "gdn_out_proj": "Gated DeltaNet out_proj",
+    "kda_in_proj": "KDA q, k, v and beta projections", "kda_conv": "KDA conv",
+    "kda_gates": "KDA decay and output gates, norm", "kda_out_proj": "KDA o_proj",
+    "lightning_in_proj": "lightning qkv and output gate", "lightning_norm": "lightning norm",
+    "lightning_out_proj": "lightning out_proj",
     "embeddings": "embeddings", "attention": "attention", "output_head_group": "output head",
 }
 FONT = dict(size=14)

@@ -32,9 +32,10 @@ class _Writer:
 
     def common(self, norm: str, placement: str = "pre", *, embed_scale: bool = False, qk_norm: bool = False,
                softcaps: bool = False, moe: bool = False, qk_scope: str = "head", mla: bool = False,
-               sinks: bool = False, mtp: bool = False, hybrid: bool = False, gate: str | None = None) -> None:
+               sinks: bool = False, mtp: bool = False, hybrid: bool = False, gate: str | None = None,
+               embed_norm: bool = False, final_norm: bool = True, residual_alpha: bool = False) -> None:
         """What every supported family shares (a final norm, no embedding norm, learned gains) and the
-        features only some have, off unless the family passes them."""
+        features only some have, off unless the family passes them (residual_alpha: any alpha is expressible)."""
         if not hybrid:
             self.check(not self.cfg.hybrid, "layer_types", "every layer is softmax attention and an FFN")
             self.need("ffn_types", None, "the family places its MoE layers by its own rule")
@@ -49,8 +50,10 @@ class _Writer:
             self.need("qk_norm_scope", qk_scope)
         self.need("norm", norm)
         self.need("norm_placement", placement)
-        self.need("final_norm", True)
-        self.need("embed_norm", False)
+        self.need("final_norm", final_norm)
+        self.need("embed_norm", embed_norm)
+        if not residual_alpha:
+            self.need("residual_alpha", 1.0, "the residual is added as it is")
         self.need("norm_affine", True)
         if norm == "layernorm":
             self.check(norm_has_bias(self.cfg), "norm_bias", "its LayerNorms have a bias")

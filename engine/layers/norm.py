@@ -79,8 +79,9 @@ def has_bias(cfg: ModelConfig) -> bool:
     return NORMS[cfg.norm].has_bias if cfg.norm_bias is None else cfg.norm_bias
 
 
-def make_norm(cfg: ModelConfig, dim: int | None = None) -> nn.Module:
-    return NORMS[cfg.norm](dim or cfg.d_model, cfg.norm_eps, cfg.norm_affine, has_bias(cfg))
+def make_norm(cfg: ModelConfig, dim: int | None = None, eps: float | None = None) -> nn.Module:
+    """The config's norm of width `dim` (d_model), with its epsilon unless `eps` says otherwise."""
+    return NORMS[cfg.norm](dim or cfg.d_model, cfg.norm_eps if eps is None else eps, cfg.norm_affine, has_bias(cfg))
 
 
 def norm_params(cfg: ModelConfig, dim: int) -> int:
