@@ -313,6 +313,11 @@ from engine.interop.hf_qwen_hybrid import READERS as _QWEN_HYBRID_READERS  # noq
 
 _READERS.update(_QWEN_HYBRID_READERS)
 FAMILIES += tuple(_QWEN_HYBRID_READERS)
+from engine.interop.hf_kimi import READERS as _KIMI_READERS  # noqa: E402
+from engine.interop.hf_minimax import READERS as _MINIMAX_READERS  # noqa: E402
+
+_READERS.update(_KIMI_READERS, **_MINIMAX_READERS)
+FAMILIES += tuple(_KIMI_READERS) + tuple(_MINIMAX_READERS)
 
 # Every ModelConfig field a reader does not set takes this value (not ModelConfig's GPT-2 default).
 NEUTRAL: dict[str, Any] = dict(
@@ -324,7 +329,7 @@ NEUTRAL: dict[str, Any] = dict(
     rope_beta_slow=1.0, rope_truncate=True, rope_attention_factor=None, rope_short_factor=None,
     rope_long_factor=None, layer_types=None, ffn_types=None, state_dtype=None, attn_gate=None, attn_scale=None,
     rope_local_base=None, nope_layers=None,
-    head_bias=False, logit_scale=1.0)
+    head_bias=False, logit_scale=1.0, residual_alpha=1.0)
 
 
 def from_hf_config(d: dict[str, Any]) -> ModelConfig:

@@ -130,6 +130,10 @@ _WRITERS.update(_GPT_OSS_WRITERS)
 from engine.interop.hf_qwen_hybrid import WRITERS as _QWEN_HYBRID_WRITERS  # noqa: E402
 
 _WRITERS.update(_QWEN_HYBRID_WRITERS)
+from engine.interop.hf_kimi import WRITERS as _KIMI_WRITERS  # noqa: E402
+from engine.interop.hf_minimax import WRITERS as _MINIMAX_WRITERS  # noqa: E402
+
+_WRITERS.update(_KIMI_WRITERS, **_MINIMAX_WRITERS)
 
 
 def hf_problems(cfg: ModelConfig, model_type: str) -> tuple[dict[str, Any], list[str]]:

@@ -147,9 +147,14 @@ def pairs_for(cfg: ModelConfig, family: str) -> list[Pair]:
     from engine.interop.hf_deepseek import deepseek_pairs
     from engine.interop.hf_gpt_oss import gpt_oss_pairs
     from engine.interop.hf_qwen_hybrid import CODECS, qwen_hybrid_pairs, WRITERS as QWEN_HYBRID
-    _CODECS.update(CODECS)
+    from engine.interop import hf_kimi, hf_minimax
+    _CODECS.update(CODECS, **hf_kimi.CODECS, **hf_minimax.CODECS)
     if family in QWEN_HYBRID:
         pairs = qwen_hybrid_pairs(cfg, family)
+    elif family == "kimi_linear":
+        pairs = hf_kimi.kimi_pairs(cfg)
+    elif family == "minimax":
+        pairs = hf_minimax.minimax_pairs(cfg)
     elif family in READERS:
         pairs = moe_pairs(cfg, family)
     elif family == "gpt_oss":
