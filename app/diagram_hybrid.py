@@ -23,8 +23,10 @@ def drawn_spec(cfg: ModelConfig) -> LayerSpec:
 
 def block_title(cfg: ModelConfig, spec: LayerSpec) -> str:
     """The block cluster's title for a hybrid: the drawn kind, then every kind with its count."""
-    kinds = ", ".join(f"{n} × {label}" for label, n in layer_kinds(cfg))
-    return f"drawn: one {spec_label(spec)} layer ({cfg.block}, {cfg.norm_placement}-norm); layers: {kinds}"
+    kinds = layer_kinds(cfg)
+    counts = ", ".join(f"{n} × {label}" for label, n in kinds)
+    return (f"block × {cfg.n_layers} of {len(kinds)} kind{'s' if len(kinds) > 1 else ''}: {counts}; drawn: a "
+            f"{spec_label(spec)} layer ({cfg.block}, {cfg.norm_placement}-norm)")
 
 
 def recurrent_box(d, p: str, cfg: ModelConfig, kind: str) -> tuple[str, str]:

@@ -93,7 +93,7 @@ def test_one_kind_everywhere_is_the_model_it_was():
      "block: parallel needs a mixer and an FFN in every layer; layer 2 lacks one"),
     (dict(ffn_types=("dense", "moe", "dense", "dense")), "ffn_types: layer 2 is moe but n_experts is null"),
     (dict(layer_types=("gdn",) * 4, gdn_k_heads=3, gdn_v_heads=4), "gdn_v_heads: 4 is not a multiple of gdn_k_heads=3"),
-    (dict(layer_types=("mamba9",) * 4), "layer_types: ('mamba9', 'mamba9', 'mamba9', 'mamba9') is not"),
+    (dict(layer_types=("mamba9",) * 4), "layer_types: entry 1 of 4, 'mamba9', is not one of full, sliding"),
     (dict(attn_gate="head", kv_lora_rank=4), "attn_gate: the output gate is not modelled with MLA"),
 ])
 def test_rules_name_the_field(changes, message):
@@ -104,3 +104,11 @@ def test_rules_name_the_field(changes, message):
 
 def test_gdn_rule_applies_only_when_a_layer_is_gdn():
     ModelConfig(**{**HYBRID_BASE, "gdn_k_heads": 3, "gdn_v_heads": 4})   # unused: no problem
+
+
+def test_deploy_plan_holds_the_attention_kv_and_the_recurrent_state():
+    """Inference on one GPU: the planner's cache is the attention layers' KV plus the recurrent state."""
+    from engine.plan.memory import Layout, Setup, gpu_memory
+    cfg = HYBRIDS["qwen3-next 3:1, gated attention"]
+    got = gpu_memory(cfg, Layout(), Setup(mode="infer", micro_batch=3, seq=50, policy="bf16"))["kv_cache"]
+    assert got == kv_cache_bytes(cfg, 3, 50, "bf16") + sum(state_bytes(cfg, 3, "bf16").values())

@@ -11,7 +11,7 @@ from engine.config import ConfigError, ModelConfig  # noqa: E402
 from engine.interop import from_hf_config, hf_model_from_config, scramble_, to_hf_config, to_transformers  # noqa: E402
 from engine.interop.weights import pairs_for  # noqa: E402
 from engine.runtime import DTYPE_BYTES, TORCH_DTYPES  # noqa: E402
-from tests.helpers import assert_same_weights, convert_cases, pairs_missing_from  # noqa: E402
+from tests.helpers import assert_logits_match, assert_same_weights, convert_cases, pairs_missing_from  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 V, T = 97, 21
@@ -44,11 +44,7 @@ def converted():
 
 @pytest.mark.parametrize("name", CASES)
 def test_logits_match_transformers(converted, name):
-    hf, ours, idx = converted[name]
-    with torch.no_grad():
-        ref, got = hf(input_ids=idx).logits, ours(idx)
-    assert ref.abs().max() > 1.0
-    torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
+    assert_logits_match(converted[name], 1e-4)
 
 
 @pytest.mark.parametrize("name", CASES)

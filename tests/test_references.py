@@ -18,7 +18,7 @@ from engine.config import FIELDS
 from engine.layers.position import sinusoidal_table
 from engine.model import build_model
 from tests.helpers import AXES, hybrid_configs, make, variant_configs
-from tests.reference_recurrent import gdn, kda, lightning, linear as _linear
+from tests.reference_mixers import gdn_reference, kda_reference, lightning_reference
 
 ROOT2, C = math.sqrt(2.0), math.sqrt(2.0 / math.pi)
 REF_ACT = {"relu": lambda x: x.clamp_min(0),
@@ -62,6 +62,11 @@ MOE_CONFIGS = [make(MOE | c) for c in (
     {"router": "topk_softmax", "expert_bias": True, "ffn": "swiglu_clamped", "swiglu_limit": 0.5,   # gpt-oss
      "swiglu_alpha": 1.5, "attn_sinks": True, "n_kv_heads": 2, "attn_window": 3, "moe_first_dense": 1})]
 SEQ = 8          # longer than the grid's window (3) and global_every (2): both matter
+
+
+def _linear(sd, name, x):
+    y = x @ sd[name + ".weight"].T
+    return y + sd[name + ".bias"] if name + ".bias" in sd else y
 
 
 def _norm(cfg, sd, name, x):
@@ -210,8 +215,9 @@ def _block(cfg, sd, b, x, layer):
     parts = [] if word == "none" else word.split("+")         # the layer's mixers, their outputs added
     mixers = {"full": lambda h: _attention(cfg, sd, b + ".attn", h, layer),
               "sliding": lambda h: _attention(cfg, sd, b + ".attn", h, layer),
-              "gdn": lambda h: gdn(cfg, sd, b + ".gdn", h), "kda": lambda h: kda(cfg, sd, b + ".kda", h),
-              "lightning": lambda h: lightning(cfg, sd, b + ".lightning", h)}
+              "gdn": lambda h: gdn_reference(cfg, sd, b + ".gdn", h),
+              "kda": lambda h: kda_reference(cfg, sd, b + ".kda", h),
+              "lightning": lambda h: lightning_reference(cfg, sd, b + ".lightning", h)}
     A = lambda h: sum(mixers[part](h) for part in parts)  # noqa: E731
     if cfg.ffn_types is not None:
         kind = cfg.ffn_types[layer]
