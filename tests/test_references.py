@@ -17,7 +17,8 @@ import torch
 from engine.config import FIELDS
 from engine.layers.position import sinusoidal_table
 from engine.model import build_model
-from tests.helpers import AXES, hybrid_configs, make, variant_configs
+from tests.helpers import AXES, make, variant_configs
+from tests.hybrid_cases import hybrid_configs
 from tests.reference_mixers import gdn_reference, kda_reference, lightning_reference
 
 ROOT2, C = math.sqrt(2.0), math.sqrt(2.0 / math.pi)
@@ -36,8 +37,10 @@ REF_MIXERS = ("full", "sliding", "gdn", "kda", "lightning")   # a layer's parts:
 REF_LAYER_TYPES = REF_MIXERS + ("none",) + tuple(f"{a}+{r}" for a in ("full", "sliding") for r in REF_MIXERS[2:])
 REF_FFN_TYPES = ("dense", "moe", "none")
 REF_GATES = ("elementwise", "head")
-# choices that do not change a forward pass: the dtype a decode cache keeps a recurrent state in
-NO_FORWARD_EFFECT = {"state_dtype": {"fp32", "bf16", "fp16"}}
+# choices that do not change a forward pass: the dtype a decode cache keeps a recurrent state in, how the published
+# checkpoint stores its weights (engine/checkpoint.py: bytes on disk and in memory, not the model built)
+NO_FORWARD_EFFECT = {"state_dtype": {"fp32", "bf16", "fp16"},
+                     **{f: set(FIELDS[f].choices) for f in ("ckpt_format", "ckpt_keep")}}
 # choices held against transformers instead of a hand-written forward (their formulas are long; each family's
 # own code is the independent reference): RoPE scaling in tests/test_rope_scaling.py, ALiBi in
 # tests/test_interop_families.py; MLA attention (kv_lora_rank, a size, not a choice: the grid never sets it, so

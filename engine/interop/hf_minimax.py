@@ -117,7 +117,8 @@ WRITERS = {"minimax": _write_minimax}
 def minimax_pairs(cfg: ModelConfig) -> list[Pair]:
     """The norms one step later (see the module docstring); lightning's decay tables from our `slope`."""
     n = cfg.n_layers
-    pairs = [Pair("model.embed_tokens", ("tok_emb",), "copy"), Pair("model.layers.0.input_layernorm", ("emb_norm",), "copy"),
+    pairs = [Pair("model.embed_tokens", ("tok_emb",), "copy"),
+             Pair("model.layers.0.input_layernorm", ("emb_norm",), "copy"),
              Pair("model.norm", (f"blocks.{n - 1}.norm2",), "copy")]
     for i, spec in enumerate(cfg.layer_specs):
         h, o = f"model.layers.{i}.", f"blocks.{i}."
