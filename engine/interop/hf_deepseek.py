@@ -21,7 +21,7 @@ from engine.config import ModelConfig
 from engine.interop.hf_reader import _Reader
 from engine.interop.hf_defaults import DEFAULTS, GATED_ACTS
 from engine.interop.hf_rope import rope_fields
-from engine.interop.pair import Pair
+from engine.interop.pair import Pair, dense_mlp_pairs, norm_pairs, stacked_expert_pairs
 
 # transformers 5 DeepseekV3Config defaults (the published DeepSeek-V3 sizes)
 DEFAULTS["deepseek_v3"] = dict(
@@ -155,10 +155,8 @@ def mla_pairs(cfg: ModelConfig, a: str, o: str) -> list[Pair]:
 def deepseek_ffn_pairs(cfg: ModelConfig, h: str, o: str, moe: bool) -> list[Pair]:
     """One layer's dense MLP or DeepSeek MoE (router, fused experts, selection bias and shared experts if any)."""
     if not moe:
-        return [Pair(f"{h}mlp.{x}_proj", (f"{o}ffn.{x}",), "copy") for x in ("gate", "up", "down")]
-    pairs = [Pair(h + "mlp.gate.weight", (o + "ffn.router.weight",), "copy", raw=True),
-             Pair(h + "mlp.experts.gate_up_proj", (o + "ffn.experts.gate", o + "ffn.experts.up"), "halves", raw=True),
-             Pair(h + "mlp.experts.down_proj", (o + "ffn.experts.down",), "copy", raw=True)]
+        return dense_mlp_pairs(h, o)
+    pairs = [Pair(h + "mlp.gate.weight", (o + "ffn.router.weight",), "copy", raw=True), *stacked_expert_pairs(h, o)]
     if cfg.router_selection_bias:   # DeepSeek-V3 and Kimi Linear
         pairs.append(Pair(h + "mlp.gate.e_score_correction_bias", (o + "ffn.router.selection_bias",), "copy",
                           raw=True))
@@ -172,8 +170,5 @@ def deepseek_pairs(cfg: ModelConfig) -> list[Pair]:
     pairs = [Pair("model.embed_tokens", ("tok_emb",), "copy"), Pair("model.norm", ("final_norm",), "copy")]
     for i, moe in enumerate(cfg.moe_layers):
         h, o = f"model.layers.{i}.", f"blocks.{i}."
-        pairs += mla_pairs(cfg, h + "self_attn.", o + "attn.")
-        pairs += [Pair(h + "input_layernorm", (o + "norm1",), "copy"),
-                  Pair(h + "post_attention_layernorm", (o + "norm2",), "copy")]
-        pairs += deepseek_ffn_pairs(cfg, h, o, moe)
+        pairs += mla_pairs(cfg, h + "self_attn.", o + "attn.") + norm_pairs(h, o) + deepseek_ffn_pairs(cfg, h, o, moe)
     return pairs

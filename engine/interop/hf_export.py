@@ -130,6 +130,12 @@ _WRITERS.update(_GPT_OSS_WRITERS)
 from engine.interop.hf_qwen_hybrid import WRITERS as _QWEN_HYBRID_WRITERS  # noqa: E402
 
 _WRITERS.update(_QWEN_HYBRID_WRITERS)
+from engine.interop.hf_recent_export import WRITERS as _RECENT_WRITERS  # noqa: E402
+
+_WRITERS.update(_RECENT_WRITERS)
+from engine.interop.hf_llama4 import WRITERS as _LLAMA4_WRITERS  # noqa: E402
+
+_WRITERS.update(_LLAMA4_WRITERS)
 from engine.interop.hf_kimi import WRITERS as _KIMI_WRITERS  # noqa: E402
 from engine.interop.hf_minimax import WRITERS as _MINIMAX_WRITERS  # noqa: E402
 

@@ -19,7 +19,7 @@ from engine.interop.hf_deepseek import deepseek_ffn_pairs, mla_pairs
 from engine.interop.hf_defaults import DEFAULTS, GATED_ACTS
 from engine.interop.hf_reader import _Reader
 from engine.interop.hf_writer import _GATED, _Writer
-from engine.interop.pair import Pair
+from engine.interop.pair import Pair, norm_pairs
 from engine.layers.gdn import gdn_dims
 
 DEFAULTS["kimi_linear"] = dict(   # transformers 5.24's KimiLinearConfig
@@ -198,8 +198,7 @@ def kimi_pairs(cfg: ModelConfig) -> list[Pair]:
     for i, spec in enumerate(cfg.layer_specs):
         h, o = f"model.layers.{i}.", f"blocks.{i}."
         a = h + "self_attn."
-        pairs += [Pair(h + "input_layernorm", (o + "norm1",), "copy"),
-                  Pair(h + "post_attention_layernorm", (o + "norm2",), "copy")]
+        pairs += norm_pairs(h, o)
         if spec.attention:
             pairs += mla_pairs(cfg, a, o + "attn.")
         else:
