@@ -202,12 +202,29 @@ LECTURE_NUMBERS = {
 }
 
 
-def settle(page, timeout_ms: int = 60000) -> None:
-    """Wait until the script run has finished (no 'Running...' status widget) and the app has drawn."""
-    page.wait_for_selector('[data-testid="stSidebarNav"]', timeout=timeout_ms)
-    page.wait_for_selector('[data-testid="stMetric"]', timeout=timeout_ms)
-    page.wait_for_function('!document.querySelector(\'[data-testid="stStatusWidget"]\')', timeout=timeout_ms)
-    page.wait_for_timeout(1500)
+# ---- real-browser and AppTest waits: conditions, never sleeps; generous, for a loaded shared machine ----------
+# At load 20 on two cores a page took a minute to draw; a wait this long only ever costs time when something is
+# really stuck. conftest's `browser` makes it every page's default; `new_app` gives AppTest runs APP_WAIT_S.
+BROWSER_WAIT_MS = 300_000
+APP_WAIT_S = 300
+SUBPROCESS_WAIT_S = 900     # a CLI or torchrun test's child process: a stall guard, never a speed check
+QUIET_JS = """() => { const now = document.body.innerHTML; const same = window.__lastDom === now;
+    window.__lastDom = now; return same; }"""
+
+
+def quiet(page) -> None:
+    """Wait until the app is idle and drawn: its script run is over, no 'Running...' status widget, and the page
+    is the same at two looks half a second apart (charts drawn, late layout passes done)."""
+    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
+    page.wait_for_function('!document.querySelector(\'[data-testid="stStatusWidget"]\')')
+    page.wait_for_function(QUIET_JS, polling=500)
+
+
+def settle(page) -> None:
+    """Wait until a page of the app has drawn its navigation and metric row, and is quiet."""
+    page.wait_for_selector('[data-testid="stSidebarNav"]')
+    page.wait_for_selector('[data-testid="stMetric"]')
+    quiet(page)
 
 
 # ---- torchrun tests (test_ddp, test_sharding): a short training run and a free local port --------------------

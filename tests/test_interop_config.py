@@ -11,6 +11,7 @@ from engine.config import ConfigError, ModelConfig
 from engine.interop import FAMILIES, from_hf_config, to_hf_config, to_transformers
 from engine.model import build_model
 from engine.presets import PRESETS
+from tests.helpers import SUBPROCESS_WAIT_S
 
 # config.json as published on the Hugging Face Hub (the generation-only keys left out)
 PUBLISHED = {
@@ -206,7 +207,7 @@ def test_import_hf_runs_without_transformers(tmp_path):
     """The YAML import is pure stdlib + engine: a real `python -m engine import-hf` never imports transformers."""
     (tmp_path / "config.json").write_text(json.dumps(PUBLISHED["llama-3-8b"]))
     r = subprocess.run([sys.executable, "-X", "importtime", "-m", "engine", "import-hf", str(tmp_path)],
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=SUBPROCESS_WAIT_S)
     assert r.returncode == 0, r.stderr[-2000:]
     assert count_params(ModelConfig.from_yaml(r.stdout)).total == PRESETS["llama-3-8b"].reference_params
     imported = {line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time")}
