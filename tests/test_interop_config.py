@@ -9,6 +9,7 @@ import pytest
 from engine.budget.params import count_params
 from engine.config import ConfigError, ModelConfig
 from engine.interop import FAMILIES, from_hf_config, to_hf_config, to_transformers
+from engine.limits import MAX_LAYERS
 from engine.model import build_model
 from engine.presets import PRESETS
 from tests.helpers import SUBPROCESS_WAIT_S
@@ -123,6 +124,13 @@ def _problems(d):
     with pytest.raises(ConfigError) as e:
         from_hf_config(d)
     return e.value.problems
+
+
+def test_a_per_layer_list_longer_than_any_model_is_refused_by_its_length():
+    """Refused for its size before any reader walks it, naming the key and the limit."""
+    n = MAX_LAYERS + 1
+    assert _problems({"model_type": "qwen2", "num_hidden_layers": 2, "layer_types": ["full_attention"] * n}) == \
+        [f"layer_types: {n:,} entries is more than the engine models (at most {MAX_LAYERS:,})"]
 
 
 @pytest.mark.parametrize("config,key", [

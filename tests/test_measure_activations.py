@@ -5,6 +5,7 @@ a dropped term as small as the attention logsumexp must fail here, not hide insi
 import pytest
 
 from engine.budget.activations import activation_estimate
+from engine.layers.ffn import ffn_saved_bytes
 from engine.measure.activations import measure_activations
 from tests.helpers import AXES, make, pairwise_variants, variant_configs
 
@@ -51,6 +52,14 @@ def test_recompute_is_ordered_and_full_keeps_block_inputs():
     assert full.per_layer == [tok] * cfg.n_layers
     assert full.total == full.embedding + full.head + cfg.n_layers * tok + max(none.per_layer)
     assert none.total - sel.total == none.terms["attn_scores"] + none.terms["attn_mask"]
+
+
+def test_the_breakdown_names_the_ffn_part():
+    """The Activations page lists the saved bytes by part; a dense block's FFN is the part called "ffn"."""
+    cfg = make({"ffn": "swiglu"})
+    est = activation_estimate(cfg, 2, 6, "fp32", "sdpa")
+    assert est.terms["ffn"] == cfg.n_layers * ffn_saved_bytes(cfg, 2 * 6, 4)
+    assert all(isinstance(name, str) and name for name in est.terms)
 
 
 def test_per_layer_and_parts_add_up():

@@ -1,4 +1,7 @@
 """Memory closed forms: reference KV-cache sizes, 16 bytes/param, policies, KV against a real cache."""
+import math
+import re
+
 import pytest
 
 from engine.budget.activations import activation_estimate
@@ -58,6 +61,21 @@ def test_totals_and_json_keys():
     for key in ("weights_bytes", "grads_bytes", "optimizer_bytes", "master_bytes", "activations_bytes",
                 "kv_cache_bytes", "train_total_bytes", "infer_total_bytes"):
         assert isinstance(d[key], int) and key in b.formulas and b.formulas[key]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("optimizer", OPTIMIZERS)
+def test_each_training_state_formula_multiplies_out_to_its_bytes(policy, optimizer):
+    """The Budgets table shows a formula beside each number: "P * 2 B (...)", "P * 2 states (...) * 4 B", or
+    "0: ..." when there is none; its factors times P must give the number shown next to it."""
+    cfg = get_preset("gpt2").config
+    P = count_params(cfg).total
+    b = memory_budget(cfg, 1, 8, policy=policy, optimizer=optimizer)
+    for key in ("weights_bytes", "grads_bytes", "optimizer_bytes", "master_bytes"):
+        text = b.formulas[key]
+        shown = 0 if text.startswith("0:") else P * math.prod(int(f) for f in re.findall(r"\* (\d+) ", text))
+        assert shown == getattr(b, key), (key, text)
+    assert b.formulas["weights_bytes"].startswith(f"P={P:,} params * ")
 
 
 def test_every_option_combination_gives_the_table_values():

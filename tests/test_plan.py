@@ -159,3 +159,15 @@ def test_lora_training_compute_has_no_weight_gradients():
     full = plan(LLAMA8, "h100-80gb", Layout(8), Setup(seq=1024), tokens=10**9).cost
     lora = plan(LLAMA8, "h100-80gb", Layout(8), Setup(seq=1024, finetune="lora"), tokens=10**9).cost
     assert lora.flops_per_token * 3 == pytest.approx(full.flops_per_token * 2)   # 2 passes of 3
+
+
+def test_as_dict_is_the_plan_in_json():
+    """`python -m engine plan --json` prints as_dict(): every figure of the plan under its own name."""
+    import json
+    p = plan(LLAMA8, "h100-80gb", Layout(8, tp=2, pp=2, zero=1), Setup(seq=1024, micro_batches=4))
+    d = json.loads(json.dumps(p.as_dict()))
+    assert d["per_gpu"] == p.per_gpu and d["per_stage"] == p.per_stage and len(d["per_stage"]) == 2
+    assert (d["fits"], d["margin_bytes"], d["memory_bytes"]) == (p.fits, p.margin_bytes, p.memory_bytes)
+    assert d["layout"] == {"gpus": 8, "dp": 2, "tp": 2, "pp": 2, "ep": 1, "zero": 1, "sequence_parallel": False}
+    assert d["trainable_params"] == count_params(LLAMA8).total and d["cost"] == p.cost.as_dict()
+    assert d["high_precision"] == p.high_precision and d["notes"] == p.notes

@@ -33,12 +33,13 @@ from engine.plan.memory import gpu_memory
 from engine.plan.parallel import layout_problems
 
 BASE = dict(vocab_size=50, context_length=32, d_model=32, n_layers=4, n_heads=4, n_kv_heads=2, ffn="swiglu",
-            d_ff=64, norm="rmsnorm", norm_bias=False, position="rope")
+            d_ff=64, norm="rmsnorm", norm_bias=False)
 CONFIGS = {
-    "dense": ModelConfig(name="dense", bias=True, tie_embeddings=False, **BASE),        # biases; 50 rows: uneven chunks
-    "tied": ModelConfig(name="tied", bias=False, tie_embeddings=True, **BASE),
-    "moe": ModelConfig(name="moe", bias=False, tie_embeddings=False, n_experts=4, experts_per_token=2, expert_d_ff=16,
-                       n_shared_experts=1, shared_d_ff=32, moe_first_dense=1, **BASE),
+    "dense": ModelConfig(name="dense", bias=True, tie_embeddings=False, position="rope", **BASE),   # biases; 50 rows
+    # a tied head (a second copy on the last stage), learned positions and an embedding norm (the first stage's)
+    "tied": ModelConfig(name="tied", bias=False, tie_embeddings=True, position="learned", embed_norm=True, **BASE),
+    "moe": ModelConfig(name="moe", bias=False, tie_embeddings=False, position="rope", n_experts=4, experts_per_token=2,
+                       expert_d_ff=16, n_shared_experts=1, shared_d_ff=32, moe_first_dense=1, **BASE),
 }
 COLUMN = ("q_proj", "k_proj", "v_proj", "gate", "up")
 ROW = ("o_proj", "down")
@@ -198,3 +199,36 @@ def test_int8_weights_per_gpu_count_the_scales_of_the_rows_each_gpu_holds(key):
                     want += 2 * math.prod(loc)                             # bf16: norms, biases, router, embeddings
             got = gpu_memory(cfg, lay, Setup(mode="infer", seq=1, quant="int8"), stage)["weights"]
             assert got == want, (lay, stage)
+
+
+@pytest.mark.parametrize("key", list(CONFIGS))
+def test_lora_adapters_per_gpu_are_the_hand_count(key):
+    """LoRA on every matrix: A (r x in) and B (out x r) beside each frozen weight, trained alone. Under TP a
+    column-split matrix's adapter keeps A whole and splits B's rows; a row-split one's splits A's columns and keeps
+    B whole (so the product has the matrix's own split)."""
+    cfg, r = CONFIGS[key], 4
+    setup = Setup(seq=8, finetune="lora", lora_rank=r, lora_targets=("q", "k", "v", "o", "gate", "up", "down"))
+    for lay in GRID:
+        if layout_problems(cfg, lay):
+            continue
+        dp = lay.gpus // (lay.tp * lay.pp)
+        for stage in range(lay.pp):
+            base, adapters = held_tensors(cfg, lay, stage), []
+            for name, (rows, cols) in ((n, s) for n, s in base if n.endswith(".weight") and len(s) == 2):
+                module = name.split(".")[-2]
+                if module in COLUMN:
+                    adapters += [(r, cols), (rows // lay.tp, r)]
+                elif module in ROW:
+                    adapters += [(r, cols // lay.tp), (rows, r)]
+
+            def adapter_elems(sharded: bool) -> int:
+                return sum((chunk_rows(a, dp, 0) if sharded else a) * b for a, b in adapters)
+
+            frozen = sum(math.prod(
+                (chunk_rows(loc[0], dp // lay.ep if ".experts." in n else dp, 0),) + loc[1:] if lay.zero >= 3 else loc)
+                for n, s in base for loc in [local_shape(n, s, lay.tp, lay.ep)])
+            want = {"weights": 2 * (frozen + adapter_elems(lay.zero >= 3)),
+                    "grads": 2 * adapter_elems(lay.zero >= 2),
+                    "optimizer": 12 * adapter_elems(lay.zero >= 1) + 4 * len(adapters)}
+            got = gpu_memory(cfg, lay, setup, stage)
+            assert {k: got[k] for k in want} == want, (lay, stage)
