@@ -109,3 +109,13 @@ def test_wrap_puts_a_cpu_model_under_ddp_without_device_ids(fake_rank):
     assert wrap(model, SINGLE) is model
     ddp = wrap(model, fake_rank)
     assert isinstance(ddp, DistributedDataParallel) and ddp.module is model and ddp.device_ids is None
+
+
+@pytest.mark.parametrize("fake_rank", [0, 1], indirect=True)
+def test_mean_divides_the_all_reduced_sum_by_the_world(fake_rank):
+    """The logged loss is the mean over ranks: all_reduce(SUM) / world, in place. The fake group's all_reduce
+    returns each rank's own tensor, so the mean of 6 on 2 ranks reads 3 here (6 + 6 on real ranks gives 6)."""
+    t = torch.tensor([6.0, -2.0])
+    assert fake_rank.mean(t) is t and t.tolist() == [3.0, -1.0]
+    one = torch.tensor([6.0])
+    assert SINGLE.mean(one).tolist() == [6.0]

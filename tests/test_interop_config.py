@@ -188,6 +188,17 @@ def test_gemma2_alternation_is_global_every_2():
     assert cfg.layer_windows == [7, None, 7, None] and cfg.global_every == 2
 
 
+@pytest.mark.parametrize("ffn,act", [("swiglu", "silu"), ("geglu", "gelu"), ("geglu_tanh", "gelu_pytorch_tanh")])
+def test_gemma2_export_writes_the_activation_transformers_reads(ffn, act):
+    """Gemma2Config reads hidden_activation (default gelu_pytorch_tanh): a writer that left it out would export a
+    SwiGLU model as a tanh-GELU one. Checked on transformers' own config class."""
+    from transformers import Gemma2Config
+    cfg = from_hf_config({"model_type": "gemma2", "num_hidden_layers": 2, "sliding_window": 7}).replace(ffn=ffn)
+    family, d = to_hf_config(cfg, "gemma2")
+    assert family == "gemma2" and Gemma2Config(**d).hidden_activation == act
+    assert from_hf_config({"model_type": family, **d}).ffn == ffn
+
+
 def test_post_norm_with_gqa_is_not_expressible():
     cfg = PRESETS["llama-3-8b"].config.replace(norm_placement="post")
     with pytest.raises(ConfigError) as e:

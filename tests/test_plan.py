@@ -8,6 +8,7 @@ import math
 import pytest
 import torch
 
+from engine.budget.flops import flops_budget
 from engine.budget.memory import memory_budget
 from engine.budget.params import count_params
 from engine.config import ModelConfig
@@ -171,3 +172,13 @@ def test_as_dict_is_the_plan_in_json():
     assert d["layout"] == {"gpus": 8, "dp": 2, "tp": 2, "pp": 2, "ep": 1, "zero": 1, "sequence_parallel": False}
     assert d["trainable_params"] == count_params(LLAMA8).total and d["cost"] == p.cost.as_dict()
     assert d["high_precision"] == p.high_precision and d["notes"] == p.notes
+
+
+@pytest.mark.parametrize("batch", [1, 4])
+def test_training_flops_per_token_are_three_forward_passes_of_one_token_whatever_the_batch(batch):
+    """C = 3 * forward FLOPs per token (forward + 2x backward): a forward over `batch` sequences, divided by the
+    tokens it saw, is the per-token figure, so the plan's number cannot depend on the serving batch."""
+    seq = 1024
+    p = plan(LLAMA8, "h100-80gb", Layout(8), Setup(seq=seq, micro_batch=batch), tokens=10**9)
+    fwd = flops_budget(LLAMA8, 3, seq, causal=True).forward_flops
+    assert p.cost.flops_per_token == pytest.approx(3 * fwd / (3 * seq), rel=1e-12)
