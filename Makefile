@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run test test-fast bench mutate mutate-sample clean check-runtime
+.PHONY: run test test-fast test-loaded bench mutate mutate-sample clean check-runtime
 
 run: $(VENV)/.runtime
 	$(BIN)/streamlit run streamlit_app.py
@@ -19,6 +19,10 @@ test: $(VENV)/.dev system-deps
 
 test-fast: $(VENV)/.dev
 	$(BIN)/python -m pytest -n $(TEST_JOBS) -m engine $(PYTEST_ARGS)
+
+# The whole suite with the browser tests required, beside one CPU-burning process per core (.ci/loaded-run).
+test-loaded:
+	.ci/loaded-run
 
 # The app with requirements.txt alone, in a venv of its own (the dev requirements bring packages of their own and
 # would hide a runtime import missing from requirements.txt): import every module, run every page (AppTest).
