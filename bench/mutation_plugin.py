@@ -26,7 +26,7 @@ import pytest
 from _pytest.runner import runtestprotocol
 
 CPU_FACTOR, CPU_EXTRA = 5, 30       # a mutant may use 5x its tests' clean CPU time + 30 s before "timeout"
-WALL_FACTOR, WALL_EXTRA = 30, 600   # backstop for a mutant that hangs without using CPU (load-proof margin)
+WALL_FACTOR, WALL_EXTRA = 60, 600   # backstop for a mutant that hangs without using CPU (seen: wall = 26x CPU at load 23)
 TIMEOUT_SIGNALS = (signal.SIGXCPU, signal.SIGKILL)
 
 
