@@ -120,6 +120,7 @@ def _mutants(session, plan: dict, out: Path, coverage: dict[str, dict]) -> None:
                 covering.setdefault(fn, []).append(test)
     index = {item.nodeid: i for i, item in enumerate(session.items)}
     results = out / "results.jsonl"
+    results.touch()                          # a deadline passed before the first mutant: all "not checked"
     queue = list(plan["mutants"])
     running: dict[int, tuple[str, float, float, Path, int]] = {}
     deadline = plan.get("deadline") or float("inf")
