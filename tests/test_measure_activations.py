@@ -79,3 +79,12 @@ def test_local_rope_tables_and_nope_layers(dtype):
     for impl in ("sdpa", "explicit"):
         m = measure_activations(cfg, 2, 6, impl, dtype=dtype)
         assert abs(m.error_pct) <= 2.0, (impl, m)
+
+
+def test_with_dropout_the_math_path_keeps_q_k_v_broadcast_in_fp32_under_attn_qkv():
+    """Dropout sends SDPA to its math path: q, k^T and v broadcast to all H heads, in fp32 whatever the dtype --
+    3 * B*T * (H * head width) * 4 bytes per layer, listed as the breakdown's "attn_qkv" part."""
+    cfg = make({"dropout": 0.1})
+    est = activation_estimate(cfg, 2, 6, "bf16", "sdpa")
+    assert est.terms["attn_qkv"] == cfg.n_layers * 3 * (2 * 6) * (cfg.n_heads * cfg.head_width) * 4
+    assert all(isinstance(name, str) and name for name in est.terms)

@@ -182,3 +182,33 @@ def test_training_flops_per_token_are_three_forward_passes_of_one_token_whatever
     p = plan(LLAMA8, "h100-80gb", Layout(8), Setup(seq=seq, micro_batch=batch), tokens=10**9)
     fwd = flops_budget(LLAMA8, 3, seq, causal=True).forward_flops
     assert p.cost.flops_per_token == pytest.approx(3 * fwd / (3 * seq), rel=1e-12)
+
+
+def test_full_training_ignores_the_lora_fields():
+    """The LoRA rank and targets only apply to lora/qlora; a full run with them cleared is a valid setup (the
+    Planner hides those fields then), and the same values under LoRA are refused naming each field."""
+    from engine.plan import setup_problems
+    assert setup_problems(Setup(finetune="full", lora_rank=0, lora_targets=())) == []
+    assert [p.split(":")[0] for p in setup_problems(Setup(finetune="lora", lora_rank=0, lora_targets=()))] == \
+        ["lora_targets", "lora_rank"]
+
+
+def test_tp_that_does_not_divide_the_heads_names_them():
+    from engine.plan.parallel import layout_problems
+    assert "tp: 3 does not divide n_heads = 32" in layout_problems(LLAMA8, Layout(3, tp=3))
+
+
+def test_cost_prefill_is_the_slower_of_compute_and_memory_and_every_formula_names_a_figure():
+    """Prefill time = max(B * forward FLOPs / (N * peak), (weights + KV) bytes / (N * bandwidth)): compute-bound
+    at a long prompt, memory-bound at a one-token one; the formulas are keyed by the figures they explain."""
+    from engine.budget.devices import DeviceProfile
+    from engine.plan.cost import cost
+    dev = DeviceProfile("toy", {"bf16": 1e12}, 1e9)
+    for seq, W in ((4096, 10**6), (1, 10**12)):
+        fwd = flops_budget(LLAMA8, 1, seq, causal=True).forward_flops
+        c = cost(LLAMA8, dev, gpus=2, tp=1, seq=seq, batch=3, tokens=10**6, mfu=0.5, price=2.0, weight_bytes=W,
+                 kv_bytes=10**6)
+        compute, memory = 3 * fwd / (2 * 1e12), (W + 10**6) / (2 * 1e9)
+        assert c.prefill_seconds == pytest.approx(max(compute, memory), rel=1e-12)
+        assert (compute > memory) == (seq == 4096)
+        assert set(c.formulas) <= set(c.as_dict()) - {"formulas"}
