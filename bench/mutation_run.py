@@ -82,7 +82,7 @@ def run_pytest(plan_path: Path, tests: list[str]) -> int:
 
 
 def report(seed: int, sample: list[str], info: dict[str, dict], results: dict[str, dict], coverage: dict,
-           timing: dict, floor: int, jobs: int, load: str) -> str:
+           timing: dict, floor: int, jobs: int, load: str, commit: str) -> str:
     sizes = Counter(i["module"] for i in info.values())
     verdicts = {m: results.get(m, {}).get("status", "not checked") for m in sample}
     module_of = {m: info[m]["module"] for m in sample}
@@ -91,8 +91,6 @@ def report(seed: int, sample: list[str], info: dict[str, dict], results: dict[st
     s = score(verdicts, module_of, dict(sizes), equiv)
     unchecked = sum(v not in DETECTED + MISSED for v in verdicts.values())
     failing = sorted(t for t, d in coverage.items() if d["failed"])
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip()
     wall = {k: timing.get(f"{k}_s", 0) / 60 for k in ("generate", "collect", "coverage", "mutants")}
     cpu = {k: timing.get(f"{k}_cpu", 0) / 60 for k in wall}
     lines = [f"## seed {seed}",
@@ -151,9 +149,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     seed = secrets.randbelow(10**6) if args.seed is None else args.seed
     print(f"seed {seed}", flush=True)
-    start, load = time.time(), " ".join(os.getloadavg().__repr__().strip("()").split(", "))
+    start, load = time.time(), " ".join(f"{x:.1f}" for x in os.getloadavg())
     os.chdir(ROOT)
-    info = generate(args.jobs)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit += " + uncommitted changes" if subprocess.run(["git", "status", "--porcelain", "--", "engine", "tests"],
+                                                          capture_output=True, text=True).stdout else ""
+    info = generate(args.jobs)           # the code as it is now is what gets mutated: name it before the run
     by_module: dict[str, list[str]] = {}
     for m, i in info.items():
         by_module.setdefault(i["module"], []).append(m)
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     results = {r["mutant"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
     timing = {**json.loads((out / "timing.json").read_text()), "generate_s": generated, "generate_cpu": generated_cpu}
     section = report(seed, sample, info, results, json.loads((out / "coverage.json").read_text()), timing,
-                     args.floor, args.jobs, load)
+                     args.floor, args.jobs, load, commit)
     print(section)
     if not args.no_save:
         save(section, seed)
