@@ -21,7 +21,8 @@ from engine.layers.position import model_rope_tables, plain_inv_freq, sinusoidal
 
 
 class KVCache:
-    """Per-layer keys/values for incremental decoding; `pos` is the number of tokens seen so far."""
+    """Per-layer decode cache: keys/values of attention layers, the fixed state of recurrent ones (LayerKV);
+    `pos` is the number of tokens seen so far."""
 
     def __init__(self, n_layers: int):
         self.layers = [LayerKV() for _ in range(n_layers)]
@@ -29,6 +30,12 @@ class KVCache:
 
     def nbytes(self) -> int:
         return sum(layer.nbytes() for layer in self.layers)
+
+    def kv_nbytes(self) -> int:
+        return sum(layer.kv_nbytes() for layer in self.layers)
+
+    def state_nbytes(self) -> int:
+        return sum(layer.state_nbytes() for layer in self.layers)
 
 
 def _embedding(n: int, d: int) -> nn.Embedding:
@@ -44,7 +51,7 @@ class DecoderLM(nn.Module):
         self.tok_emb = _embedding(cfg.vocab_size, cfg.d_model)
         self.pos_emb = _embedding(cfg.context_length, cfg.d_model) if cfg.position == "learned" else None
         self.emb_norm = make_norm(cfg) if cfg.embed_norm else None
-        self.blocks = nn.ModuleList(Block(cfg, w, m) for w, m in zip(cfg.layer_windows, cfg.moe_layers))
+        self.blocks = nn.ModuleList(Block(cfg, spec) for spec in cfg.layer_specs)
         self.final_norm = make_norm(cfg) if cfg.final_norm else None
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=cfg.head_bias)
         self.tie()
@@ -87,7 +94,8 @@ class DecoderLM(nn.Module):
                 "regularizer": sum(m.regularizer() for m in layers) / n}
 
     def attention_layers(self) -> list[Attention]:
-        return [b.attn for b in self.blocks]
+        """The softmax-attention modules (Attention or MLA) of the layers that have one."""
+        return [b.attn for b in self.blocks if hasattr(b, "attn")]
 
     def set_attention(self, impl: str = "sdpa", keep_probs: bool = False) -> None:
         """Choose the attention path ('sdpa' or 'explicit') and whether to keep probabilities for plots."""
@@ -111,7 +119,8 @@ class DecoderLM(nn.Module):
             x = x + sinusoidal_table(pos, cfg.d_model).to(x.dtype)
         if self.emb_norm is not None:
             x = self.emb_norm(x)
-        x = F.dropout(x, cfg.dropout, self.training)
+        if cfg.embed_dropout:
+            x = F.dropout(x, cfg.dropout, self.training)
         kinds = cfg.layer_ropes
         tables = {None: None}   # only the table sets some layer uses are built (and saved for backward)
         if "global" in kinds:

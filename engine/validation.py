@@ -1,16 +1,18 @@
 """Validation pieces shared by the config and every engine entry point, with one message shape:
 "name: value is not <allowed>" (the config's), so a bad argument reads the same wherever it is caught.
 
-FieldSpec (one config field's declaration) and its checks live here; engine.config declares the fields and
-re-exports these names.
+A field is declared once, with `declare` inside its family's `Knobs` dataclass (engine/layers/*.py; the model-wide
+sizes and output head in engine/config.py, which assembles them all into ModelConfig); FieldSpec is the declaration
+as data, and its checks and the conversion of raw values (YAML, URL, CLI strings) live here.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
 import reprlib
-from dataclasses import dataclass
-from typing import Any, Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any, Callable, Iterable
 
 
 class ConfigError(ValueError):
@@ -38,6 +40,25 @@ def parse_bool(text: str) -> bool | None:
     """'true'/'1'/'yes'/'on' -> True, 'false'/'0'/'no'/'off' -> False (any case, spaces ignored), else None."""
     word = text.strip().lower()
     return True if word in _TRUE else False if word in _FALSE else None
+
+
+def declare(default: Any, group: str, help: str, *, choices: tuple | None = None, lo: float | None = None,
+            hi: float | None = None, lo_open: bool = False, hi_open: bool = False, null: str | None = None) -> Any:
+    """Declare a config field: default, UI group, help text, allowed values (choices or [lo, hi] range; *_open
+    excludes the bound) and, for optional fields, what null means. A list-valued field (typed tuple[T, ...])
+    applies choices and range to each item."""
+    meta = dict(group=group, help=help, choices=choices, lo=lo, hi=hi, lo_open=lo_open, hi_open=hi_open, null=null)
+    return field(default=default, metadata=meta)
+
+
+class Knobs:
+    """Base of a family's declared fields (a frozen dataclass of `declare`d fields, with its derived values).
+    `rules` lists the problems tying the family's fields together, each naming a field; `ok(*names)` is false
+    when one of the named fields already has its own problem (so a rule never builds on an invalid value)."""
+
+    @staticmethod
+    def rules(c: Any, ok: Callable[..., bool]) -> list[str]:
+        return []
 
 
 @dataclass(frozen=True)
@@ -101,7 +122,16 @@ def allowed_value(spec: FieldSpec, value: Any) -> bool:
 def field_problem(spec: FieldSpec, value: Any) -> str | None:
     if value is None:
         return None if spec.optional else f"{spec.name}: null is not allowed; expected {spec.allowed()}"
-    return None if allowed_value(spec, value) else f"{spec.name}: {shown(value)} is not {spec.allowed()}"
+    if allowed_value(spec, value):
+        return None
+    if spec.item is not None and isinstance(value, tuple) and value:   # name the entry, not a Python tuple
+        one = dataclasses.replace(spec, type=spec.item, item=None, optional=False)
+        bad = [(i, x) for i, x in enumerate(value, 1) if not allowed_value(one, x)]
+        if bad:
+            (i, x), more = bad[0], len(bad) - 1
+            return (f"{spec.name}: entry {i:,} of {len(value):,}, {shown(x)}, is not {one.allowed()}"
+                    + (f" ({more:,} more like it)" if more else ""))
+    return f"{spec.name}: {shown(value)} is not {spec.allowed()}"
 
 
 # ---- arguments that are not config fields (batch, seq, dtype, a chart's range...) -----------------------------
@@ -134,3 +164,70 @@ def require(*problems: str | None) -> None:
     found = [p for p in problems if p]
     if found:
         raise ValueError("; ".join(found))
+
+
+# ---- raw values (YAML scalars, CLI and URL strings) to a field's type ------------------------------------------
+_NULL_WORDS = ("null", "none", "~", "")
+
+
+def coerce_value(spec: FieldSpec, raw: Any) -> Any:
+    """Convert a raw value to the field's type, or raise ValueError naming the field and what is allowed."""
+    bad = ValueError(f"{spec.name}: {'null' if raw is None else shown(raw)} is not {spec.allowed()}")
+    if spec.item is not None:
+        return _coerce_list(spec, raw, bad)
+    return _coerce_scalar(spec, raw, bad)
+
+
+def _coerce_scalar(spec: FieldSpec, raw: Any, bad: ValueError) -> Any:
+    if raw is None or (spec.type is not str and isinstance(raw, str) and raw.strip().lower() in _NULL_WORDS):
+        if spec.optional:
+            return None
+        raise bad
+    if spec.type is bool:
+        if isinstance(raw, bool):
+            return raw
+        if isinstance(raw, str) and (value := parse_bool(raw)) is not None:
+            return value
+        raise bad
+    if spec.type is int:
+        if isinstance(raw, bool):
+            raise bad
+        if isinstance(raw, int):
+            return raw
+        if isinstance(raw, float) and raw.is_integer():
+            return int(raw)
+        if isinstance(raw, str):  # exact: "123456789012345678901" or "1e30" must not pass through a float
+            try:
+                value = Decimal(raw.replace("_", "").replace(",", "").strip())
+            except InvalidOperation:
+                raise bad from None
+            if value.is_finite() and value.adjusted() < 4300 and value == value.to_integral_value():
+                return int(value)
+        raise bad
+    if spec.type is float:
+        if isinstance(raw, bool):
+            raise bad
+        try:
+            value = float(raw)
+        except (TypeError, ValueError, OverflowError):
+            raise bad from None
+        if not math.isfinite(value):
+            raise bad
+        return value
+    if not isinstance(raw, str):
+        raise bad
+    return raw
+
+
+def _coerce_list(spec: FieldSpec, raw: Any, bad: ValueError) -> tuple | None:
+    """A list field from a YAML list or a 'a, b, c' string (brackets allowed, as a URL or CLI value)."""
+    if raw is None or (isinstance(raw, str) and raw.strip().lower() in _NULL_WORDS):
+        if spec.optional:
+            return None
+        raise bad
+    if isinstance(raw, str):
+        raw = raw.strip().strip("[]").split(",")
+    if not isinstance(raw, (list, tuple)) or not raw:
+        raise bad
+    one = dataclasses.replace(spec, type=spec.item, item=None, optional=False)
+    return tuple(_coerce_scalar(one, x.strip() if isinstance(x, str) else x, bad) for x in raw)

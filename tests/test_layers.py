@@ -124,8 +124,9 @@ def _init_by_name_suffix(model, seed: int, std: float = 0.02) -> None:
 
 
 def test_each_module_initialises_itself_to_the_old_values():
-    """Per-module init_weights draws the same values, in the same order, as the old name-matching loop."""
-    for cfg in variant_configs():
+    """Per-module init_weights draws the same values, in the same order, as the old name-matching loop (which
+    predates recurrent mixers: Gated DeltaNet draws its own, tests/test_gdn.py)."""
+    for cfg in (c for c in variant_configs() if not c.uses("gdn")):
         ours = build_model(cfg, seed=3)
         ref = build_model(cfg, init=False)
         _init_by_name_suffix(ref, seed=3)

@@ -29,7 +29,13 @@ def component_of(name: str) -> str:
         module = path[path.index("attn") + 1]
         if module == "sinks":
             return "attention_sinks"
+        if module == "g_proj":
+            return "attention_gate"
         return "qk_norm" if module in ("q_norm", "k_norm", "kv_norm") else f"attention_{module[0]}"
+    if "gdn" in path:   # Gated DeltaNet: its projections, the short conv, and the per-head gates and gated norm
+        module = path[path.index("gdn") + 1]
+        return ("gdn_in_proj" if module.startswith("in_proj") else
+                {"out_proj": "gdn_out_proj", "conv1d": "gdn_conv"}.get(module, "gdn_gates"))
     if "ffn" in path:
         sub = path[path.index("ffn") + 1]
         return {"router": "router", "experts": "routed_experts", "shared": "shared_experts",

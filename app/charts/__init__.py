@@ -44,6 +44,9 @@ COMPONENT_GROUP: dict[str, str] = {
     "qk_norm": "attention", "attention_sinks": "attention", "ffn": "ffn", "norms": "norms",
     "output_head": "output_head",
     "router": "ffn", "shared_experts": "ffn", "routed_experts": "ffn",   # an MoE layer's FFN, split three ways
+    "attention_gate": "attention",
+    # recurrent mixers (engine/layers/mixers.py) take the colour of the token mixer they replace
+    "gdn_in_proj": "attention", "gdn_conv": "attention", "gdn_gates": "attention", "gdn_out_proj": "attention",
 }
 LABELS: dict[str, str] = {
     "token_embedding": "token embedding", "positions": "learned positions", "attention_q": "q projection",
@@ -51,6 +54,9 @@ LABELS: dict[str, str] = {
     "qk_norm": "QK-norm", "attention_sinks": "attention sinks", "ffn": "feed-forward", "norms": "norms",
     "output_head": "output head",
     "router": "router", "shared_experts": "shared experts", "routed_experts": "routed experts",
+    "attention_gate": "attention output gate", "gdn_in_proj": "Gated DeltaNet in_proj",
+    "gdn_conv": "Gated DeltaNet conv", "gdn_gates": "Gated DeltaNet decay, write gates and norm",
+    "gdn_out_proj": "Gated DeltaNet out_proj",
     "embeddings": "embeddings", "attention": "attention", "output_head_group": "output head",
 }
 FONT = dict(size=14)

@@ -9,16 +9,24 @@ Training state (bytes per parameter, by precision policy; optimizer states: Adam
   mixed-fp16      2       2      4       4
 Activations (what autograd saves for forward + cross-entropy) and the KV cache use `dtype`; see
 engine/budget/activations.py for the per-op derivation. KV cache = 2 * sum over layers of min(T, window_l) * B *
-kv_heads * head_dim * e (each layer's term: engine/layers/attention.py kv_bytes). Inference total = P * e + KV cache at B, T.
+kv_heads * head_dim * e over the attention layers only (each layer's term: engine/layers/attention.py kv_bytes).
+A recurrent layer (engine/layers/mixers.py) holds a fixed state per sequence instead: its convolution window and
+its recurrent state, whose bytes depend on the engine holding them (engine/layers/kinds.py CONVENTIONS:
+transformers, vLLM, llama.cpp, each with the source line it follows); this engine's own cache is vLLM's.
+Inference total = P * e + KV cache at B, T + state (vLLM's convention).
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from engine.budget.activations import activation_estimate
 from engine.budget.params import count_params
 from engine.config import ModelConfig
-from engine.layers.attention import ATTENTION_IMPLS, kv_bytes
+from engine.layers.attention import ATTENTION_IMPLS
+from engine.layers.kinds import CONVENTIONS, OURS, LayerSpec
+from engine.layers.mixers import layer_groups, spec_mixers
+from engine.layers.span import cache_keep
 from engine.layers.mla import mla_kv_bytes
 from engine.runtime import DTYPE_BYTES
 from engine.validation import choice_problem, require, size_problems
@@ -50,6 +58,8 @@ class MemoryBudget:
     embedding_bytes: int                 # token ids, embedding norm/dropout, rotary tables
     formulas: dict[str, str] = field(default_factory=dict)
     kv_cache_expanded_bytes: int | None = None   # MLA: the per-head K/V a plain cache would hold instead
+    state_bytes: int = 0                 # recurrent layers' fixed state at batch B (this engine's: vLLM's convention)
+    states: dict[str, dict] = field(default_factory=dict)   # convention -> conv, recurrent, total bytes, source
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -66,32 +76,88 @@ def pure_policy(dtype: str) -> str:
     return "fp32" if dtype == "fp32" else "bf16"
 
 
+def kv_cache_layers(cfg: ModelConfig, batch: int, tokens: int) -> list[tuple[int, int]]:
+    """What each layer caches as keys and values for `batch` sequences after `tokens` positions, one entry per
+    layer: (values held, values per cached vector). The one path every KV figure takes (this module's bytes, the
+    planner's per-GPU and quantized caches, the serving answers of engine/plan/serve.py): window layers hold only
+    the last `window` tokens, an MLA layer the latent and the shared rotary key (each mixer kind's kv_bytes); a
+    layer without softmax attention holds 0 values (its fixed state is state_bytes)."""
+    width = cfg.kv_lora_rank + cfg.qk_rope_head_dim if cfg.mla else cfg.head_width
+    return [(sum(m.kv_bytes(cfg, spec, batch, tokens, 1) for m in spec_mixers(spec)), width)
+            for spec in cfg.layer_specs]
+
+
 def kv_cache_bytes(cfg: ModelConfig, batch: int, tokens: int, dtype: str = "bf16", kind: str = "latent") -> int:
     """Keys and values of every layer after `tokens` positions; window layers hold only the last `window`.
     MLA holds the latent and the shared rotary key (kind "latent") or, for comparison, the expanded per-head
     keys and values (kind "expanded")."""
     require(choice_problem("dtype", dtype, DTYPE_BYTES), *size_problems(batch, tokens))
-    if cfg.mla:
-        return cfg.n_layers * mla_kv_bytes(cfg, batch, tokens, DTYPE_BYTES[dtype], kind)
-    return sum(kv_bytes(cfg, batch, tokens, w, DTYPE_BYTES[dtype]) for w in cfg.layer_windows)
+    if cfg.mla and kind == "expanded":
+        layers = sum(n for spec, n in layer_groups(cfg) if spec.attention)
+        return layers * mla_kv_bytes(cfg, batch, tokens, DTYPE_BYTES[dtype], kind)
+    return sum(values for values, _ in kv_cache_layers(cfg, batch, tokens)) * DTYPE_BYTES[dtype]
+
+
+def attention_windows(cfg: ModelConfig) -> list[int | None]:
+    """The window (None: full) of every layer that has softmax attention, in order."""
+    return [spec.window for spec in cfg.layer_specs if spec.attention]
 
 
 def _kv_formula(cfg: ModelConfig, batch: int, tokens: int, e: int) -> str:
+    windows = attention_windows(cfg)
+    of = "" if len(windows) == cfg.n_layers else f" (the {len(windows)} attention layers of {cfg.n_layers})"
     if cfg.mla:
-        return (f"L={cfg.n_layers} * T={tokens} * B={batch} * (kv_lora_rank={cfg.kv_lora_rank} + "
+        return (f"L={len(windows)}{of} * T={tokens} * B={batch} * (kv_lora_rank={cfg.kv_lora_rank} + "
                 f"qk_rope_head_dim={cfg.qk_rope_head_dim}) * {e} B (MLA caches the latent and one shared "
                 f"rotary key per token)")
-    windows = cfg.layer_windows
-    local = sum(w is not None for w in windows)
-    held = (f"{len(windows) - local}*{tokens} + {local}*min({tokens}, {cfg.attn_window})" if local
-            else f"{len(windows)}*{tokens}")
-    return (f"2 (K and V) * ({held}) layer-tokens * B={batch} * kv_heads={cfg.kv_heads} * "
+    keeps = Counter(cache_keep(w) for w in windows)   # attention layers by the most keys they keep
+    held = " + ".join(f"{n}*{tokens}" if keep is None else f"{n}*min({tokens}, {keep})"
+                      for keep, n in sorted(keeps.items(), key=lambda kv: kv[0] or 0))
+    return (f"2 (K and V) * ({held}) layer-tokens{of} * B={batch} * kv_heads={cfg.kv_heads} * "
             f"head_dim={cfg.head_width} * {e} B")
+
+
+def state_bytes(cfg: ModelConfig, batch: int, dtype: str = "bf16", convention: str = OURS) -> dict[str, int]:
+    """Bytes of the recurrent layers' fixed state for `batch` sequences, as `convention` holds it: 'conv' (the
+    short convolution's window) and 'recurrent' (e.g. Gated DeltaNet's S per value head); 0 and 0 without
+    recurrent layers. Independent of the context length."""
+    require(choice_problem("dtype", dtype, DTYPE_BYTES), choice_problem("convention", convention, CONVENTIONS),
+            *size_problems(batch, 1))
+    out = {"conv": 0, "recurrent": 0}
+    for spec, n in layer_groups(cfg):
+        for part, count in layer_state_bytes(cfg, spec, batch, dtype, convention).items():
+            out[part] += n * count
+    return out
+
+
+def layer_state_bytes(cfg: ModelConfig, spec: LayerSpec, batch: int, dtype: str,
+                      convention: str = OURS) -> dict[str, int]:
+    """One layer's state ('conv', 'recurrent' bytes) for `batch` sequences as `convention` holds it."""
+    c = CONVENTIONS[convention]
+    out = {"conv": 0, "recurrent": 0}
+    dtypes = {"conv": c.conv_dtype, "recurrent": c.recurrent_dtype}
+    for m in spec_mixers(spec):
+        for part, count in m.state_elements(cfg, c.conv_positions).items():
+            want = dtypes[part]
+            resolved = {"model": dtype, "state": cfg.state_dtype or dtype,
+                        "family": m.transformers_recurrent_dtype(cfg) or dtype}.get(want, want)
+            out[part] += batch * count * DTYPE_BYTES[resolved]
+    return out
+
+
+def state_conventions(cfg: ModelConfig, batch: int, dtype: str = "bf16") -> dict[str, dict]:
+    """state_bytes under every named convention, with its total and the source line it follows."""
+    out = {}
+    for name, c in CONVENTIONS.items():
+        parts = state_bytes(cfg, batch, dtype, name)
+        out[name] = {**parts, "total": parts["conv"] + parts["recurrent"], "source": c.source}
+    return out
 
 
 def memory_budget(cfg: ModelConfig, batch: int, seq: int, dtype: str = "bf16", policy: str = "mixed-bf16",
                   optimizer: str = "adamw", recompute: str = "none", attention: str = "sdpa") -> MemoryBudget:
-    """All memory terms for training at (batch, seq) and for inference holding a KV cache of seq tokens."""
+    """All memory terms for training at (batch, seq) and for inference holding a KV cache of seq tokens (and the
+    recurrent layers' state)."""
     require(choice_problem("dtype", dtype, DTYPE_BYTES), choice_problem("policy", policy, POLICIES),
             choice_problem("optimizer", optimizer, OPTIMIZERS), choice_problem("recompute", recompute, RECOMPUTE),
             choice_problem("attention", attention, ATTENTION_IMPLS), *size_problems(batch, seq))
@@ -101,9 +167,11 @@ def memory_budget(cfg: ModelConfig, batch: int, seq: int, dtype: str = "bf16", p
     states = _OPTIMIZER_STATES[optimizer]
     act = activation_estimate(cfg, batch, seq, dtype, attention, recompute)
     kv = kv_cache_bytes(cfg, batch, seq, dtype)
+    conventions = state_conventions(cfg, batch, dtype)
+    state = conventions[OURS]["total"]
     weights, grads, master, opt = P * wb, P * gb, P * mb, P * states * sb
     train = weights + grads + opt + master + act.total
-    infer = P * e + kv
+    infer = P * e + kv + state
     formulas = {
         "weights_bytes": f"P={P:,} params * {wb} B ({policy} weights)"
                          + (" (P is the total: every expert is stored, though a token uses only k)"
@@ -115,14 +183,19 @@ def memory_budget(cfg: ModelConfig, batch: int, seq: int, dtype: str = "bf16", p
         "activations_bytes": act.formula,
         "kv_cache_bytes": _kv_formula(cfg, batch, seq, e),
         "train_total_bytes": "weights + grads + optimizer + master + activations",
-        "infer_total_bytes": f"P * {e} B ({dtype} weights) + KV cache at B={batch}, T={seq}",
+        "infer_total_bytes": f"P * {e} B ({dtype} weights) + KV cache at B={batch}, T={seq}"
+                             + (" + recurrent state" if state else ""),
+        "state_bytes": ("B * per recurrent layer (conv window + recurrent state), whatever T; this engine keeps "
+                        "K-1 conv inputs and the state in state_dtype, as vLLM does" if state
+                        else "0: no recurrent layer"),
     }
     expanded = kv_cache_bytes(cfg, batch, seq, dtype, "expanded") if cfg.mla else None
     if cfg.mla:
         formulas["kv_cache_expanded_bytes"] = (
-            f"L={cfg.n_layers} * T={seq} * B={batch} * n_heads={cfg.n_heads} * (qk_head_dim={cfg.qk_head_dim} "
+            f"L={len(attention_windows(cfg))} * T={seq} * B={batch} * n_heads={cfg.n_heads} * (qk_head_dim={cfg.qk_head_dim} "
             f"+ v_head_dim={cfg.v_head_dim}) * {e} B (per-head keys and values rebuilt from the latent)")
     return MemoryBudget(weights_bytes=weights, grads_bytes=grads, optimizer_bytes=opt, master_bytes=master,
                         activations_bytes=act.total, kv_cache_bytes=kv, train_total_bytes=train,
                         infer_total_bytes=infer, activations_per_layer=act.per_layer, logits_bytes=act.head,
-                        embedding_bytes=act.embedding, formulas=formulas, kv_cache_expanded_bytes=expanded)
+                        embedding_bytes=act.embedding, formulas=formulas, kv_cache_expanded_bytes=expanded,
+                        state_bytes=state, states=conventions)

@@ -6,6 +6,7 @@ the config's `ffn` choices, the lecture's curves and formulas and the diagram al
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
@@ -14,8 +15,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.layers.init import init_linear
+from engine.validation import Knobs, declare
 
-if TYPE_CHECKING:   # engine.config reads DENSE_FFNS / GATED_FFNS from here
+if TYPE_CHECKING:   # engine.config assembles ModelConfig from this module's knobs
     from engine.config import ModelConfig
 
 
@@ -56,6 +58,37 @@ class ClampedSwiGLU:
         g = g.clamp(max=self.limit)
         u = u.clamp(-self.limit, self.limit)
         return g * torch.sigmoid(g * self.alpha) * (u + 1)
+
+
+# ---- declared fields (engine/config.py assembles every family's into ModelConfig) ----------------------------
+@dataclass(frozen=True)
+class FFNKnobs(Knobs):
+    """The feed-forward network: type and width."""
+    ffn: str = declare("gelu_tanh", "ffn", "Feed-forward type: one activation between two matrices (dense) or "
+                        "an activation gating a second projection (gated, three matrices).",
+                        choices=DENSE_FFNS + GATED_FFNS)
+    d_ff: int | None = declare(None, "ffn", "Hidden width of the feed-forward network.", lo=1,
+                                null="4*d_model dense, 8/3*d_model gated (rounded up to ffn_multiple_of)")
+    swiglu_limit: float = declare(7.0, "ffn", "swiglu_clamped: the gate is clipped from above at this value and the "
+                                   "up projection to [-limit, limit] (gpt-oss: 7).", lo=0, lo_open=True)
+    swiglu_alpha: float = declare(1.702, "ffn", "swiglu_clamped: slope of the gate's sigmoid, g*sigmoid(alpha*g) "
+                                   "(gpt-oss: 1.702).", lo=0, lo_open=True)
+    ffn_multiple_of: int = declare(256, "ffn", "The automatic gated width is rounded up to a multiple of this.",
+                                    lo=1)
+
+    @property
+    def gated(self) -> bool:
+        return self.ffn in GATED_FFNS
+
+    @property
+    def ffn_width(self) -> int:
+        """Resolved d_ff: explicit, else 4*d_model dense or 8/3*d_model gated rounded up to ffn_multiple_of."""
+        if self.d_ff is not None:
+            return self.d_ff
+        if not self.gated:
+            return 4 * self.d_model
+        m = self.ffn_multiple_of
+        return m * math.ceil(8 * self.d_model / 3 / m)
 
 
 def gated_unit(ffn: str, limit: float = 7.0, alpha: float = 1.702) -> Unit:

@@ -11,16 +11,69 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.config import ModelConfig
-from engine.layers.attention import LayerKV, keys_held, visible
+from engine.layers.attention import LayerKV
+from engine.layers.span import keys_held, visible
 from engine.layers.init import init_linear, init_norm
 from engine.layers.norm import STAT, make_norm, norm_params, norm_saved_bytes
 from engine.layers.position import apply_rope, rope_saved_bytes
+from engine.validation import Knobs, declare, shown
+
+if TYPE_CHECKING:   # engine.config assembles ModelConfig from this module's knobs
+    from engine.config import ModelConfig
+
+# ---- declared fields (engine/config.py assembles every family's into ModelConfig) ----------------------------
+@dataclass(frozen=True)
+class MLAKnobs(Knobs):
+    """Multi-head latent attention; kv_lora_rank null keeps MHA/GQA/MQA."""
+    kv_lora_rank: int | None = declare(None, "attention", "MLA (DeepSeek-V2/V3): keys and values are rebuilt from "
+                                        "one latent of this width per token, which is all the cache holds (with "
+                                        "the shared rotary key).", lo=1, null="standard attention (MHA/GQA/MQA)")
+    q_lora_rank: int | None = declare(None, "attention", "MLA: queries pass through a latent of this width "
+                                       "(down-projection, RMSNorm, up-projection).", lo=1,
+                                       null="a full query projection")
+    qk_rope_head_dim: int = declare(64, "attention", "MLA: rotary part of each query/key head; the rotary key is "
+                                     "one head shared by all query heads.", lo=2)
+    qk_nope_head_dim: int = declare(128, "attention", "MLA: non-rotary part of each query/key head, rebuilt "
+                                     "from the latent.", lo=1)
+    v_head_dim: int = declare(128, "attention", "MLA: width of each value head.", lo=1)
+    mla_rope_interleave: bool = declare(True, "attention", "MLA: the rotary dimensions rotate in adjacent pairs "
+                                         "(x0, x1), (x2, x3), ... as DeepSeek's weights expect, instead of halves.")
+
+    @property
+    def mla(self) -> bool:
+        return self.kv_lora_rank is not None
+
+    @property
+    def qk_head_dim(self) -> int:
+        """MLA: width of each query/key head, the non-rotary part followed by the rotary part."""
+        return self.qk_nope_head_dim + self.qk_rope_head_dim
+
+    @staticmethod
+    def rules(c: ModelConfig, ok: Callable[..., bool]) -> list[str]:
+        """MLA (kv_lora_rank set) as DeepSeek defines it: rotary positions on a decoupled key, every query head
+        with its own keys and values rebuilt from the latent, full causal attention."""
+        if c.kv_lora_rank is None or not ok("kv_lora_rank"):
+            return []
+        out = []
+        need = {"position": ("rope", c.position == "rope"), "n_kv_heads": ("null", c.n_kv_heads is None),
+                "head_dim": ("null", c.head_dim is None), "rope_fraction": ("1", c.rope_fraction == 1.0),
+                "attn_window": ("null", c.attn_window is None), "qk_norm": ("false", not c.qk_norm),
+                "attn_softcap": ("null", c.attn_softcap is None), "nope_layers": ("null", c.nope_layers is None),
+                "attn_sinks": ("false", not c.attn_sinks), "attn_chunk": ("null", c.attn_chunk is None),
+                "attn_temperature": ("null", c.attn_temperature is None)}
+        for name, (want, holds) in need.items():
+            if ok(name) and not holds:
+                out.append(f"{name}: MLA (kv_lora_rank set) needs {name}: {want}, got {shown(getattr(c, name))}")
+        if ok("qk_rope_head_dim") and c.qk_rope_head_dim % 2:
+            out.append(f"qk_rope_head_dim: rotary dimensions rotate in pairs; {c.qk_rope_head_dim} is odd")
+        return out
+
 
 CACHE_KINDS = ("latent", "expanded")
 

@@ -1,4 +1,5 @@
 """Mixture of experts: a router picks k of E expert FFNs per token; shared experts see every token.
+(This file is longer than 300 lines: the family's declared fields, its module and its closed forms stay in one place.)
 
     y = sum_{e in topk(x)} w_e(x) * FFN_e(x)  +  [sigmoid(x g)] * FFN_shared(x)
 
@@ -10,19 +11,122 @@ Dispatch sorts the N*k (token, expert) pairs by expert, so each expert runs one 
 index_add_ scatters the weighted results back: no loop over tokens, no expert computed for a token it skips.
 
 Closed forms beside the module (d = d_model, f = expert width, s = shared width, E, k, m = 3 gated / 2 dense):
-  params   router E*d (+E bias);  routed E*m*d*f (+E*((m-1)*f + d) biases);  shared m*d*s (+ gate d)
+  params   router E*d (+E bias, +E for a selection bias stored as a parameter);  routed E*m*d*f (+E*((m-1)*f + d) biases);  shared m*d*s (+ gate d)
   active   router + shared + k/E of the routed experts
   FLOPs    2 * (E*d + k*m*d*f + m*d*s (+ d)) per token: the router and the k chosen experts, never all E
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.config import ModelConfig
 from engine.layers.ffn import ACTIVATIONS, DenseFFN, GatedFFN, config_unit, ffn_saved_bytes
 from engine.layers.init import init_linear
+from engine.validation import Knobs, declare
+
+if TYPE_CHECKING:   # engine.config assembles ModelConfig from this module's knobs
+    from engine.config import ModelConfig
+
+
+ROUTERS = ("softmax_topk", "topk_softmax", "sigmoid")
+
+
+# ---- declared fields (engine/config.py assembles every family's into ModelConfig) ----------------------------
+@dataclass(frozen=True)
+class MoEKnobs(Knobs):
+    """Mixture of experts; n_experts null keeps every FFN dense."""
+    n_experts: int | None = declare(None, "moe", "Routed experts E in each MoE layer: FFNs of which a router picks "
+                                     "experts_per_token for every token.", lo=1, null="dense FFN in every layer")
+    experts_per_token: int = declare(2, "moe", "k: routed experts each token uses (k <= n_experts).", lo=1)
+    expert_d_ff: int | None = declare(None, "moe", "Hidden width of one routed expert (same FFN type as `ffn`).",
+                                       lo=1, null="the dense FFN width")
+    n_shared_experts: int | None = declare(None, "moe", "Always-on experts every token passes through besides the routed "
+                                     "ones (Qwen2-MoE, DeepSeek); built as one FFN of n_shared_experts times "
+                                     "shared_d_ff.", lo=1, null="no shared expert")
+    shared_d_ff: int | None = declare(None, "moe", "Hidden width of one shared expert.", lo=1,
+                                       null="expert_d_ff")
+    shared_expert_gate: bool = declare(False, "moe", "Scale the shared experts' output by sigmoid(x w), "
+                                        "one learned vector w (Qwen2-MoE).")
+    moe_first_dense: int | None = declare(None, "moe", "The first this-many layers keep a dense FFN (DeepSeek "
+                                           "first_k_dense_replace).", lo=1, null="no leading dense layers")
+    moe_every: int = declare(1, "moe", "Only layers k, 2k, ... (counting from 1) are MoE; the others stay dense "
+                              "(Qwen decoder_sparse_step).", lo=1)
+    router: str = declare("softmax_topk", "moe", "softmax_topk: softmax over all experts, keep the k largest "
+                            "(Mixtral, Qwen, OLMoE); topk_softmax: keep the k largest logits, softmax over them; "
+                            "sigmoid: independent sigmoid scores (DeepSeek-V3).", choices=ROUTERS)
+    router_renorm: bool = declare(True, "moe", "Rescale the k kept weights to sum to 1 (Mixtral, Qwen3-MoE; off "
+                                   "in Qwen1.5-MoE and OLMoE). topk_softmax sums to 1 anyway.")
+    router_selection_bias: bool = declare(False, "moe", "A per-expert bias added to the scores only to choose "
+                                           "experts, not to weight them (DeepSeek-V3 load balancing without aux loss).")
+    selection_bias_parameter: bool = declare(False, "moe", "Store the selection bias as a frozen parameter, counted "
+                                              "in the total (ERNIE-4.5), rather than as a buffer (DeepSeek-V3); "
+                                              "the routing is the same; ignored without router_selection_bias.")
+    router_groups: int = declare(1, "moe", "Group-limited selection: experts split into this many groups "
+                                  "(must divide n_experts); 1 means no groups.", lo=1)
+    router_group_topk: int = declare(1, "moe", "With groups: tokens choose experts only inside this many best "
+                                      "groups (scored by router_group_score).", lo=1)
+    router_group_score: str = declare("top2_sum", "moe", "With groups: a group's score is the sum of its two best "
+                                       "expert scores (DeepSeek-V3) or its best one (DeepSeek-V2).",
+                                       choices=("top2_sum", "max"))
+    routed_scale: float = declare(1.0, "moe", "Multiply the routed experts' weights by this factor "
+                                   "(DeepSeek-V3 routed_scaling_factor 2.5).", lo=0, lo_open=True)
+    expert_bias: bool = declare(False, "moe", "Biases on the router and on every expert projection (gpt-oss).")
+    router_scales_input: bool = declare(False, "moe", "Multiply each routed expert's input by its router weight "
+                                         "instead of its output (Llama 4); the same for a linear expert, not for "
+                                         "a gated one.")
+    aux_loss_coef: float = declare(0.01, "moe", "Training: weight of the load-balancing loss "
+                                    "E * sum_i f_i P_i (Switch / Mixtral), added to the language-model loss.", lo=0)
+    z_loss_coef: float = declare(0.0, "moe", "Training: weight of the router z-loss mean(logsumexp(logits)^2) "
+                                  "(ST-MoE), which keeps router logits small.", lo=0)
+
+    @property
+    def expert_width(self) -> int:
+        return self.ffn_width if self.expert_d_ff is None else self.expert_d_ff
+
+    @property
+    def shared_width(self) -> int:
+        """Hidden width of the one FFN that holds all shared experts (0 without shared experts)."""
+        return (self.n_shared_experts or 0) * (self.expert_width if self.shared_d_ff is None else self.shared_d_ff)
+
+    def moe_layer(self, i: int) -> bool:
+        """Whether layer i (0-based) is a mixture of experts: ffn_types when given, else the MoE rule."""
+        if self.ffn_types is not None:
+            return self.ffn_types[i] == "moe"
+        return self.n_experts is not None and i >= (self.moe_first_dense or 0) and (i + 1) % self.moe_every == 0
+
+    @property
+    def moe_layers(self) -> list[bool]:
+        """Per layer (0-based list): a mixture of experts (True) or not (a dense FFN, or none)."""
+        return [self.moe_layer(i) for i in range(self.n_layers)]
+
+    @staticmethod
+    def rules(c: ModelConfig, ok: Callable[..., bool]) -> list[str]:
+        """Rules tying the mixture-of-experts fields together (only when n_experts is set)."""
+        if c.n_experts is None or not ok("n_experts"):
+            return []
+        E, out = c.n_experts, []
+        if ok("experts_per_token") and c.experts_per_token > E:
+            out.append(f"experts_per_token: {c.experts_per_token} is more than n_experts={E}")
+        if ok("router_groups") and E % c.router_groups:
+            out.append(f"router_groups: {c.router_groups} does not divide n_experts={E}")
+        elif ok("router_groups", "router_group_topk", "experts_per_token"):
+            if c.router_group_topk > c.router_groups:
+                out.append(f"router_group_topk: {c.router_group_topk} is more than router_groups={c.router_groups}")
+            elif c.router_groups > 1 and c.experts_per_token > c.router_group_topk * (E // c.router_groups):
+                out.append(f"experts_per_token: {c.experts_per_token} is more than the {c.router_group_topk} chosen "
+                           f"groups hold ({c.router_group_topk} * {E // c.router_groups} experts)")
+            elif c.router_groups > 1 and c.router_group_score == "top2_sum" and E // c.router_groups < 2:
+                out.append(f"router_groups: {c.router_groups} groups of {E // c.router_groups} expert; a group "
+                           f"score sums its two best experts, so a group needs at least 2")
+        if ok("shared_expert_gate", "n_shared_experts") and c.shared_expert_gate and not c.n_shared_experts:
+            out.append("shared_expert_gate: there is no shared expert to gate; set n_shared_experts >= 1")
+        if ok("moe_first_dense", "moe_every", "n_layers") and c.ffn_types is None and not any(c.moe_layers):
+            out.append(f"moe_first_dense: with moe_every={c.moe_every} no layer of n_layers={c.n_layers} is MoE")
+        return out
 
 
 class Router(nn.Module):
@@ -32,8 +136,12 @@ class Router(nn.Module):
         self.cfg, self.k = cfg, cfg.experts_per_token
         self.weight = nn.Parameter(torch.empty(E, d))
         self.bias = nn.Parameter(torch.empty(E)) if cfg.expert_bias else None
-        # a buffer, not a parameter: DeepSeek-V3 adjusts it by load statistics, not by gradients
-        self.selection_bias = nn.Buffer(torch.zeros(E)) if cfg.router_selection_bias else None
+        # adjusted by load statistics, not by gradients: a buffer (DeepSeek-V3) or a frozen parameter (ERNIE-4.5)
+        bias = None
+        if cfg.router_selection_bias:
+            bias = (nn.Parameter(torch.zeros(E), requires_grad=False) if cfg.selection_bias_parameter
+                    else nn.Buffer(torch.zeros(E)))
+        self.selection_bias = bias
 
     @torch.no_grad()
     def init_weights(self, std: float, generator: torch.Generator) -> None:
@@ -124,7 +232,7 @@ class Experts(nn.Module):
 class MoE(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.n_experts, self.k = cfg.n_experts, cfg.experts_per_token
+        self.n_experts, self.k, self.scale_input = cfg.n_experts, cfg.experts_per_token, cfg.router_scales_input
         self.aux_coef, self.z_coef = cfg.aux_loss_coef, cfg.z_loss_coef
         self.router = Router(cfg)
         self.experts = Experts(cfg)
@@ -159,7 +267,11 @@ class MoE(nn.Module):
         else:
             counts = torch.bincount(flat, minlength=self.n_experts)
             sizes = counts.tolist()
-        out = self.experts.run(x[token], sizes) * w.flatten()[order].unsqueeze(-1)
+        weight = w.flatten()[order].unsqueeze(-1)                       # [N*k, 1], sorted like the rows
+        if self.scale_input:   # Llama 4: the router weight scales what the expert reads
+            out = self.experts.run(x[token] * weight, sizes)
+        else:
+            out = self.experts.run(x[token], sizes) * weight
         y = torch.zeros_like(x).index_add_(0, token, out)
         if self.shared is not None:
             s = self.shared(x)
@@ -209,7 +321,8 @@ def moe_params(cfg: ModelConfig) -> dict[str, int]:
     """Parameters of one MoE layer by component: router, shared_experts (with their gate), routed_experts."""
     E, d = cfg.n_experts, cfg.d_model
     shared = _ffn_params(cfg, cfg.shared_width, cfg.expert_bias) if cfg.n_shared_experts else 0
-    return {"router": E * d + (E if cfg.expert_bias else 0),
+    frozen = E if cfg.router_selection_bias and cfg.selection_bias_parameter else 0   # a counted selection bias
+    return {"router": E * d + (E if cfg.expert_bias else 0) + frozen,
             "shared_experts": shared + (d if cfg.shared_expert_gate else 0),
             "routed_experts": E * expert_params(cfg)}
 
@@ -234,7 +347,8 @@ def moe_saved_bytes(cfg: ModelConfig, tokens: int, e: int) -> dict[str, int]:
                  logits N*E*e), chosen ids N*k*8,
                  renormalising: the k weights N*k*4 and their sums N*4
       dispatch   the sort order and token ids 2*N*k*8, gathered rows N*k*d*e, weights N*k*e,
-                 expert outputs before and after weighting 2*N*k*d*e
+                 expert outputs before and after weighting 2*N*k*d*e (router_scales_input: the rows before
+                 and after weighting, and the outputs: the same bytes)
       experts    the dense FFN's tensors on N*k rows of width expert_d_ff
       shared     the dense FFN's tensors on N rows of the shared width; gate: sigmoid N*e and output N*d*e
       losses     load balance: softmax N*E*4 + shares E*4;  z-loss: fp32 logits N*E*4 + logsumexp N*4"""

@@ -1,5 +1,6 @@
 """Position information: sinusoidal tables (added to the input), rotary embedding (applied to q and k) and ALiBi
 (a per-head linear penalty on attention scores, no parameters).
+(This file is longer than 300 lines: the family's declared fields, its module and its closed forms stay in one place.)
 
 Learned positions are a plain nn.Embedding in the model; "none" adds nothing.
 ALiBi (Press et al. 2022, BLOOM, MPT): head h adds -m_h * (i - j) to the score of query i for key j. For n heads
@@ -23,11 +24,148 @@ Written to give what transformers' rotary embeddings give (tests/test_rope_scali
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
 
 import torch
 
-from engine.config import ModelConfig
 from engine.runtime import DTYPE_BYTES
+from engine.validation import Knobs, declare
+
+if TYPE_CHECKING:   # engine.config assembles ModelConfig from this module's knobs
+    from engine.config import ModelConfig
+
+
+ROPE_SCALINGS = ("none", "linear", "dynamic", "llama3", "yarn", "longrope")
+
+
+# ---- declared fields (engine/config.py assembles every family's into ModelConfig) ----------------------------
+@dataclass(frozen=True)
+class PositionKnobs(Knobs):
+    """Positions: learned, sinusoidal, RoPE (with scaling, NoPE layers), ALiBi or none."""
+    position: str = declare("learned", "position", "How the model knows token order: a learned table, fixed "
+                             "sinusoids added to the input, rotary embedding of queries and keys, a linear "
+                             "penalty on attention scores growing with distance (alibi), or nothing.",
+                             choices=("learned", "sinusoidal", "rope", "alibi", "none"))
+    rope_base: float = declare(10000.0, "position", "RoPE base theta: larger means slower rotation, longer reach.",
+                                lo=1, lo_open=True)
+    rope_fraction: float = declare(1.0, "position", "Share of each head's dimensions that rotate (partial RoPE).",
+                                    lo=0, hi=1, lo_open=True)
+    rope_local_base: float | None = declare(None, "position", "Sliding-window layers use plain RoPE with this base "
+                                             "(Gemma-3: 10,000 locally, 1,000,000 globally).", lo=1, lo_open=True,
+                                             null="the same RoPE in every layer")
+    nope_layers: tuple[int, ...] | None = declare(None, "position", "Layers (counting from 1) that skip RoPE and "
+                                                   "see no positions at all (NoPE).", lo=1, null="RoPE in every layer")
+    # RoPE scaling (context extension), as transformers' rope_parameters; see engine/layers/position.py
+    rope_scaling: str = declare("none", "position", "Stretch RoPE beyond its training context: linear divides every "
+                                 "frequency, dynamic raises theta once the sequence is longer, llama3 and yarn slow "
+                                 "only the low frequencies, longrope multiplies each by its own factor.",
+                                 choices=ROPE_SCALINGS)
+    rope_factor: float = declare(1.0, "position", "Scaling factor s: the context is stretched s times (linear, "
+                                  "dynamic, llama3, yarn; longrope uses it for its attention correction).",
+                                  lo=0, lo_open=True)
+    rope_original_context: int | None = declare(None, "position", "Context length of pretraining, before "
+                                                 "scaling (llama3, yarn, longrope).", lo=1, null="context_length")
+    rope_low_freq_factor: float = declare(1.0, "position", "llama3: wavelengths above original context / this "
+                                           "are divided by the factor.", lo=0, lo_open=True)
+    rope_high_freq_factor: float = declare(4.0, "position", "llama3: wavelengths below original context / this "
+                                            "stay unscaled; in between is a smooth blend.", lo=0, lo_open=True)
+    rope_beta_fast: float = declare(32.0, "position", "yarn: dimensions rotating more than this often over the "
+                                     "original context keep their frequency.", lo=0, lo_open=True)
+    rope_beta_slow: float = declare(1.0, "position", "yarn: dimensions rotating fewer times than this are fully "
+                                     "interpolated (divided by the factor).", lo=0, lo_open=True)
+    rope_truncate: bool = declare(True, "position", "yarn: round the blend's dimension range to whole dimensions.")
+    rope_attention_factor: float | None = declare(None, "position", "yarn and longrope multiply cos and sin by "
+                                                   "this, sharpening attention at long range.", lo=0, lo_open=True,
+                                                   null="from rope_factor: yarn 0.1*ln(s)+1, longrope "
+                                                        "sqrt(1+ln(s)/ln(original context))")
+    rope_mscale_all_dim: float | None = declare(None, "position", "yarn with MLA (DeepSeek's mscale_all_dim m): "
+                                                 "the softmax scale is also multiplied by (0.1*m*ln(s)+1)^2, "
+                                                 "s = rope_factor; ignored without MLA or without yarn.", lo=0,
+                                                 lo_open=True, null="no softmax correction")
+    rope_short_factor: tuple[float, ...] | None = declare(None, "position", "longrope: per-frequency divisors "
+                                                           "(rotary_dim/2 numbers) within the original context.",
+                                                           lo=0, lo_open=True, null="not longrope")
+    rope_long_factor: tuple[float, ...] | None = declare(None, "position", "longrope: per-frequency divisors "
+                                                          "once the sequence is longer than the original context.",
+                                                          lo=0, lo_open=True, null="not longrope")
+    # query temperature for long contexts (Llama 4's attn_temperature_tuning, Ministral 3's llama_4_scaling_beta)
+    attn_temperature: float | None = declare(None, "position", "Long-context query temperature beta: the query at "
+                                              "position p is multiplied by 1 + beta*ln(1 + floor(p'/F)), so attention "
+                                              "sharpens as the context grows (Llama 4: 0.1 on NoPE layers).", lo=0,
+                                              lo_open=True, null="no temperature")
+    attn_temperature_floor: int = declare(8192, "position", "F: positions per step of the query temperature "
+                                           "(Llama 4 floor_scale; Ministral 3 its original context).", lo=1)
+    attn_temperature_one_based: bool = declare(False, "position", "Count positions from 1 in the temperature, "
+                                                "p' = p + 1 (Llama 4), instead of p' = p (Ministral 3).")
+    attn_temperature_layers: str = declare("all", "position", "Layers the temperature scales: all, or only those "
+                                            "without RoPE (nope, Llama 4).", choices=("all", "nope"))
+
+    @property
+    def rotary_dim(self) -> int:
+        if self.position != "rope":
+            return 0
+        return self.qk_rope_head_dim if self.mla else int(round(self.head_width * self.rope_fraction))
+
+    def layer_rope(self, i: int) -> str | None:
+        """Layer i's (0-based) RoPE: 'global', 'local' (rope_local_base on a window layer) or None (no RoPE, or
+        no attention in the layer to rotate)."""
+        if self.position != "rope" or (self.nope_layers and i + 1 in self.nope_layers):
+            return None
+        if "attention" not in self.layer_mixers(i):
+            return None
+        local = self.rope_local_base is not None and isinstance(self.layer_window(i), int)   # sliding, not chunked
+        return "local" if local else "global"
+
+    def layer_temperature(self, i: int) -> bool:
+        """Whether layer i (0-based) scales its queries by the long-context temperature."""
+        if self.attn_temperature is None:
+            return False
+        return self.attn_temperature_layers == "all" or self.layer_rope(i) is None
+
+    @property
+    def layer_ropes(self) -> list[str | None]:
+        """layer_rope of every layer, in order."""
+        return [self.layer_rope(i) for i in range(self.n_layers)]
+
+    @staticmethod
+    def rules(c: ModelConfig, ok: Callable[..., bool]) -> list[str]:
+        """An even rotary width, the scaling type's own rules, layers that exist, a learned table that fits."""
+        out = []
+        if (ok("position", "head_dim", "d_model", "n_heads", "rope_fraction") and c.position == "rope"
+                and not c.mla and not (c.head_dim is None and c.d_model < c.n_heads)):   # 0: attention's problem
+            rot = c.head_width * c.rope_fraction
+            if abs(rot - round(rot)) > 1e-9 or round(rot) % 2 or round(rot) == 0:
+                out.append(f"head_dim: rope needs an even rotary width (head_dim*rope_fraction), "
+                           f"got {c.head_width}*{c.rope_fraction:g} = {rot:g}")
+        out += _scaling_problems(c, ok)
+        if ok("nope_layers", "n_layers") and c.nope_layers and max(c.nope_layers) > c.n_layers:
+            out.append(f"nope_layers: layer {max(c.nope_layers)} does not exist (n_layers={c.n_layers})")
+        if ok("position", "context_length") and c.position == "learned" and c.context_length > 1 << 24:
+            out.append(f"context_length: {c.context_length} is too long for a learned position table "
+                       f"(at most 16,777,216)")
+        return out
+
+
+def _scaling_problems(c: ModelConfig, ok: Callable[..., bool]) -> list[str]:
+    """Rules of the RoPE scaling fields (checked only with position = rope and that scaling type)."""
+    if c.position != "rope" or not ok("position", "rope_scaling", "head_dim", "rope_fraction"):
+        return []
+    problems = []
+    if c.rope_scaling == "dynamic" and c.rotary_dim < 4:   # the new base has the exponent r / (r - 2)
+        problems.append(f"rope_scaling: dynamic needs a rotary width of at least 4, got {c.rotary_dim}")
+    if c.rope_scaling == "llama3" and ok("rope_low_freq_factor", "rope_high_freq_factor") \
+            and c.rope_high_freq_factor < c.rope_low_freq_factor:   # equal: a hard cut at the original context
+        problems.append(f"rope_high_freq_factor: {c.rope_high_freq_factor:g} must be at least "
+                        f"rope_low_freq_factor={c.rope_low_freq_factor:g}")
+    if c.rope_scaling == "longrope":
+        half = c.rotary_dim // 2
+        for name in ("rope_short_factor", "rope_long_factor"):
+            value = getattr(c, name)
+            if ok(name) and (value is None or len(value) != half):
+                got = "null" if value is None else f"{len(value)} numbers"
+                problems.append(f"{name}: longrope needs rotary_dim/2 = {half} numbers, got {got}")
+    return problems
 
 
 def sinusoidal_table(positions: torch.Tensor, dim: int) -> torch.Tensor:
@@ -83,6 +221,35 @@ def rope_frequency_profile(cfg: ModelConfig, tokens: int) -> tuple[list[float], 
     inverse frequencies); the scaled list equals the original when rope_scaling is none."""
     scaled, _ = rope_inv_freq(cfg, tokens)
     return plain_inv_freq(cfg.rotary_dim, cfg.rope_base).tolist(), scaled.tolist()
+
+
+def rope_scaling_text(cfg: ModelConfig, tokens: int) -> str:
+    """One sentence a lecturer can read aloud: what cfg.rope_scaling does to the rotation frequencies at a
+    sequence of `tokens` (the Design page's caption under the frequency chart)."""
+    kind, s = cfg.rope_scaling, cfg.rope_factor
+    L0 = cfg.rope_original_context or cfg.context_length
+    within = f"so {tokens:,} tokens stay within the angles seen in {L0:,}-token training"
+    if kind == "linear":
+        return f"Linear scaling divides every pair's frequency by {s:g}, {within}."
+    if kind == "dynamic":
+        if tokens <= L0:
+            return f"Dynamic scaling changes nothing up to {L0:,} tokens; {tokens:,} tokens use the trained frequencies."
+        return (f"Dynamic (NTK) scaling raises theta once a sequence passes {L0:,} tokens: at {tokens:,} the slow "
+                "pairs turn more slowly, the fastest hardly change.")
+    if kind == "llama3":
+        return (f"Llama 3 scaling divides the slow pairs (wavelength above {L0 / cfg.rope_low_freq_factor:,.0f} "
+                f"tokens) by {s:g}, keeps the fast ones (below {L0 / cfg.rope_high_freq_factor:,.0f}) and blends "
+                f"in between, {within}.")
+    if kind == "yarn":
+        times = lambda b: "once" if b == 1 else f"{b:g} times"  # noqa: E731
+        return (f"YaRN keeps the pairs that turn more than {times(cfg.rope_beta_fast)} over {L0:,} tokens, "
+                f"divides those turning less than {times(cfg.rope_beta_slow)} by {s:g} and ramps in between, "
+                f"{within}.")
+    if kind == "longrope":
+        which = "long" if tokens > L0 else "short"
+        return (f"LongRoPE divides each pair's frequency by its own factor: the short factors up to {L0:,} tokens, "
+                f"the long ones beyond (at {tokens:,} tokens, the {which} ones).")
+    return "No RoPE scaling: every pair keeps the frequency it was trained with, so the two curves coincide."
 
 
 def _llama3(w: torch.Tensor, s: float, L0: int, low: float, high: float) -> torch.Tensor:
@@ -144,6 +311,13 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
     a, b = rot[..., : r // 2], rot[..., r // 2:]
     rotated = rot * cos.to(x.dtype) + torch.cat([-b, a], dim=-1) * sin.to(x.dtype)
     return torch.cat([rotated, rest], dim=-1) if rest.shape[-1] else rotated
+
+
+def query_temperature(cfg: ModelConfig, positions: torch.Tensor) -> torch.Tensor:
+    """[T] fp32 multipliers of the queries at these absolute positions: 1 + beta*ln(1 + floor(p'/F)), with
+    p' = p + 1 when attn_temperature_one_based (Llama 4) else p (Ministral 3); 1 until p' reaches F."""
+    p = positions.float() + (1.0 if cfg.attn_temperature_one_based else 0.0)
+    return 1.0 + cfg.attn_temperature * torch.log1p(torch.floor(p / cfg.attn_temperature_floor))
 
 
 def alibi_slopes(n_heads: int, device: torch.device | None = None) -> torch.Tensor:
