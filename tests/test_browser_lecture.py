@@ -10,7 +10,7 @@ from app.charts.lecture import marked_activations_figure
 from app.lecture_sections import SECTIONS
 from engine.lecture import dense_activation_table
 from engine.presets import get_preset
-from tests.helpers import LECTURE_NUMBERS as EXPECTED
+from tests.helpers import LECTURE_NUMBERS as EXPECTED, quiet
 
 pytestmark = pytest.mark.browser
 
@@ -144,10 +144,10 @@ def test_present_mode_draws_the_serial_and_parallel_blocks_at_one_scale(served_a
     parallel one (and the section to thousands of pixels). Now both at one scale, neither above its own size."""
     page = browser.new_page(viewport={"width": 1920, "height": 1080})
     page.goto(f"{served_app}/lecture?section=parallel&present=1&preset=gpt2")
-    heading(page, "parallel").wait_for(timeout=LOAD)
+    heading(page, "parallel").wait_for()
     idle(page)
-    page.wait_for_selector('figure img[src^="data:image/svg"]', timeout=LOAD)
-    page.wait_for_timeout(1000)
+    page.wait_for_selector('figure img[src^="data:image/svg"]')
+    quiet(page)                  # charts and images drawn, page unchanged at two looks
     drawn = page.evaluate("""() => [...document.querySelectorAll('figure img[src^="data:image/svg"]')]
         .map(i => [i.alt, i.naturalWidth, i.clientWidth])""")
     page.close()
