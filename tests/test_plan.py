@@ -175,7 +175,9 @@ def test_as_dict_is_the_plan_in_json():
     import json
     p = plan(LLAMA8, "h100-80gb", Layout(8, tp=2, pp=2, zero=1), Setup(seq=1024, micro_batches=4))
     d = json.loads(json.dumps(p.as_dict()))
-    assert d["per_gpu"] == p.per_gpu and d["per_stage"] == p.per_stage and len(d["per_stage"]) == 2
+    bytes_of = lambda m: {f"{k}_bytes": v for k, v in m.items()}   # noqa: E731  (the CLI names bytes *_bytes)
+    assert d["per_gpu"] == bytes_of(p.per_gpu) and d["per_stage"] == [bytes_of(m) for m in p.per_stage]
+    assert len(d["per_stage"]) == 2 and d["per_gpu"]["total_bytes"] == p.memory_bytes - p.margin_bytes
     assert (d["fits"], d["margin_bytes"], d["memory_bytes"]) == (p.fits, p.margin_bytes, p.memory_bytes)
     assert d["layout"] == {"gpus": 8, "dp": 2, "tp": 2, "pp": 2, "ep": 1, "zero": 1, "sequence_parallel": False}
     assert d["trainable_params"] == count_params(LLAMA8).total and d["cost"] == p.cost.as_dict()
