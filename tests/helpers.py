@@ -263,6 +263,31 @@ LECTURE_NUMBERS = {
 }
 
 
+# ---- real-browser and AppTest waits: conditions, never sleeps; generous, for a loaded shared machine ----------
+# At load 20 on two cores a page took a minute to draw; a wait this long only ever costs time when something is
+# really stuck. conftest's `browser` makes it every page's default; `new_app` gives AppTest runs APP_WAIT_S.
+BROWSER_WAIT_MS = 300_000
+APP_WAIT_S = 300
+SUBPROCESS_WAIT_S = 900     # a CLI or torchrun test's child process: a stall guard, never a speed check
+QUIET_JS = """() => { const now = document.body.innerHTML; const same = window.__lastDom === now;
+    window.__lastDom = now; return same; }"""
+
+
+def quiet(page) -> None:
+    """Wait until the app is idle and drawn: its script run is over, no 'Running...' status widget, and the page
+    is the same at two looks half a second apart (charts drawn, late layout passes done)."""
+    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
+    page.wait_for_function('!document.querySelector(\'[data-testid="stStatusWidget"]\')')
+    page.wait_for_function(QUIET_JS, polling=500)
+
+
+def settle(page, timeout_ms: int = BROWSER_WAIT_MS) -> None:
+    """Wait until a page of the app has drawn its navigation and metric row, and is quiet."""
+    page.wait_for_selector('[data-testid="stSidebarNav"]', timeout=timeout_ms)
+    page.wait_for_selector('[data-testid="stMetric"]', timeout=timeout_ms)
+    quiet(page)
+
+
 # Text the page cuts: a box that clips (overflow not visible) and holds more than it shows, as Streamlit's ellipsis
 # containers do ("Small traini…"), a row of choices that scrolls sideways ("swiglu_cla" of the curve pills), and
 # inputs whose value is wider than the box ("sizes as g"). Charts and tables (which scroll by design) excluded.
@@ -272,14 +297,6 @@ CUT_TEXT_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] *')
         : e.innerText && e.innerText.trim() && (getComputedStyle(e).overflowX === 'hidden'
           || (getComputedStyle(e).overflowX !== 'visible' && e.closest('[data-testid="stButtonGroup"]')))))
     .map(e => [(e.tagName === 'INPUT' ? e.value : e.innerText).trim().slice(0, 60), e.scrollWidth, e.clientWidth])"""
-
-
-def settle(page, timeout_ms: int = 60000) -> None:
-    """Wait until the script run has finished (no 'Running...' status widget) and the app has drawn."""
-    page.wait_for_selector('[data-testid="stSidebarNav"]', timeout=timeout_ms)
-    page.wait_for_selector('[data-testid="stMetric"]', timeout=timeout_ms)
-    page.wait_for_function('!document.querySelector(\'[data-testid="stStatusWidget"]\')', timeout=timeout_ms)
-    page.wait_for_timeout(1500)
 
 
 # ---- torchrun tests (test_ddp, test_sharding): a short training run and a free local port --------------------

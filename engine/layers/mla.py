@@ -89,7 +89,6 @@ class Projection:
     d_in: int
     d_out: int
     bias: bool
-    role: str       # what it computes, in a few words
 
 
 @dataclass(frozen=True)
@@ -111,14 +110,13 @@ class MLALayout:
 def mla_layout(cfg: ModelConfig) -> MLALayout:
     d, H, r, rq = cfg.d_model, cfg.n_heads, cfg.kv_lora_rank, cfg.q_lora_rank
     dn, dr, dv = cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim
-    query = ((Projection("q_proj", d, H * (dn + dr), False, "full query projection"),) if rq is None else
-             (Projection("q_a", d, rq, cfg.bias, "query down-projection"),
-              Projection("q_b", rq, H * (dn + dr), False, "query up-projection")))
+    query = ((Projection("q_proj", d, H * (dn + dr), False),) if rq is None else     # one full query projection,
+             (Projection("q_a", d, rq, cfg.bias), Projection("q_b", rq, H * (dn + dr), False)))   # or down, up
     return MLALayout(
         heads=H, q_lora_rank=rq, kv_lora_rank=r, rope_dim=dr, nope_dim=dn, v_dim=dv,
-        projections=query + (Projection("kv_a", d, r + dr, cfg.bias, "down-projection: latent and rotary key"),
-                             Projection("kv_b", r, H * (dn + dv), False, "up-projection: keys and values per head"),
-                             Projection("o_proj", H * dv, d, cfg.bias, "output projection")),
+        projections=query + (Projection("kv_a", d, r + dr, cfg.bias),          # down: latent and rotary key
+                             Projection("kv_b", r, H * (dn + dv), False),     # up: keys and values per head
+                             Projection("o_proj", H * dv, d, cfg.bias)),
         norms=(() if rq is None else (("q_norm", rq),)) + (("kv_norm", r),),
         cached=(("latent", r), ("rotary key", dr)))
 
