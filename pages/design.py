@@ -6,6 +6,7 @@ from app.charts import design as charts
 from app.state import current_config, current_preset
 from app import widgets
 from app.widgets import page_header
+from engine.layers.layer_map import layer_map
 from engine.layers.position import rope_frequency_profile
 from engine.presets import PRESETS
 from engine.units import fmt_count
@@ -26,6 +27,14 @@ verb = "saves" if pc.tied else "would save"
 st.markdown(f"**{fmt_count(pc.total)}** parameters in total, **{fmt_count(pc.non_embedding)}** outside the "
             f"embeddings. Tying the output head to the token embedding {verb} **{fmt_count(pc.tying_saves)}** "
             f"parameters (vocab_size × d_model); one block holds **{fmt_count(pc.per_layer)}**.")
+
+lmap = layer_map(cfg)
+if lmap.kinds > 1:
+    st.subheader("Layer map")
+    export.shared_chart(charts.layer_map_chart, cfg, key="design_layer_map", name=f"{cfg.name}-layer-map")
+    st.caption("Each layer's token mixer (top) and FFN (bottom), read from layer_types and ffn_types: "
+               + "; ".join(f"{k.label} in layers {k.ranges} ({len(k.layers):,})" for k in lmap.mixers + lmap.ffns)
+               + ".")
 
 left, right = st.columns([3, 2])
 with left:

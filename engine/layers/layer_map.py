@@ -1,0 +1,96 @@
+"""The layer map: every layer's mixer kind and FFN kind in order, as a strip a reader can scan.
+
+Read from the config's layer specs (engine/layers/mixers.py `layer_specs`), never from a second reading of
+layer_types / ffn_types: Qwen3-Next's 3:1 pattern, a local/global window rule and MoE's first dense layers all show
+the same way. A kind's key is what distinguishes layers on the strip ("full", "sliding", "gdn", "full+gdn", "none";
+"dense", "moe", "none"); its label is the registered kind's own (Mixer.label).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.config import ModelConfig
+from engine.layers.kinds import LayerSpec
+from engine.layers.mixers import MIXERS, spec_label
+
+FFN_LABELS = {"dense": "dense FFN", "moe": "MoE", "none": "no FFN"}
+
+
+def mixer_key(spec: LayerSpec) -> str:
+    """The strip's key of a layer's mixer: 'full' / 'sliding' for softmax attention, the kind's name for a recurrent
+    one, 'a+b' for two side by side, 'none' for an FFN-only layer."""
+    words = [("sliding" if spec.window is not None else "full") if k == "attention" else k for k in spec.mixers]
+    return "+".join(words) or "none"
+
+
+def mixer_key_label(cfg: ModelConfig, key: str) -> str:
+    """A mixer key in words: 'softmax attention (full)', 'Gated DeltaNet', 'no mixer (FFN only)'."""
+    if key == "none":
+        return "no mixer (FFN only)"
+    parts = []
+    for word in key.split("+"):
+        if word in ("full", "sliding"):
+            latent = ", MLA" if cfg.mla else ""
+            parts.append(f"softmax attention ({word}{latent})" if word == "full"
+                         else f"softmax attention (sliding {cfg.attn_window:,}{latent})")
+        else:
+            parts.append(MIXERS[word].label)
+    return " beside ".join(parts)
+
+
+def index_ranges(indices: list[int]) -> str:
+    """1-based layer indices as runs: [1, 2, 3, 5, 7, 8] -> '1–3, 5, 7–8'."""
+    runs: list[list[int]] = []
+    for i in indices:
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in runs)
+
+
+@dataclass(frozen=True)
+class LayerCell:
+    index: int          # 1-based, as papers and model cards count layers
+    mixer: str          # mixer_key
+    ffn: str            # "dense", "moe" or "none"
+    label: str          # the whole layer in words (mixers.spec_label)
+
+
+@dataclass(frozen=True)
+class KindRow:
+    """One kind on one row of the strip: its key, its words, and exactly which layers (1-based) have it."""
+    key: str
+    label: str
+    layers: tuple[int, ...]
+
+    @property
+    def ranges(self) -> str:
+        return index_ranges(list(self.layers))
+
+
+@dataclass(frozen=True)
+class LayerMap:
+    n_layers: int
+    cells: tuple[LayerCell, ...]
+    mixers: tuple[KindRow, ...]     # in order of first appearance
+    ffns: tuple[KindRow, ...]
+
+    @property
+    def kinds(self) -> int:
+        """How many distinct (mixer, FFN) layer kinds: 1 for a model with one kind everywhere."""
+        return len({(c.mixer, c.ffn) for c in self.cells})
+
+
+def _rows(cells: tuple[LayerCell, ...], attr: str, label) -> tuple[KindRow, ...]:
+    keys: dict[str, list[int]] = {}
+    for c in cells:
+        keys.setdefault(getattr(c, attr), []).append(c.index)
+    return tuple(KindRow(k, label(k), tuple(v)) for k, v in keys.items())
+
+
+def layer_map(cfg: ModelConfig) -> LayerMap:
+    """Every layer of cfg (1-based) with its mixer and FFN kind, and each kind's exact layers."""
+    cells = tuple(LayerCell(i + 1, mixer_key(s), s.ffn, spec_label(s)) for i, s in enumerate(cfg.layer_specs))
+    return LayerMap(cfg.n_layers, cells, _rows(cells, "mixer", lambda k: mixer_key_label(cfg, k)),
+                    _rows(cells, "ffn", FFN_LABELS.__getitem__))
