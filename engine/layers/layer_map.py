@@ -94,3 +94,32 @@ def layer_map(cfg: ModelConfig) -> LayerMap:
     cells = tuple(LayerCell(i + 1, mixer_key(s), s.ffn, spec_label(s)) for i, s in enumerate(cfg.layer_specs))
     return LayerMap(cfg.n_layers, cells, _rows(cells, "mixer", lambda k: mixer_key_label(cfg, k)),
                     _rows(cells, "ffn", FFN_LABELS.__getitem__))
+
+
+def attention_positions(n: int, k: int) -> set[int]:
+    """k of n positions (1-based) spread evenly, the last one always among them: Qwen3-Next's 12 of 48 are
+    4, 8, ..., 48 (one attention layer closing every group of four)."""
+    return {j * n // k for j in range(1, k + 1)}
+
+
+def with_attention_layers(cfg: ModelConfig, k: int, recurrent: str = "gdn") -> ModelConfig:
+    """cfg with k of its mixer layers softmax attention, spread evenly (attention_positions), and the others the
+    recurrent kind `recurrent`; FFN-only layers and every FFN stay. An attention layer keeps its window where it
+    had attention, else is full; attention beside a recurrent mixer becomes one or the other."""
+    if recurrent not in MIXERS or not MIXERS[recurrent].recurrent:
+        raise ValueError(f"recurrent: {recurrent!r} is not a recurrent mixer kind "
+                         f"({', '.join(m.name for m in MIXERS.values() if m.recurrent)})")
+    mixer_layers = [i for i, s in enumerate(cfg.layer_specs) if s.mixers]
+    if not 0 <= k <= len(mixer_layers):
+        raise ValueError(f"attention layers: {k} is not between 0 and the {len(mixer_layers)} mixer layers")
+    chosen = {mixer_layers[p - 1] for p in attention_positions(len(mixer_layers), k)} if k else set()
+    words = []
+    for i, spec in enumerate(cfg.layer_specs):
+        if not spec.mixers:
+            words.append("none")
+        elif i in chosen:
+            words.append("sliding" if spec.attention and spec.window is not None else "full")
+        else:
+            words.append(recurrent)
+    ffns = tuple(s.ffn for s in cfg.layer_specs)
+    return cfg.replace(layer_types=tuple(words), ffn_types=ffns if cfg.ffn_types is not None else None)
