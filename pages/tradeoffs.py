@@ -93,7 +93,9 @@ held = (f"; {sweep.hold} solved at each point to keep {sweep.hold_target.replace
 title = f"{sweep.base.name}: {' x '.join(sweep.knobs)}{held}"
 measured = [m for m in MEASURED if any(r.get(m) is not None for r in rows)]
 dense = all(r["active_params"] == r["total_params"] for r in rows)      # the active panel only says something for MoE
-shown = [m for m in (*METRICS, *measured) if m != "latency_iqr_ms" and not (dense and m == "active_params")]
+stateless = all(not r["state_bytes"] for r in rows)                     # no recurrent layer at any point
+shown = [m for m in (*METRICS, *measured) if m != "latency_iqr_ms" and not (dense and m == "active_params")
+         and not (stateless and m == "state_bytes")]
 panels = charts.small_multiples(rows, sweep.knobs, shown, cols=4 if on_stage else 3, title=title)
 pareto = charts.pareto_figure(rows, sweep.knobs, spec.x, spec.y)
 

@@ -69,7 +69,7 @@ def test_layouts_spread_attention_evenly():
     nemotron = TINY.replace(layer_types=("gdn", "none", "full", "none"), ffn_types=("none", "dense", "none", "dense"))
     assert with_attention_layers(nemotron, 1).layer_types == ("gdn", "none", "full", "none")
     assert with_attention_layers(nemotron, 2).layer_types == ("full", "none", "full", "none")
-    with pytest.raises(ValueError, match="attention layers: 3 is not between 0 and the 2 mixer layers"):
+    with pytest.raises(ValueError, match="attention_layers: 3 is not between 0 and the 2 mixer layers"):
         with_attention_layers(nemotron, 3)
 
 

@@ -22,7 +22,7 @@ def test_small_multiples_one_panel_per_metric_with_units():
     kv = fig.data[list(METRICS).index("kv_cache_bytes")]
     assert list(kv.x) == ["1", "2", "4", "8", "32"] and list(kv.y) == [0.125, 0.25, 0.5, 1.0, 4.0]   # GiB, 5 skipped
     titles = {fig.layout[f"yaxis{i + 1 if i else ''}"].title.text for i in range(len(METRICS))}
-    assert titles == {"billions of parameters", "GiB", "GFLOP"}
+    assert titles == {"billions of parameters", "GiB", "GFLOP", "B"}   # B: the recurrent state, 0 without such layers
     assert fig.layout.xaxis.title.text == "n_kv_heads" and list(fig.layout.xaxis.categoryarray)[-1] == "5"
 
 

@@ -111,7 +111,7 @@ def with_attention_layers(cfg: ModelConfig, k: int, recurrent: str = "gdn") -> M
                          f"({', '.join(m.name for m in MIXERS.values() if m.recurrent)})")
     mixer_layers = [i for i, s in enumerate(cfg.layer_specs) if s.mixers]
     if not 0 <= k <= len(mixer_layers):
-        raise ValueError(f"attention layers: {k} is not between 0 and the {len(mixer_layers)} mixer layers")
+        raise ValueError(f"attention_layers: {k} is not between 0 and the {len(mixer_layers)} mixer layers")
     chosen = {mixer_layers[p - 1] for p in attention_positions(len(mixer_layers), k)} if k else set()
     words = []
     for i, spec in enumerate(cfg.layer_specs):
