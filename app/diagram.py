@@ -151,7 +151,7 @@ def _moe(d: _Dot, p: str, cfg: ModelConfig, lay: BlockLayout) -> tuple[str, str]
         router = d.node(f"{p}router", f"router ({cfg.router})\n{cfg.d_model:,}→{E:,} scores, keep top {k}", c)
         chosen = d.node(f"{p}experts", f"{k} of {E:,} routed experts\n(each {cfg.d_model:,}→{f:,}→{cfg.d_model:,})",
                         c, shape="box3d")
-        out = d.node(f"{p}wsum", "Σ weight × expert", ADD_COLOR, "circle")
+        out = d.node(f"{p}wsum", "Σ weight × expert", ADD_COLOR)   # a box: a circle grows around its text
         d.chain(router, chosen, out)
         if lay.shared_experts:
             gate = " × sigmoid gate" if cfg.shared_expert_gate else ""
@@ -239,9 +239,14 @@ def _block(d: _Dot, cfg: ModelConfig, spec: LayerSpec) -> tuple[str, str]:
     return x, add2
 
 
-def block_dot(cfg: ModelConfig) -> str:
-    """The whole model: embeddings, one block (x n_layers) in detail, final norm and output head."""
+def block_dot(cfg: ModelConfig, whole: bool = True) -> str:
+    """The whole model: embeddings, one block (x n_layers) in detail, final norm and output head; with
+    `whole=False` the block alone (the Lecture's serial / parallel pair)."""
     d = _Dot()
+    if not whole:
+        with d.cluster("block", f"transformer block ({cfg.block}, {cfg.norm_placement}-norm)"):
+            _block(d, cfg, drawn_spec(cfg))
+        return _digraph(d)
     emb = "token embedding" + (" × √d_model" if cfg.embed_scale else "")
     chain = [d.node("tokens", "token ids"), d.node("emb", f"{emb}\\n{cfg.vocab_size:,} × {cfg.d_model:,}",
                                                     COLORS["embeddings"])]
@@ -275,6 +280,10 @@ def block_dot(cfg: ModelConfig) -> str:
         tail.append(d.node("logit_cap", f"{cfg.logit_softcap:g}·tanh(z/{cfg.logit_softcap:g})"))
     tail.append(d.node("logits", "logits"))
     d.chain(*tail)
+    return _digraph(d)
+
+
+def _digraph(d: _Dot) -> str:
     body = "\n".join(d.lines)
     return ("digraph model {\n  rankdir=TB; nodesep=0.25; ranksep=0.3; newrank=true;\n"
             '  graph [fontname="Helvetica", fontsize=12]; node [fontname="Helvetica", fontsize=12]; edge [fontname="Helvetica", fontsize=10, color="#555555"];\n'

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from engine.checkpoint import CheckpointKnobs
 from engine.layers.attention import AttentionKnobs
 from engine.layers.block import BlockKnobs
 from engine.layers.ffn import DENSE_FFNS, GATED_FFNS, FFNKnobs
@@ -33,7 +34,8 @@ from engine.validation import ConfigError, FieldSpec, Knobs, coerce_value, decla
 __all__ = ["ConfigError", "DENSE_FFNS", "FAMILIES", "FIELDS", "FieldSpec", "GATED_FFNS", "GROUPS", "ModelConfig",
            "coerce", "field_names", "parse_bool"]
 
-GROUPS = ("sizes", "attention", "layers", "gdn", "position", "ffn", "moe", "normalization", "block", "output")
+GROUPS = ("sizes", "attention", "layers", "gdn", "position", "ffn", "moe", "normalization", "block", "output",
+          "checkpoint")
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,7 @@ class OutputKnobs(Knobs):
 
 
 FAMILIES: tuple[type[Knobs], ...] = (SizeKnobs, AttentionKnobs, MLAKnobs, LayerKnobs, GDNKnobs, PositionKnobs,
-                                     FFNKnobs, MoEKnobs, NormKnobs, BlockKnobs, OutputKnobs)
+                                     FFNKnobs, MoEKnobs, NormKnobs, BlockKnobs, OutputKnobs, CheckpointKnobs)
 
 
 @dataclass(frozen=True)
@@ -202,6 +204,8 @@ def _problems(c: ModelConfig) -> list[str]:
         if p := field_problem(spec, getattr(c, spec.name)):
             problems.append(p)
             bad.add(spec.name)
+    if "name" not in bad and not c.name.strip():   # it labels pages, downloads, runs and pins
+        problems.append("name: empty; give the config a label (any text)")
     problems += _bounds(c, bad)
 
     def ok(*names: str) -> bool:

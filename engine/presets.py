@@ -181,16 +181,17 @@ PRESETS: dict[str, Preset] = {p.config.name: p for p in [
                        d_ff=2880, attn_window=128, global_every=2, attn_sinks=True, rope_base=150000.0,
                        rope_scaling="yarn", rope_factor=32.0, rope_original_context=4096, rope_truncate=False,
                        n_experts=32, experts_per_token=4, expert_d_ff=2880, router="topk_softmax", expert_bias=True,
-                       aux_loss_coef=0.9), 20_914_757_184, _HF + "openai/gpt-oss-20b",
+                       aux_loss_coef=0.9, ckpt_format="mxfp4"), 20_914_757_184, _HF + "openai/gpt-oss-20b",
            "Attention sinks, a 128-token window on every other layer, YaRN x32; 32 biased experts top-4 with the "
-           "clamped SwiGLU: 4,187,440,704 active. Experts are published in MXFP4; counted as transformers builds "
-           "them (bf16 shapes)."),
+           "clamped SwiGLU: 4,187,440,704 active. Experts are published in MXFP4 (ckpt_format); counted as "
+           "transformers builds them (bf16 shapes)."),
     Preset(ModelConfig(name="deepseek-v3", **_LLAMA, vocab_size=129280, context_length=163840, d_model=7168,
                        n_layers=61, n_heads=128, d_ff=18432, norm_eps=1e-6, kv_lora_rank=512, q_lora_rank=1536,
                        qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, n_experts=256,
                        experts_per_token=8, expert_d_ff=2048, n_shared_experts=1, moe_first_dense=3,
                        router="sigmoid", router_selection_bias=True, router_groups=8, router_group_topk=4,
-                       routed_scale=2.5, **_DEEPSEEK_YARN, rope_mscale_all_dim=1.0, mtp_depth=1), 671_026_404_352,
+                       routed_scale=2.5, **_DEEPSEEK_YARN, rope_mscale_all_dim=1.0, mtp_depth=1,
+                       ckpt_format="fp8_block", ckpt_group_size=128), 671_026_404_352,
            _HF + "deepseek-ai/DeepSeek-V3",
            "MLA (latent 512 + rotary key 64 cached per layer) and 256 sigmoid-routed experts top-8 in 8 groups "
            "(best 4) plus one shared: 37,552,282,624 active. YaRN x40 with DeepSeek's softmax correction. Its "

@@ -122,7 +122,16 @@ def allowed_value(spec: FieldSpec, value: Any) -> bool:
 def field_problem(spec: FieldSpec, value: Any) -> str | None:
     if value is None:
         return None if spec.optional else f"{spec.name}: null is not allowed; expected {spec.allowed()}"
-    return None if allowed_value(spec, value) else f"{spec.name}: {shown(value)} is not {spec.allowed()}"
+    if allowed_value(spec, value):
+        return None
+    if spec.item is not None and isinstance(value, tuple) and value:   # name the entry, not a Python tuple
+        one = dataclasses.replace(spec, type=spec.item, item=None, optional=False)
+        bad = [(i, x) for i, x in enumerate(value, 1) if not allowed_value(one, x)]
+        if bad:
+            (i, x), more = bad[0], len(bad) - 1
+            return (f"{spec.name}: entry {i:,} of {len(value):,}, {shown(x)}, is not {one.allowed()}"
+                    + (f" ({more:,} more like it)" if more else ""))
+    return f"{spec.name}: {shown(value)} is not {spec.allowed()}"
 
 
 # ---- arguments that are not config fields (batch, seq, dtype, a chart's range...) -----------------------------

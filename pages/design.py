@@ -3,13 +3,16 @@ import streamlit as st
 
 from app import compute, export, tables
 from app.charts import design as charts
+from app.diagram import block_dot
 from app.state import current_config, current_preset
 from app import widgets
 from app.widgets import page_header
 from engine.layers.layer_map import layer_map
-from engine.layers.position import rope_frequency_profile
+from engine.layers.position import rope_frequency_profile, rope_scaling_text
 from engine.presets import PRESETS
 from engine.units import fmt_count
+
+SIDE_DIAGRAM_PX = 512   # natural width that keeps 12-point text >= 10 px in the 320 px side column at 1280
 
 cfg = current_config()
 pc = compute.params(cfg)
@@ -36,7 +39,10 @@ if lmap.kinds > 1:
                + "; ".join(f"{k.label} in layers {k.ranges} ({len(k.layers):,})" for k in lmap.mixers + lmap.ffns)
                + ".")
 
-left, right = st.columns([3, 2])
+# Beside the table only while the diagram is narrow enough to keep its text readable there (2/5 of the page:
+# 320 px at 1280 with the sidebar open); a wider one (MLA, most MoE) goes below, at its own size.
+beside = (widgets.diagram_width(block_dot(cfg)) or 0) <= SIDE_DIAGRAM_PX
+left, right = st.columns([3, 2]) if beside else (st.container(), st.container())
 with left:
     export.shared_chart(charts.params_treemap, pc, key="design_params", name=f"{cfg.name}-parameters")
     # below the fold and the page's only table: its grid component loads when the reader opens it
@@ -49,13 +55,12 @@ with right:
     st.caption("Drawn from the config: it changes with serial/parallel blocks, norm placement, gated FFNs, "
                "mixtures of experts, GQA/MQA, MLA (latent projections and what the cache holds), QK-norm, RoPE, "
                "windows and soft-caps.")
-    widgets.config_diagram(cfg)
+    widgets.config_diagram(cfg, natural=not beside)
 
 if cfg.position == "rope":
     st.subheader("RoPE rotation frequencies")
     tokens = cfg.context_length
-    st.caption(f"Each pair of rotating dimensions turns by a fixed angle per token; scaling ({cfg.rope_scaling}) "
-               f"slows some of them so that {tokens:,} tokens stay within the angles seen in training.")
+    st.caption(f"Each pair of rotating dimensions turns by a fixed angle per token. {rope_scaling_text(cfg, tokens)}")
     original, scaled = rope_frequency_profile(cfg, tokens)
     export.chart(charts.rope_frequency_chart(original, scaled, cfg.rope_scaling, tokens), "design_rope",
                  f"{cfg.name}-rope-frequencies")

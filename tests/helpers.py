@@ -66,6 +66,18 @@ def _mla_compatible(values: dict) -> dict:
 
 
 @st.composite
+def checkpoint_fields(draw) -> dict:
+    """How the checkpoint ships (engine/checkpoint.py): any format, with the fields only its kind takes."""
+    fmt = draw(st.sampled_from(FIELDS["ckpt_format"].choices))
+    bits = draw(st.sampled_from([None, 2, 3, 4, 8])) if fmt in ("awq", "gptq") else None
+    return dict(ckpt_format=fmt, ckpt_bits=bits,
+                ckpt_group_size=draw(st.none() | st.integers(1, 256)),
+                ckpt_double_quant=fmt in ("bnb_nf4", "bnb_fp4") and draw(st.booleans()),
+                ckpt_keep=draw(st.none() | st.lists(st.sampled_from(FIELDS["ckpt_keep"].choices), max_size=3,
+                                                    unique=True).map(tuple)))
+
+
+@st.composite
 def configs(draw, max_d: int = 24) -> ModelConfig:
     """Any valid config at tiny sizes: sizes and every knob drawn; invalid combinations are filtered out."""
     n_heads, n_layers = draw(st.integers(1, 6)), draw(st.integers(1, 3))
@@ -108,7 +120,7 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
         mtp_depth=draw(opt(st.integers(1, 2))))
     values["norm_bias"] = values["norm"] == "layernorm" and draw(st.booleans())
     values.update(qk_norm_scope=draw(st.sampled_from(FIELDS["qk_norm_scope"].choices)), **draw(moe_fields()),
-                  **draw(mla_fields()), **draw(gdn_fields()))
+                  **draw(mla_fields()), **draw(checkpoint_fields()), **draw(gdn_fields()))
     values = _mla_compatible(values)
     assert set(values) == set(FIELDS), "a new field needs a strategy here"
     try:
@@ -140,6 +152,8 @@ IMPLIED = {"norm_bias"}   # set by make() from norm (rmsnorm has no bias)
 def _axes() -> dict[str, list]:
     axes = {}
     for name, spec in FIELDS.items():
+        if spec.group == "checkpoint":    # how the files store the weights: no module or closed form changes
+            continue                      # (engine/checkpoint.py is held against the published files instead)
         if name in RANGE_VALUES:
             axes[name] = RANGE_VALUES[name]
         elif spec.choices and spec.type is not tuple:
@@ -219,6 +233,17 @@ LECTURE_NUMBERS = {
               "KV cache ratio": "2×", "sequential depth ratio": "4×"},
     "microgpt": {"by hand": "4,224", "engine closed form": "4,224", "engine, built model": "4,224"},
 }
+
+
+# Text the page cuts: a box that clips (overflow not visible) and holds more than it shows, as Streamlit's ellipsis
+# containers do ("Small traini…"), a row of choices that scrolls sideways ("swiglu_cla" of the curve pills), and
+# inputs whose value is wider than the box ("sizes as g"). Charts and tables (which scroll by design) excluded.
+CUT_TEXT_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] *')].filter(e =>
+      !e.closest('.js-plotly-plot') && e.scrollWidth > e.clientWidth + 1 && (e.tagName === 'INPUT'
+        ? e.type !== 'hidden' && e.clientWidth > 0 && e.value
+        : e.innerText && e.innerText.trim() && (getComputedStyle(e).overflowX === 'hidden'
+          || (getComputedStyle(e).overflowX !== 'visible' && e.closest('[data-testid="stButtonGroup"]')))))
+    .map(e => [(e.tagName === 'INPUT' ? e.value : e.innerText).trim().slice(0, 60), e.scrollWidth, e.clientWidth])"""
 
 
 def settle(page, timeout_ms: int = 60000) -> None:

@@ -138,3 +138,20 @@ def test_present_mode_shows_each_sections_chart_without_scrolling(served_app, br
             below[section] = (top, bottom)
     context.close()
     assert not below, below
+
+
+def test_present_mode_draws_the_serial_and_parallel_blocks_at_one_scale(served_app, browser):
+    """Section 3 on a projector: two columns stretched the narrow serial block to about twice the scale of the
+    parallel one (and the section to thousands of pixels). Now both at one scale, neither above its own size."""
+    page = browser.new_page(viewport={"width": 1920, "height": 1080})
+    page.goto(f"{served_app}/lecture?section=parallel&present=1&preset=gpt2")
+    heading(page, "parallel").wait_for(timeout=LOAD)
+    idle(page)
+    page.wait_for_selector('figure img[src^="data:image/svg"]', timeout=LOAD)
+    page.wait_for_timeout(1000)
+    drawn = page.evaluate("""() => [...document.querySelectorAll('figure img[src^="data:image/svg"]')]
+        .map(i => [i.alt, i.naturalWidth, i.clientWidth])""")
+    page.close()
+    assert [alt for alt, *_ in drawn] == ["serial block (current config)", "parallel block (current config)"]
+    scales = [shown / natural for _, natural, shown in drawn]
+    assert max(scales) <= 1.001 and min(scales) / max(scales) > 0.98, drawn

@@ -4,7 +4,12 @@ import os
 
 import pytest
 
-from tests.helpers import settle
+from app.charts import sweep as charts
+from app.image_export import PROJECTOR, for_projector
+from app.sweep_view import SweepSpec, held_text, run_spec
+from engine.presets import get_preset
+from engine.sweep import METRICS
+from tests.helpers import CUT_TEXT_JS, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SHOTS = os.environ.get("SWEEP_SHOTS")   # a folder to save screenshots in, for reviewing the look
@@ -60,5 +65,73 @@ def test_small_measured_sweep_runs_show_on_training(served_app, browser):
     shot(page, "tradeoffs-measured")
     page.goto(f"{served_app}/training")
     settle(page)
-    assert page.get_by_text("microgpt-small n_kv_heads=4 on names (finished)").first.is_visible()
+    assert page.get_by_text("microgpt-small n_kv_heads=4 on names").first.is_visible()
     page.close()
+
+
+@pytest.mark.parametrize("width,height", [(1280, 800), (1600, 1000)])
+def test_control_labels_and_values_show_whole(served_app, browser, width, height):
+    """The sweep controls at the widths lecturers use: no label or value cut with an ellipsis ("Small traini…",
+    "sizes as g"), nor the Lecture page's section buttons, nor the Activations page's curve names."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    cut = {}
+    for path in ("tradeoffs?preset=llama-3-8b", "tradeoffs?preset=llama-3-8b&hold=d_ff", "lecture?preset=gpt2",
+                 "activations?preset=llama-3-8b"):
+        page.goto(f"{served_app}/{path}")
+        settle(page)
+        page.get_by_role("button", name="Next").or_(page.get_by_text("Small training size")).or_(
+            page.get_by_text("Input range x")).first.wait_for()
+        cut[path] = page.evaluate(CUT_TEXT_JS)
+    page.close()
+    assert not any(cut.values()), cut
+
+
+# Where plotly drew each axis title and tick label, and each y axis's plot height: the offline HTML of the
+# projector figure in Chromium, the same plotly.js that kaleido drives to write the PNG.
+LAYOUT_JS = """() => {
+  const o = document.querySelector('.main-svg').getBoundingClientRect();   // image coordinates: from its corner
+  const box = e => { const r = e.getBoundingClientRect();
+                     return {text: e.textContent, l: r.left - o.left, r: r.right - o.left, t: r.top - o.top,
+                             b: r.bottom - o.top}; };
+  const L = document.querySelector('.js-plotly-plot')._fullLayout;
+  const ys = Object.keys(L).filter(k => /^yaxis[0-9]*$/.test(k)).map(k => {
+    const title = document.querySelector(`.g-${k.replace('axis', '')}title text`);
+    return {title: title && box(title), top: L[k]._offset, height: L[k]._length}; });   // _offset: image px
+  return {ticks: [...document.querySelectorAll('.xaxislayer-above text, .yaxislayer-above text')].map(box),
+          titles: [...document.querySelectorAll('[class^="g-x"][class$="title"] text, [class^="g-y"][class$="title"] text')].map(box),
+          panels: [...document.querySelectorAll('.annotation-text')].map(box), ys}; }"""
+
+
+def _projector_figures() -> dict:
+    llama = run_spec(get_preset("llama-3-8b").config, SweepSpec(hold="d_ff"))
+    gpt2 = run_spec(get_preset("gpt2").config, SweepSpec(knob="n_layers"))
+    measured = [dict(r, latency_ms=1.25 + 0.125 * i, val_loss=2.5 - 0.01 * i) for i, r in enumerate(gpt2.rows())]
+    return {"held panels": charts.small_multiples(llama.rows(), llama.knobs, list(METRICS), title="llama-3-8b",
+                                                  note=held_text(llama)),
+            "held pareto": charts.pareto_figure(llama.rows(), llama.knobs, "kv_cache_bytes", "total_params",
+                                                note=held_text(llama)),
+            "three rows of panels": charts.small_multiples(measured, gpt2.knobs,
+                                                           [*METRICS, "latency_ms", "val_loss"], title="gpt2")}
+
+
+def test_projector_png_axis_titles_clear_the_tick_labels_and_stay_by_their_panel(browser):
+    def hit(a, b):
+        return a["l"] < b["r"] - 1 and b["l"] < a["r"] - 1 and a["t"] < b["b"] - 1 and b["t"] < a["b"] - 1
+
+    page = browser.new_page(viewport={"width": PROJECTOR[0], "height": PROJECTOR[1]})
+    problems = []
+    for name, fig in _projector_figures().items():
+        page.set_content(for_projector(fig).to_html(include_plotlyjs=True, full_html=True))
+        page.wait_for_selector(".yaxislayer-above text")
+        drawn = page.evaluate(LAYOUT_JS)
+        for title in drawn["titles"]:
+            problems += [(name, title["text"], "over", other["text"]) for other in drawn["ticks"] + drawn["panels"]
+                         if hit(title, other)]
+        for y in drawn["ys"]:   # a vertical title longer than its panel runs into the next one's
+            if y["title"] and (y["title"]["t"] < y["top"] - 2 or y["title"]["b"] > y["top"] + y["height"] + 2):
+                problems.append((name, y["title"]["text"], "taller than its panel", y["height"]))
+        every = drawn["titles"] + drawn["ticks"] + drawn["panels"]
+        problems += [(name, t["text"], "outside the image") for t in every
+                     if t["l"] < -1 or t["t"] < -1 or t["r"] > PROJECTOR[0] + 1 or t["b"] > PROJECTOR[1] + 1]
+    page.close()
+    assert not problems, problems

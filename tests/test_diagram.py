@@ -72,6 +72,19 @@ def test_moe_block_draws_the_router_choosing_k_of_e_and_the_shared_expert():
     assert "MoE in 31 of 32 layers" in mixed and "2 of 8 routed experts" in mixed
 
 
+def test_circles_hold_one_symbol():
+    """A circle grows around its label: the MoE's "Σ weight × expert" in one was the biggest node of the block.
+    Circles are for the one-symbol joins (+, ×); anything longer is a box."""
+    for name, p in PRESETS.items():
+        circles = re.findall(r'\[label="([^"]*)", shape=circle', block_dot(p.config))
+        assert circles and all(len(label) == 1 for label in circles), (name, circles)
+
+
+def test_the_block_alone_leaves_out_embeddings_and_head():
+    cfg = PRESETS["llama-3-8b"].config
+    alone = block_dot(cfg, whole=False)
+    assert "token embedding" not in alone and "output head" not in alone and "x (residual stream)" in alone
+    assert alone.count("{") == alone.count("}") and "transformer block (serial, pre-norm)" in alone
 def test_hybrid_layouts_draw_their_kinds():
     """A hybrid draws one layer in detail (an attention layer when there is one) and counts every kind; a
     recurrent mixer is a box of its kind's own summary, a one-branch layer skips the missing branch."""

@@ -22,8 +22,8 @@ REFUSED = {
     "olmo2_7b.json": ({"attention_bias": True}, "attention_bias"),     # biases on attention only
     "phi-3_5.json": ({"embd_pdrop": 0.1}, "resid_pdrop"),              # dropouts we cannot place
     "phi-1_5.json": ({"resid_pdrop": 0.1}, "resid_pdrop"),             # as published for phi-2 (embd_pdrop 0)
-    "gpt-oss-20b.json": ({"quantization_config": {"quant_method": "gptq"}},   # weights not MXFP4 storage of
-                         "quantization_config"),                               # the bf16 model
+    "gpt-oss-20b.json": ({"quantization_config": {"quant_method": "hqq"}},    # a storage the checkpoint
+                         "quantization_config"),                               # fields cannot size
 }
 
 

@@ -93,7 +93,7 @@ def test_one_kind_everywhere_is_the_model_it_was():
      "block: parallel needs a mixer and an FFN in every layer; layer 2 lacks one"),
     (dict(ffn_types=("dense", "moe", "dense", "dense")), "ffn_types: layer 2 is moe but n_experts is null"),
     (dict(layer_types=("gdn",) * 4, gdn_k_heads=3, gdn_v_heads=4), "gdn_v_heads: 4 is not a multiple of gdn_k_heads=3"),
-    (dict(layer_types=("mamba9",) * 4), "layer_types: ('mamba9', 'mamba9', 'mamba9', 'mamba9') is not"),
+    (dict(layer_types=("mamba9",) * 4), "layer_types: entry 1 of 4, 'mamba9', is not one of full, sliding"),
     (dict(attn_gate="head", kv_lora_rank=4), "attn_gate: the output gate is not modelled with MLA"),
 ])
 def test_rules_name_the_field(changes, message):

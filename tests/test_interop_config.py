@@ -135,7 +135,7 @@ def _problems(d):
     ({"model_type": "llama", "attention_bias": True}, "attention_bias"),
     ({"model_type": "llama", "attention_dropout": 0.1}, "attention_dropout"),
     ({"model_type": "llama", "hidden_act": "gelu_fast"}, "hidden_act"),
-    ({"model_type": "llama", "quantization_config": {"quant_method": "gptq"}}, "quantization_config"),
+    ({"model_type": "llama", "quantization_config": {"quant_method": "hqq"}}, "quantization_config"),
     ({"model_type": "qwen3", "attention_bias": True}, "attention_bias"),
     # irregular full/sliding patterns and query_pre_attn_scalar != head_dim import now (layer_types, attn_scale:
     # tests/test_interop_families.py); an unknown layer type or a non-positive scalar is refused

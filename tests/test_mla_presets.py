@@ -55,7 +55,7 @@ def test_import_hf_cli_on_the_published_config_gives_transformers_counts(preset,
 def test_params_json(preset, capsys):
     assert main(["params", "--preset", preset, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert (out["total"], out["active"]) == MODELS[preset][1:]
+    assert (out["total_params"], out["active_params"]) == MODELS[preset][1:]
 
 
 def test_memory_json_reports_latent_and_expanded_cache(capsys):

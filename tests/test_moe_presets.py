@@ -61,9 +61,10 @@ def test_params_json_prints_active(name, capsys):
     assert main(["params", "--preset", name, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     if name in MOE:
-        assert (out["total"], out["active"]) == MOE[name][1:]
-        assert out["total"] - out["non_embedding"] == out["active"] - out["active_non_embedding"]
+        assert (out["total_params"], out["active_params"]) == MOE[name][1:]
+        assert out["total_params"] - out["non_embedding_params"] == \
+            out["active_params"] - out["active_non_embedding_params"]
         assert out["components"]["routed_experts"] > 0 and out["components"]["router"] > 0
     else:
-        assert out["active"] == out["total"] == 8_030_261_248
-        assert out["active_non_embedding"] == out["non_embedding"]
+        assert out["active_params"] == out["total_params"] == 8_030_261_248
+        assert out["active_non_embedding_params"] == out["non_embedding_params"]

@@ -44,6 +44,8 @@ def test_quantized_bytes_follow_the_published_layouts():
     assert quantized_bytes((4096, 4096), "nf4-dq") * 8 == n * (4 + 8 / 64 + 32 / (64 * 256)) + 32
     assert quantized_bytes((4096, 4096), "nf4") * 8 == n * (4 + 32 / 64)
     assert quantized_bytes((4096, 4096), "mxfp4") * 8 == n * 4.25
+    # NVIDIA NVFP4: FP4 values, an FP8 E4M3 scale per 16, one fp32 global scale per tensor
+    assert quantized_bytes((4096, 4096), "nvfp4") == n // 2 + n // 16 + 4
     assert quantized_bytes((3, 5), "int4-g4") == math.ceil(15 / 2) + 6 * 2 + 3   # 2 groups per row, odd sizes
 
 
@@ -70,7 +72,7 @@ def test_quantized_kv_cache_counts_its_scales():
         L * vectors * (hd + 2)
     assert gpu_memory(LLAMA8, Layout(), Setup(mode="infer", micro_batch=B, seq=T, kv_quant="int4"))["kv_cache"] == \
         L * vectors * (hd // 2 + 4)
-    assert kv_quant_bytes([100, 100], [1, 1], "fp8", "bf16") == 200 + 16
+    assert kv_quant_bytes([(100, 100), (100, 100)], "fp8", "bf16") == 200 + 16
 
 
 def test_lora_count_is_the_design_fact():
@@ -120,14 +122,20 @@ def test_impossible_layouts_name_the_field(layout, field):
         plan(SMALL.replace(n_layers=4, n_heads=4, n_kv_heads=4), "h100-80gb", layout, Setup(seq=16))
 
 
-def test_cost_chinchilla_and_memory_bound_decode():
-    p = plan(LLAMA8, "h100-80gb", Layout(8), Setup(mode="infer", seq=1024, micro_batch=1))
-    assert p.cost.chinchilla_tokens == 20 * count_params(LLAMA8).total
-    weights, kv = p.per_gpu["weights"], p.per_gpu["kv_cache"]
-    assert p.cost.decode_tokens_per_s == pytest.approx(3.35e12 / (weights + kv))   # one token per bytes/bandwidth
-    t = plan(LLAMA8, "h100-80gb", Layout(8), Setup(seq=1024), tokens=10**9, mfu=0.5)
+def test_cost_chinchilla_for_pretraining_and_a_budget_for_fine_tuning():
+    t = plan(LLAMA8, "h100-80gb", Layout(8), Setup(seq=1024), tokens=10**9, mfu=0.5, price=3, currency="EUR")
     assert t.cost.train_seconds == pytest.approx(t.cost.flops_per_token * 1e9 / (8 * 989.4e12 * 0.5))
+    assert t.cost.train_cost == pytest.approx(t.cost.train_seconds / 3600 * 8 * 3) and t.cost.currency == "EUR"
     assert 6 * count_params(LLAMA8).non_embedding < t.cost.flops_per_token   # 6N plus attention
+    pre = plan(LLAMA8, "h100-80gb", Layout(8), Setup(seq=1024))
+    assert pre.cost.token_budget == "chinchilla" and pre.cost.train_tokens == 20 * count_params(LLAMA8).total
+    lora = plan(LLAMA8, "h100-80gb", Layout(1), Setup(seq=1024, finetune="lora"))
+    assert lora.cost.train_tokens is None and lora.cost.train_seconds is None     # no Chinchilla for a fine-tune
+    assert any("token budget" in n for n in lora.notes)
+    given = plan(LLAMA8, "h100-80gb", Layout(1), Setup(seq=1024, finetune="lora"), tokens=10**8)
+    assert given.cost.token_budget == "given" and given.cost.train_tokens == 10**8
+    infer = plan(LLAMA8, "h100-80gb", Layout(8), Setup(mode="infer", seq=1024))
+    assert infer.cost is None and infer.as_dict()["cost"] is None                  # no training time in inference
 
 
 def test_qlora_70b_fits_one_h100_with_recompute_and_smallest_layout_fits():

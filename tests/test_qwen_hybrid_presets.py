@@ -61,7 +61,7 @@ def test_qwen3_next_by_hand():
 def test_params_cli_prints_the_issue_figures(capsys):
     assert main(["params", "--preset", "qwen3-next-80b-a3b", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert (data["total"], data["active"]) == (79_674_391_296, 3_874_929_408)
+    assert (data["total_params"], data["active_params"]) == (79_674_391_296, 3_874_929_408)
 
 
 def test_memory_cli_reports_kv_from_the_attention_layers_and_the_state_under_each_convention(capsys):

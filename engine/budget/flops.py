@@ -16,8 +16,10 @@ Backward = 2 x forward (gradient w.r.t. inputs and w.r.t. weights for every prod
 otherwise (Gated DeltaNet recomputes its chunks and its triangular solve's backward differs). Fused attention
 kernels also recompute QK^T in backward (+0.5 x attention forward); that is not added here.
 Each layer family holds its part (engine/layers/attention.py, ffn.py, moe.py, block.py, each mixer kind's
-module); this module sums over layers. Rules of thumb beside it: 6N per token (N = active non-embedding params) and 6N + 12*L*H*Q*T (PaLM,
-Q = head_dim).
+module); this module sums over layers. Rules of thumb beside it, each as its paper defines it: Kaplan et al. 2020
+(scaling laws) 6N per token with N the non-embedding parameters (active ones for an MoE); Chowdhery et al. 2022
+(PaLM, appendix B, the MFU convention) 6N + 12*L*H*Q*T with N all the parameters (embeddings included; active ones
+for an MoE), Q = head_dim, T = the sequence.
 """
 from __future__ import annotations
 
@@ -39,8 +41,8 @@ class FlopBudget:
     flops_per_token: float         # training (forward + backward) per token of the batch
     attention_flops: int           # forward QK^T + PV of the softmax-attention layers
     matmul_flops: int              # forward weight matmuls (projections, FFN, head)
-    six_n_per_token: int           # 6N rule, N = non-embedding params
-    palm_per_token: int            # 6N + 12*L*H*Q*T
+    six_n_per_token: int           # Kaplan 6N, N = (active) non-embedding params
+    palm_per_token: int            # PaLM 6N + 12*L*H*Q*T, N = all (active) params
     formulas: dict[str, str]
     causal: bool = False           # True: only visible query-key pairs (the headline); False: the full square
     recurrent_flops: int = 0       # forward products of recurrent mixers beyond their weights (e.g. delta rule)
@@ -81,7 +83,8 @@ def flops_budget(cfg: ModelConfig, batch: int, seq: int, causal: bool = False) -
     mm = 2 * weights * tokens
     attn, recurrent, mixer_backward = mixer_flops(cfg, batch, seq, causal)
     fwd = mm + attn + recurrent
-    n = count_params(cfg).active_non_embedding   # == non_embedding for a dense model
+    pc = count_params(cfg)
+    n, n_all = pc.active_non_embedding, pc.active   # == non_embedding / total for a dense model
     L, H, Q = cfg.n_layers, cfg.n_heads, cfg.head_width
     scope = "only visible (causal/window) query-key pairs" if causal else "the full T x T square (no causal halving)"
     formulas = {
@@ -95,13 +98,14 @@ def flops_budget(cfg: ModelConfig, batch: int, seq: int, causal: bool = False) -
         "backward_flops": "2 * (matmul_flops + attention_flops) (grads w.r.t. inputs and weights) + the recurrent "
                           "mixers' backward (Gated DeltaNet: a recompute, then its products' gradients)",
         "flops_per_token": "(forward + backward) / (B*T)",
-        "six_n_per_token": f"6 * N, N = {n:,} active non-embedding params",
-        "palm_per_token": f"6N + 12 * L={L} * H={H} * Q={Q} * T={seq}",
+        "six_n_per_token": f"Kaplan et al. 2020: 6 * N, N = {n:,} (active) non-embedding params",
+        "palm_per_token": f"Chowdhery et al. 2022 (PaLM): 6 * N + 12 * L={L} * H={H} * Q={Q} * T={seq}, "
+                          f"N = {n_all:,} (active) params, embeddings included",
     }
     backward = 2 * mm + mixer_backward
     return FlopBudget(forward_flops=fwd, backward_flops=backward, flops_per_token=(fwd + backward) / tokens,
                       attention_flops=attn, matmul_flops=mm, six_n_per_token=6 * n,
-                      palm_per_token=6 * n + 12 * L * H * Q * seq, formulas=formulas, causal=causal,
+                      palm_per_token=6 * n_all + 12 * L * H * Q * seq, formulas=formulas, causal=causal,
                       recurrent_flops=recurrent)
 
 
@@ -118,9 +122,11 @@ def gap_note(cfg: ModelConfig, seq: int) -> str:
     window = " and windowed" if any(s.window is not None and s.window < seq for s, _ in layer_groups(cfg)) else ""
     f = fmt_flops
     return (f"The headline {f(causal.flops_per_token)} per token is 6 FLOPs per matrix weight, the output head "
-            f"included ({f(head)}, which 6N = {f(causal.six_n_per_token)} leaves out with all of attention), plus "
+            f"included ({f(head)}, which Kaplan's 6N = {f(causal.six_n_per_token)} leaves out with all of "
+            f"attention), plus "
             f"{f(attn_c)} of attention over the query-key pairs a causal{window} kernel computes at T = {seq:,}; "
-            f"the PaLM rule 6N + 12·L·H·Q·T = {f(causal.palm_per_token)} charges the full T×T square "
+            f"the PaLM rule 6N + 12·L·H·Q·T = {f(causal.palm_per_token)} (N with the embeddings) charges the "
+            f"full T×T square "
             f"({f(attn_f)}, {attn_f / attn_c:.1f}× that), as torch's FlopCounterMode does "
             f"(full square: {f(full.flops_per_token)} per token).")
 

@@ -74,18 +74,26 @@ def pure_policy(dtype: str) -> str:
     return "fp32" if dtype == "fp32" else "bf16"
 
 
+def kv_cache_layers(cfg: ModelConfig, batch: int, tokens: int) -> list[tuple[int, int]]:
+    """What each layer caches as keys and values for `batch` sequences after `tokens` positions, one entry per
+    layer: (values held, values per cached vector). The one path every KV figure takes (this module's bytes, the
+    planner's per-GPU and quantized caches, the serving answers of engine/plan/serve.py): window layers hold only
+    the last `window` tokens, an MLA layer the latent and the shared rotary key (each mixer kind's kv_bytes); a
+    layer without softmax attention holds 0 values (its fixed state is state_bytes)."""
+    width = cfg.kv_lora_rank + cfg.qk_rope_head_dim if cfg.mla else cfg.head_width
+    return [(sum(m.kv_bytes(cfg, spec, batch, tokens, 1) for m in spec_mixers(spec)), width)
+            for spec in cfg.layer_specs]
+
+
 def kv_cache_bytes(cfg: ModelConfig, batch: int, tokens: int, dtype: str = "bf16", kind: str = "latent") -> int:
     """Keys and values of every layer after `tokens` positions; window layers hold only the last `window`.
     MLA holds the latent and the shared rotary key (kind "latent") or, for comparison, the expanded per-head
     keys and values (kind "expanded")."""
     require(choice_problem("dtype", dtype, DTYPE_BYTES), *size_problems(batch, tokens))
-    e, total = DTYPE_BYTES[dtype], 0
-    for spec, n in layer_groups(cfg):
-        for m in spec_mixers(spec):
-            expanded = cfg.mla and m.name == "attention" and kind == "expanded"
-            total += n * (mla_kv_bytes(cfg, batch, tokens, e, kind) if expanded
-                          else m.kv_bytes(cfg, spec, batch, tokens, e))
-    return total
+    if cfg.mla and kind == "expanded":
+        layers = sum(n for spec, n in layer_groups(cfg) if spec.attention)
+        return layers * mla_kv_bytes(cfg, batch, tokens, DTYPE_BYTES[dtype], kind)
+    return sum(values for values, _ in kv_cache_layers(cfg, batch, tokens)) * DTYPE_BYTES[dtype]
 
 
 def attention_windows(cfg: ModelConfig) -> list[int | None]:

@@ -47,10 +47,11 @@ class ParamCount:
     mtp: int = 0                 # multi-token-prediction modules, beside the total, never in it (budget/mtp.py)
 
     def as_dict(self) -> dict:
-        return {"total": self.total, "non_embedding": self.non_embedding, "active": self.active,
-                "active_non_embedding": self.active_non_embedding, "per_layer": self.per_layer,
-                "tying_saves": self.tying_saves, "tied": self.tied, "components": dict(self.components),
-                "mtp": self.mtp}
+        """The CLI's keys: a count of parameters ends in _params, as in `sweep` and `plan` (components: params)."""
+        return {"total_params": self.total, "non_embedding_params": self.non_embedding, "active_params": self.active,
+                "active_non_embedding_params": self.active_non_embedding, "per_layer_params": self.per_layer,
+                "tying_saves_params": self.tying_saves, "tied": self.tied, "components": dict(self.components),
+                "mtp_params": self.mtp}
 
 
 def count_params(cfg: ModelConfig) -> ParamCount:

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from engine.config import ConfigError, ModelConfig
 from engine.interop.hf_defaults import DENSE_ACTS, GATED_ACTS
+from engine.interop.hf_quant import quantization_fields
 from engine.interop.hf_reader import _decoder, _layer_windows, _Reader
 from engine.interop.hf_rope import rope_fields
 from engine.interop.hf_types import type_problems
@@ -323,8 +324,8 @@ NEUTRAL: dict[str, Any] = dict(
     rope_original_context=None, rope_low_freq_factor=1.0, rope_high_freq_factor=4.0, rope_beta_fast=32.0,
     rope_beta_slow=1.0, rope_truncate=True, rope_attention_factor=None, rope_short_factor=None,
     rope_long_factor=None, layer_types=None, ffn_types=None, state_dtype=None, attn_gate=None, attn_scale=None,
-    rope_local_base=None, nope_layers=None,
-    head_bias=False, logit_scale=1.0)
+    rope_local_base=None, nope_layers=None, head_bias=False, logit_scale=1.0, ckpt_format="none", ckpt_bits=None,
+    ckpt_group_size=None, ckpt_double_quant=False, ckpt_keep=None)
 
 
 def from_hf_config(d: dict[str, Any]) -> ModelConfig:
@@ -348,8 +349,9 @@ def import_hf_config(d: dict[str, Any]) -> tuple[ModelConfig, list[str]]:
         fields = _READERS[family](r)
     except (TypeError, ValueError, ZeroDivisionError, AttributeError) as e:   # e.g. "hidden_size": "big"
         raise ConfigError([f"config.json: a {family} size or setting has the wrong type or value ({e})"]) from None
+    fields.update(quantization_fields(r))
     problems = r.problems + r.unknown()
     if problems:
         raise ConfigError(problems)
-    name = str(d.get("_name_or_path") or family).rstrip("/").rsplit("/", 1)[-1]
+    name = str(d.get("_name_or_path") or family).rstrip("/").rsplit("/", 1)[-1] or family
     return ModelConfig.from_dict({**NEUTRAL, **fields, "name": name}), r.ignored

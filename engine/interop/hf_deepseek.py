@@ -74,10 +74,6 @@ def _mla(r: _Reader) -> dict[str, Any]:
                    "seq_aux", "moe_layer_freq", "ep_size"})
     if r("moe_layer_freq", 1) != 1:
         r.bad("moe_layer_freq", r.d["moe_layer_freq"], "transformers makes every layer after the dense ones MoE")
-    quant = r.d.get("quantization_config")
-    if isinstance(quant, dict) and quant.get("quant_method") == "fp8":   # DeepSeek-V3's published checkpoint
-        r.ignore("quantization_config", "fp8 storage of the same weights (with block scales beside them): the "
-                                        "architecture and the parameter count are unchanged")
     rope = rope_fields(r, rope_dim)
     return dict(vocab_size=r("vocab_size"), context_length=r("max_position_embeddings"), d_model=d,
                 n_layers=r("num_hidden_layers"), n_heads=heads, d_ff=r("intermediate_size"),

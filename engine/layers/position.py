@@ -206,6 +206,35 @@ def rope_frequency_profile(cfg: ModelConfig, tokens: int) -> tuple[list[float], 
     return plain_inv_freq(cfg.rotary_dim, cfg.rope_base).tolist(), scaled.tolist()
 
 
+def rope_scaling_text(cfg: ModelConfig, tokens: int) -> str:
+    """One sentence a lecturer can read aloud: what cfg.rope_scaling does to the rotation frequencies at a
+    sequence of `tokens` (the Design page's caption under the frequency chart)."""
+    kind, s = cfg.rope_scaling, cfg.rope_factor
+    L0 = cfg.rope_original_context or cfg.context_length
+    within = f"so {tokens:,} tokens stay within the angles seen in {L0:,}-token training"
+    if kind == "linear":
+        return f"Linear scaling divides every pair's frequency by {s:g}, {within}."
+    if kind == "dynamic":
+        if tokens <= L0:
+            return f"Dynamic scaling changes nothing up to {L0:,} tokens; {tokens:,} tokens use the trained frequencies."
+        return (f"Dynamic (NTK) scaling raises theta once a sequence passes {L0:,} tokens: at {tokens:,} the slow "
+                "pairs turn more slowly, the fastest hardly change.")
+    if kind == "llama3":
+        return (f"Llama 3 scaling divides the slow pairs (wavelength above {L0 / cfg.rope_low_freq_factor:,.0f} "
+                f"tokens) by {s:g}, keeps the fast ones (below {L0 / cfg.rope_high_freq_factor:,.0f}) and blends "
+                f"in between, {within}.")
+    if kind == "yarn":
+        times = lambda b: "once" if b == 1 else f"{b:g} times"  # noqa: E731
+        return (f"YaRN keeps the pairs that turn more than {times(cfg.rope_beta_fast)} over {L0:,} tokens, "
+                f"divides those turning less than {times(cfg.rope_beta_slow)} by {s:g} and ramps in between, "
+                f"{within}.")
+    if kind == "longrope":
+        which = "long" if tokens > L0 else "short"
+        return (f"LongRoPE divides each pair's frequency by its own factor: the short factors up to {L0:,} tokens, "
+                f"the long ones beyond (at {tokens:,} tokens, the {which} ones).")
+    return "No RoPE scaling: every pair keeps the frequency it was trained with, so the two curves coincide."
+
+
 def _llama3(w: torch.Tensor, s: float, L0: int, low: float, high: float) -> torch.Tensor:
     wavelength = 2 * math.pi / w
     long_waves = torch.where(wavelength > L0 / low, w / s, w)
