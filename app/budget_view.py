@@ -31,6 +31,9 @@ def token_grid(context_length: int, points: int = 33) -> tuple[int, ...]:
     return tuple(sorted({max(1, round(context_length * k / (points - 1))) for k in range(points)}))
 
 
+MARKED = ("H100", "H200", "B200", "RTX 4090")   # the GPUs the memory-vs-context chart marks unless told otherwise
+
+
 def _crossed(tokens: int | None) -> str:
     return "never (the whole context fits)" if tokens is None else (
         "already by the weights and state" if tokens == 0 else f"at {tokens:,} tokens")
@@ -52,4 +55,4 @@ def context_caption(cfg: ModelConfig, m: ContextMemory, dense: ContextMemory | N
     crossed = "; ".join(f"{c.device} ({fmt_bytes(c.memory_bytes)}) {_crossed(c.tokens)}"
                         + (f", every mixer attention {_crossed(c.all_attention_tokens)}" if dense is not None else "")
                         for c in marks)
-    return f"{text}. Crossed (✕ this model, ○ every mixer attention): {crossed}."
+    return f"{text}." + (f" Crossed (✕ this model, ○ every mixer attention): {crossed}." if marks else "")

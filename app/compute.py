@@ -77,11 +77,11 @@ def kv_series(cfg: ModelConfig, batch: int, dtype: str = "bf16") -> tuple[tuple[
 
 
 @st.cache_data(**CACHE)
-def context_memories(cfg: ModelConfig, batch: int, dtype: str, gpus: int
+def context_memories(cfg: ModelConfig, batch: int, dtype: str, gpus: int, devices: tuple[str, ...]
                      ) -> tuple[ContextMemory, ContextMemory | None, list[Crossing]]:
     """Inference memory along the context grid for cfg and (a hybrid) the same model with every mixer attention,
     and where each device's memory (`gpus` of them) is crossed; the grid holds every crossing exactly."""
-    marks = crossings(cfg, cfg.context_length, batch, dtype, gpus)
+    marks = crossings(cfg, cfg.context_length, batch, dtype, gpus, devices)
     hits = {t for c in marks for t in (c.tokens, c.all_attention_tokens) if t}
     grid = tuple(sorted(set(token_grid(cfg.context_length, 65)) | hits))
     dense = all_attention(cfg)

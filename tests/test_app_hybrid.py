@@ -35,7 +35,8 @@ def test_budgets_shows_memory_vs_context_with_state(new_app):
     caption = " ".join(c.value for c in at.caption)
     assert "KV cache of the 12 attention layers of 48 grows by 24.00 KiB per token" in caption
     assert "every mixer attention (" in caption and "96.00 KiB per token" in caption
-    assert "2 × H100 (149.01 GiB) at 24,891 tokens, every mixer attention at 11,353 tokens" in caption
+    assert "2 × H100 (160.00 GiB) never (the whole context fits), every mixer attention at 131,375 tokens" in caption
+    assert "RTX 4090" in caption and "A100" not in caption          # the GPUs marked by default
 
 
 def test_layer_map_figure_is_the_engine_map():
@@ -58,7 +59,7 @@ def test_block_diagram_carries_the_strip():
 def test_context_memory_figure_stacks_the_engine_terms():
     grid = (1, 1024, 262_144)
     m, d = context_memory(QWEN, grid), context_memory(all_attention(QWEN), grid)
-    marks = crossings(QWEN, 262_144, gpus=2)
+    marks = crossings(QWEN, 262_144, gpus=2, devices=["H100", "RTX 4090"])
     fig = context_memory_figure(m, d, marks)
     names = [t.name for t in fig.data]
     assert names[:5] == ["weights", "recurrent + conv state", "KV cache (attention layers)", "total",
@@ -68,4 +69,5 @@ def test_context_memory_figure_stacks_the_engine_terms():
     assert [round(v * gib) for v in kv.y] == list(m.kv) and fig.layout.yaxis.title.text == "inference memory (GiB)"
     assert [round(v * gib) for v in fig.data[4].y] == list(d.totals)
     crosses = [t.hovertemplate for t in fig.data if t.mode == "markers"]
-    assert any("this model crosses 2 × H100 at 24,891 tokens" in h for h in crosses)
+    assert any("every mixer attention crosses 2 × H100 at 131,375 tokens" in h for h in crosses)
+    assert any("this model crosses 2 × RTX 4090 at 0 tokens (the weights alone" in h for h in crosses)

@@ -66,15 +66,18 @@ def test_crossing_with_a_window_counts_what_the_window_holds():
 
 
 def test_crossings_per_device():
-    """Two H100s (2 x 80 GB) hold Qwen3-Next's 159 GB of bf16 weights and a few thousand tokens; the same model with
-    attention everywhere runs out sooner. One RTX 4090 cannot hold the weights at all."""
+    """Two H100s (2 x 80 GiB) hold Qwen3-Next's 148 GiB of bf16 weights and its whole 262,144-token context; the
+    same model with attention in every layer runs out part way. One RTX 4090 cannot hold the weights at all."""
     from engine.budget.devices import DEVICE_PROFILES
-    got = {c.device: c for c in crossings(QWEN, 262_144, gpus=2)}
+    got = {c.device: c for c in crossings(QWEN, 262_144, gpus=2, devices=["H100", "RTX 4090"])}
     h100 = got["2 × H100"]
-    assert h100.memory_bytes == 2 * DEVICE_PROFILES["H100"].memory_bytes == 160_000_000_000
-    assert h100.tokens == crossing(QWEN, 160_000_000_000, 262_144)
-    assert 0 < h100.all_attention_tokens < h100.tokens
+    assert h100.memory_bytes == 2 * DEVICE_PROFILES["H100"].memory_bytes
+    assert h100.tokens is None and h100.all_attention_tokens == crossing(all_attention(QWEN), h100.memory_bytes,
+                                                                          262_144)
+    assert 0 < h100.all_attention_tokens < 262_144
     assert got["2 × RTX 4090"].tokens == 0
     plain = crossings(PRESETS["llama-2-7b"].config, 4096)
     assert all(c.tokens == c.all_attention_tokens for c in plain)
     assert {c.device for c in plain} == {n for n, p in DEVICE_PROFILES.items() if p.memory_bytes is not None}
+    with pytest.raises(ValueError, match="devices: 'H900' is not one of"):
+        crossings(QWEN, 4096, devices=["H900"])

@@ -9,6 +9,7 @@ a device's memory, exactly (the KV cache never shrinks as T grows, so a bisectio
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 from engine.budget.devices import DEVICE_PROFILES
 from engine.budget.memory import kv_cache_bytes, state_bytes
@@ -88,15 +89,22 @@ class Crossing:
     all_attention_tokens: int | None
 
 
-def crossings(cfg: ModelConfig, max_tokens: int, batch: int = 1, dtype: str = "bf16", gpus: int = 1) -> list[Crossing]:
-    """crossing for every accelerator profile with its own memory (engine/budget/devices.py), `gpus` of them
-    pooled (weights and cache split across them, as tensor parallelism does, with nothing else held)."""
-    require(*size_problems(gpus, max_tokens))
+def memory_devices() -> list[str]:
+    """The accelerator profiles (engine/budget/devices.py) with a memory of their own."""
+    return [name for name, p in DEVICE_PROFILES.items() if p.memory_bytes is not None]
+
+
+def crossings(cfg: ModelConfig, max_tokens: int, batch: int = 1, dtype: str = "bf16", gpus: int = 1,
+              devices: Sequence[str] | None = None) -> list[Crossing]:
+    """crossing for each of `devices` (None: every memory_devices one), `gpus` of them pooled (weights and cache
+    split across them, as tensor parallelism does, with nothing else held)."""
+    names = memory_devices() if devices is None else list(devices)
+    require(*size_problems(gpus, max_tokens), *(f"devices: {n!r} is not one of {', '.join(memory_devices())}"
+                                                for n in names if n not in memory_devices()))
     dense = all_attention(cfg)
     out = []
-    for name, p in DEVICE_PROFILES.items():
-        if p.memory_bytes is None:
-            continue
+    for name in names:
+        p = DEVICE_PROFILES[name]
         memory = gpus * p.memory_bytes
         label = name if gpus == 1 else f"{gpus} × {name}"
         tokens = crossing(cfg, memory, max_tokens, batch, dtype)
