@@ -71,7 +71,7 @@ def attention_label(cfg: ModelConfig) -> str:
     heads = f"{cfg.n_heads} q heads" + ("" if kind == "MHA" else f", {cfg.kv_heads} kv heads")
     lines = mla_label(lay.mla) if lay.mla else [f"Attention ({kind})", f"{heads} x {cfg.head_width}"]
     if lay.qk_norm:
-        lines.append("QK-norm on q and k")
+        lines.append("QK-norm on q and k" + (" (no gain, RoPE layers only)" if lay.qk_norm_rope_only else ""))
     if lay.rope_fraction is not None:
         scaled = "" if cfg.rope_scaling == "none" else f", {cfg.rope_scaling} x{cfg.rope_factor:g}"
         part = (f" ({lay.mla.rope_dim:,} rotary dims)" if lay.mla else
@@ -87,6 +87,10 @@ def attention_label(cfg: ModelConfig) -> str:
         lines.append(f"output gate: × sigmoid(x W_g), one per {'dimension' if lay.attn_gate == 'elementwise' else 'head'}")
     if lay.window is not None:
         lines.append(f"window {lay.window:,}" + (f", full every {lay.global_every}" if lay.global_every else ""))
+    if lay.chunk is not None:
+        lines.append(f"chunked layers: own block of {lay.chunk:,} only")
+    if lay.temperature is not None:
+        lines.append(lay.temperature)
     return "\\n".join(lines)
 
 
@@ -113,7 +117,7 @@ def _attention(d: _Dot, p: str, cfg: ModelConfig, lay: BlockLayout) -> tuple[str
         if lay.attn_softcap is not None:
             d.edge(s, d.node(f"{p}cap", f"{lay.attn_softcap:g}·tanh(s/{lay.attn_softcap:g})"))
             s = f"{p}cap"
-        mask = "causal mask" if lay.window is None else "causal + window mask"
+        mask = "causal mask" + (" + window" if lay.window is not None else "") + (" + chunk" if lay.chunk else "")
         softmax = "softmax with the sink\\n(its share dropped)" if lay.attn_sinks else "softmax"
         d.chain(s, d.node(f"{p}mask", mask), d.node(f"{p}softmax", softmax), d.node(f"{p}pv", "× v"))
         d.edge(v, f"{p}pv")

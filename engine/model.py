@@ -119,7 +119,8 @@ class DecoderLM(nn.Module):
             x = x + sinusoidal_table(pos, cfg.d_model).to(x.dtype)
         if self.emb_norm is not None:
             x = self.emb_norm(x)
-        x = F.dropout(x, cfg.dropout, self.training)
+        if cfg.embed_dropout:
+            x = F.dropout(x, cfg.dropout, self.training)
         kinds = cfg.layer_ropes
         tables = {None: None}   # only the table sets some layer uses are built (and saved for backward)
         if "global" in kinds:

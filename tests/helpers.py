@@ -28,11 +28,12 @@ def moe_fields(draw) -> dict:
         shared_d_ff=draw(st.none() | st.integers(1, 12)), shared_expert_gate=draw(st.booleans()),
         moe_first_dense=draw(st.none() | st.integers(1, 1)), moe_every=draw(st.integers(1, 2)),
         router=draw(st.sampled_from(FIELDS["router"].choices)), router_renorm=draw(st.booleans()),
-        router_selection_bias=draw(st.booleans()), router_groups=groups,
+        router_selection_bias=draw(st.booleans()), selection_bias_parameter=draw(st.booleans()),
+        router_groups=groups,
         router_group_topk=draw(st.integers(1, groups)),
         router_group_score=draw(st.sampled_from(FIELDS["router_group_score"].choices)),
         routed_scale=draw(st.floats(0.5, 3)),
-        expert_bias=draw(st.booleans()), aux_loss_coef=draw(st.floats(0, 0.1)),
+        expert_bias=draw(st.booleans()), router_scales_input=draw(st.booleans()), aux_loss_coef=draw(st.floats(0, 0.1)),
         z_loss_coef=draw(st.floats(0, 0.01)))
 
 
@@ -62,7 +63,8 @@ def _mla_compatible(values: dict) -> dict:
     if values["kv_lora_rank"] is None:
         return values
     return dict(values, position="rope", n_kv_heads=None, head_dim=None, rope_fraction=1.0, attn_window=None,
-                qk_norm=False, attn_softcap=None, nope_layers=None, attn_sinks=False)
+                qk_norm=False, attn_softcap=None, nope_layers=None, attn_sinks=False, attn_chunk=None,
+                attn_temperature=None)
 
 
 @st.composite
@@ -113,6 +115,10 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
                                     max_size=n_layers).map(tuple))),
         state_dtype=draw(st.sampled_from((None,) + FIELDS["state_dtype"].choices)),
         attn_gate=draw(st.sampled_from((None,) + FIELDS["attn_gate"].choices)),
+        attn_chunk=draw(opt(st.integers(1, 6))), attn_temperature=draw(opt(st.floats(0.01, 1))),
+        attn_temperature_floor=draw(st.integers(1, 8)), attn_temperature_one_based=draw(st.booleans()),
+        attn_temperature_layers=draw(st.sampled_from(FIELDS["attn_temperature_layers"].choices)),
+        embed_dropout=draw(st.booleans()),
         attn_scale=draw(opt(st.floats(0.01, 2))), rope_local_base=draw(opt(st.floats(2, 1e6))),
         nope_layers=draw(opt(st.lists(st.integers(1, n_layers), min_size=1, max_size=3).map(tuple))),
         head_bias=draw(st.booleans()), logit_scale=draw(st.floats(0.01, 4)), attn_sinks=draw(st.booleans()),
@@ -135,14 +141,18 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
 # A greedy all-pairs construction then picks configs until each value of each knob has met each value of every
 # other knob at least once; the closed forms are held against measurements on this grid.
 GRID_SIZES = dict(vocab_size=13, context_length=16, d_model=16, n_layers=2, n_heads=4)
+# knobs every grid config sets: the chunk of the chunked layers, a temperature step within the 16 tokens
+GRID_FIXED = dict(attn_chunk=3, attn_temperature_floor=4)
 RANGE_VALUES: dict[str, list] = {"rope_fraction": [1.0, 0.5], "n_kv_heads": [None, 2, 1], "head_dim": [None, 8],
                                  "attn_window": [None, 3], "global_every": [None, 2], "attn_softcap": [None, 5.0],
                                  "logit_softcap": [None, 3.0], "dropout": [0.0, 0.1],
                                  # RoPE scaling: longrope needs lists sized to the head and dynamic a rotary width
                                  # of 4 (the 0.5 fraction here gives 2); both are held against transformers instead
                                  "rope_scaling": ["none", "linear", "llama3", "yarn"], "rope_factor": [1.0, 4.0],
-                                 "layer_types": [None, ("sliding", "full"), ("gdn", "full"), ("full+gdn", "gdn")],
+                                 "layer_types": [None, ("sliding", "full"), ("gdn", "full"), ("full+gdn", "gdn"),
+                                                 ("chunked", "sliding")],
                                  "gdn_v_heads": [None, 8], "gdn_conv_kernel": [4, 1], "gdn_chunk": [64, 5],
+                                 "attn_temperature": [None, 0.5],
                                  "attn_scale": [None, 0.3],
                                  "rope_local_base": [None, 100.0], "nope_layers": [None, (1,)],
                                  "logit_scale": [1.0, 0.5]}
@@ -168,7 +178,7 @@ AXES = _axes()
 
 def make(choice: dict) -> ModelConfig:
     """A tiny config with these choices (rmsnorm implies norm_bias=False)."""
-    return ModelConfig(**GRID_SIZES, **choice, norm_bias=choice.get("norm", "layernorm") == "layernorm")
+    return ModelConfig(**GRID_SIZES, **GRID_FIXED, **choice, norm_bias=choice.get("norm", "layernorm") == "layernorm")
 
 
 def pairwise_variants(seed: int = 0, candidates: int = 30) -> list[dict]:
@@ -388,3 +398,43 @@ HYBRIDS = {
 
 def hybrid_configs() -> dict[str, ModelConfig]:
     return {name: ModelConfig(**{**HYBRID_BASE, **fields}) for name, fields in HYBRIDS.items()}
+def hf_language_counts(config: dict) -> tuple[int, int | None]:
+    """(total, active) parameters of the language model transformers builds from a config.json dict, on the meta
+    device: a multimodal file's text model and head (not its vision tower); active (None for a dense model) drops
+    (E - k) / E of every routed-experts module, k the text config's experts per token."""
+    import torch
+    import transformers
+
+    from engine.interop.hf_wrappers import WRAPPERS
+    cfg = transformers.AutoConfig.for_model(config["model_type"], **{k: v for k, v in config.items() if k != "model_type"})
+    auto = transformers.AutoModelForCausalLM
+    if type(cfg) in transformers.AutoModelForImageTextToText._model_mapping:
+        auto = transformers.AutoModelForImageTextToText
+    with torch.device("meta"):
+        model = auto.from_config(cfg)
+    wrapper = WRAPPERS.get(config["model_type"])
+    keep = lambda name: wrapper is None or name.startswith((wrapper.prefix, wrapper.head))  # noqa: E731
+    total = sum(p.numel() for n, p in model.named_parameters() if keep(n))
+    text = cfg.get_text_config()
+    k = next((getattr(text, a) for a in ("num_experts_per_tok", "moe_k") if isinstance(getattr(text, a, None), int)), 0)
+    skipped = 0
+    for name, module in model.named_modules():
+        if name.endswith(".experts") and keep(name + "."):
+            params = list(module.parameters())
+            experts = params[0].shape[0]
+            skipped += sum(p.numel() for p in params) * (experts - k) // experts
+    return total, (total - skipped if skipped else None)
+
+
+def assert_both_attention_paths_match(ours, idx, ref, atol: float = 1e-5) -> None:
+    """Our logits equal `ref` (a transformers model's, non-trivial ones) through SDPA and through the explicit
+    softmax path alike."""
+    import torch
+    assert ref.abs().max() > 1.0
+    for impl in ("sdpa", "explicit"):
+        ours.set_attention(impl)
+        try:
+            with torch.no_grad():
+                torch.testing.assert_close(ours(idx), ref, rtol=1e-5, atol=atol)
+        finally:
+            ours.set_attention("sdpa")

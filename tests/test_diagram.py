@@ -85,6 +85,8 @@ def test_the_block_alone_leaves_out_embeddings_and_head():
     alone = block_dot(cfg, whole=False)
     assert "token embedding" not in alone and "output head" not in alone and "x (residual stream)" in alone
     assert alone.count("{") == alone.count("}") and "transformer block (serial, pre-norm)" in alone
+
+
 def test_hybrid_layouts_draw_their_kinds():
     """A hybrid draws one layer in detail (an attention layer when there is one) and counts every kind; a
     recurrent mixer is a box of its kind's own summary, a one-branch layer skips the missing branch."""
@@ -96,3 +98,15 @@ def test_hybrid_layouts_draw_their_kinds():
         assert "Gated DeltaNet" in dot, name
     only_gdn = block_dot(hybrid_configs()["learned positions, no attention"])
     assert "q_proj" not in only_gdn and "delta rule: a 4x4 state per value head" in only_gdn
+
+
+def test_llama4_diagram_shows_chunks_temperature_and_the_gain_free_qk_norm():
+    """Llama 4's attention box names what makes it Llama 4: chunked local layers, the NoPE layers' query
+    temperature and the QK-norm without gain on the rotating layers; the mask says chunk."""
+    from app.diagram import attention_label
+    cfg = PRESETS["llama-4-scout-17b-16e"].config
+    labels = attention_label(cfg) + " ".join(node_labels(block_dot(cfg)))
+    assert "chunked layers: own block of 8,192 only" in labels
+    assert "q × (1 + 0.1·ln(1 + ⌊(p+1)/8,192⌋)) on NoPE layers" in labels
+    assert "QK-norm on q and k (no gain, RoPE layers only)" in labels
+    assert "causal mask + chunk" in labels

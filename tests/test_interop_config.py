@@ -110,9 +110,11 @@ def test_export_round_trips(preset):
 @pytest.mark.parametrize("family", FAMILIES)
 def test_missing_keys_mean_transformers_defaults(family):
     transformers = pytest.importorskip("transformers", minversion="5.0")
-    # DeepseekV2Config has no default top-k (its router cannot run without one; test_deepseek_v2.py holds
-    # the refusal), so that one key is given
-    given = {"num_experts_per_tok": 6} if family == "deepseek_v2" else {}
+    # DeepseekV2Config and Dots1Config have no default top-k or expert count (their routers cannot run without
+    # them; the refusals are tested apart), and Glm4MoeConfig's default head (4096 / 96 = 42 wide, half of it
+    # rotating) turns an odd 21 dimensions, so those keys are given
+    given = {"deepseek_v2": {"num_experts_per_tok": 6}, "dots1": {"n_routed_experts": 8, "num_experts_per_tok": 2},
+             "glm4_moe": {"head_dim": 128}}.get(family, {})
     ours = from_hf_config({"model_type": family, **given})
     full = from_hf_config(transformers.AutoConfig.for_model(family, **given).to_dict())
     assert ours.replace(name=full.name) == full

@@ -110,6 +110,10 @@ KNOBS = {
                                                                        (2.0, 3.0)),
     "qk_norm_scope": ({"qk_norm": True}, "all_heads"), "head_bias": ({}, True), "logit_scale": ({}, 0.5), "n_experts": ({}, 4),
     "attn_sinks": ({}, True), "swiglu_limit": ({"ffn": "swiglu_clamped"}, 0.2),
+    "attn_chunk": ({"layer_types": ("chunked", "full"), "attn_chunk": 5}, 3),
+    **{name: ({"attn_temperature": 0.5, "attn_temperature_floor": 2, **extra}, value) for name, (extra, value) in {
+        "attn_temperature": ({}, 0.25), "attn_temperature_floor": ({}, 3), "attn_temperature_one_based": ({}, True),
+        "attn_temperature_layers": ({**ROPE, "nope_layers": (1,)}, "nope")}.items()},
     "swiglu_alpha": ({"ffn": "swiglu_clamped"}, 100.0),
     **{name: ({"n_experts": 4, **extra}, value) for name, (extra, value) in {
         "experts_per_token": ({}, 1), "expert_d_ff": ({}, 8), "n_shared_experts": ({}, 1),
@@ -118,7 +122,7 @@ KNOBS = {
         "router_renorm": ({}, False), "router_groups": ({"router_group_topk": 1}, 2),
         "router_group_topk": ({"router_groups": 2}, 2), "routed_scale": ({}, 2.5),
         "router_group_score": ({"router_groups": 2, "router_group_topk": 1}, "max"),
-        "expert_bias": ({}, True)}.items()},
+        "expert_bias": ({}, True), "router_scales_input": ({}, True)}.items()},
     "kv_lora_rank": ({"position": "rope"}, 8),
     "ffn_types": ({}, ("dense", "none")), "attn_gate": ({}, "elementwise"),
     **{name: ({"layer_types": ("gdn", "full")}, value) for name, value in {
@@ -130,9 +134,11 @@ KNOBS = {
         "rope_mscale_all_dim": ({"rope_scaling": "yarn", "rope_factor": 4.0}, 0.707)}.items()}}
 # training-only (the router losses' weights, tested in test_moe.py), zero at init (DeepSeek's selection bias) or
 # counted apart and never built (the multi-token-prediction modules, tested in test_mtp.py); decode caches only
-# (state_dtype) or the same result computed another way (gdn_chunk), both tested in test_gdn.py
-NOT_IN_FORWARD = {"name", "dropout", "aux_loss_coef", "z_loss_coef", "router_selection_bias", "mtp_depth",
-                  "state_dtype", "gdn_chunk"}
+# (state_dtype) or the same result computed another way (gdn_chunk), both tested in test_gdn.py; how the published
+# checkpoint stores its weights (ckpt_*: bytes on disk, not the forward; engine/checkpoint.py's tests)
+NOT_IN_FORWARD = {"name", "dropout", "embed_dropout", "aux_loss_coef", "z_loss_coef", "router_selection_bias",
+                  "selection_bias_parameter", "mtp_depth", "state_dtype", "gdn_chunk", "ckpt_format", "ckpt_bits",
+                  "ckpt_group_size", "ckpt_double_quant", "ckpt_keep"}
 
 
 def fingerprint(cfg: ModelConfig):

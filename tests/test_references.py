@@ -31,13 +31,18 @@ REF_NORMS = ("layernorm", "rmsnorm")
 REF_POSITIONS = ("learned", "sinusoidal", "rope", "none")
 REF_PLACEMENTS = ("pre", "post", "sandwich", "post_branch")
 REF_BLOCKS = ("serial", "parallel")
-REF_QK_SCOPES = {"head": "head", "all_heads": "projection"}
-REF_MIXERS = ("full", "sliding", "gdn")                     # a layer's parts: softmax attention or Gated DeltaNet
-REF_LAYER_TYPES = REF_MIXERS + ("none", "full+gdn", "sliding+gdn")   # a word, none, or two parts side by side
+REF_QK_SCOPES = {"head": "head", "all_heads": "projection", "rope_heads": "rotating heads, no gain"}
+REF_MIXERS = ("full", "sliding", "chunked", "gdn")          # a layer's parts: softmax attention or Gated DeltaNet
+REF_LAYER_TYPES = REF_MIXERS + ("none", "full+gdn", "sliding+gdn", "chunked+gdn")   # a word, none, or two side by side
 REF_FFN_TYPES = ("dense", "moe", "none")
 REF_GATES = ("elementwise", "head")
-# choices that do not change a forward pass: the dtype a decode cache keeps a recurrent state in
-NO_FORWARD_EFFECT = {"state_dtype": {"fp32", "bf16", "fp16"}}
+# choices that do not change a forward pass: the dtype a decode cache keeps a recurrent state in, and how the
+# published checkpoint stores its weights on disk (engine/checkpoint.py; the model is built in full precision)
+NO_FORWARD_EFFECT = {"state_dtype": {"fp32", "bf16", "fp16"},
+                     "ckpt_format": {"none", "mxfp4", "fp8_block", "nvfp4", "bnb_nf4", "bnb_fp4", "bnb_int8", "awq",
+                                     "gptq"},
+                     "ckpt_keep": {"attention", "dense_ffn", "shared_experts", "experts", "router", "embeddings",
+                                   "head"}}
 # choices held against transformers instead of a hand-written forward (their formulas are long; each family's
 # own code is the independent reference): RoPE scaling in tests/test_rope_scaling.py, ALiBi in
 # tests/test_interop_families.py; MLA attention (kv_lora_rank, a size, not a choice: the grid never sets it, so
@@ -48,7 +53,8 @@ REF_GROUP_SCORES = {"top2_sum": lambda s: sum(sorted(s)[-2:]), "max": max}   # a
 HANDLED = {"ffn": set(REF_ACT) | set(REF_GATE) | set(REF_CLAMPED), "norm": set(REF_NORMS), "position": set(REF_POSITIONS),
            "norm_placement": set(REF_PLACEMENTS), "block": set(REF_BLOCKS), "qk_norm_scope": set(REF_QK_SCOPES),
            "router": set(REF_ROUTERS), "layer_types": set(REF_LAYER_TYPES), "rope_scaling": {"none"},
-           "router_group_score": set(REF_GROUP_SCORES), "ffn_types": set(REF_FFN_TYPES), "attn_gate": set(REF_GATES)}
+           "router_group_score": set(REF_GROUP_SCORES), "ffn_types": set(REF_FFN_TYPES), "attn_gate": set(REF_GATES),
+           "attn_temperature_layers": {"all", "nope"}}
 CONFIGS = variant_configs()
 HYBRIDS = hybrid_configs()
 MOE = dict(n_experts=4, experts_per_token=2, expert_d_ff=8)
@@ -60,7 +66,9 @@ MOE_CONFIGS = [make(MOE | c) for c in (
     {"moe_first_dense": 1, "ffn": "relu", "n_shared_experts": 1, "qk_norm": True, "qk_norm_scope": "all_heads"},
     {"moe_every": 2, "experts_per_token": 1, "ffn": "geglu", "block": "parallel", "norm_placement": "sandwich"},
     {"router": "topk_softmax", "expert_bias": True, "ffn": "swiglu_clamped", "swiglu_limit": 0.5,   # gpt-oss
-     "swiglu_alpha": 1.5, "attn_sinks": True, "n_kv_heads": 2, "attn_window": 3, "moe_first_dense": 1})]
+     "swiglu_alpha": 1.5, "attn_sinks": True, "n_kv_heads": 2, "attn_window": 3, "moe_first_dense": 1},
+    {"router": "sigmoid", "router_renorm": False, "router_scales_input": True, "n_shared_experts": 1,   # Llama 4
+     "experts_per_token": 1, "router_selection_bias": True, "selection_bias_parameter": True})]
 SEQ = 8          # longer than the grid's window (3) and global_every (2): both matter
 
 
@@ -69,13 +77,13 @@ def _linear(sd, name, x):
     return y + sd[name + ".bias"] if name + ".bias" in sd else y
 
 
-def _norm(cfg, sd, name, x):
+def _norm(cfg, sd, name, x, gain=True):
     if cfg.norm == "layernorm":
         mu = x.mean(-1, keepdim=True)
         y = (x - mu) / torch.sqrt(((x - mu) ** 2).mean(-1, keepdim=True) + cfg.norm_eps)
     else:
         y = x / torch.sqrt((x ** 2).mean(-1, keepdim=True) + cfg.norm_eps)
-    if cfg.norm_affine:
+    if cfg.norm_affine and gain:
         y = y * sd[name + ".weight"]
         if cfg.norm == "layernorm" and cfg.norm_bias:
             y = y + sd[name + ".bias"]
@@ -113,17 +121,27 @@ def _attention(cfg, sd, name, x, layer):
     q = q.view(B, T, H, hd).transpose(1, 2)
     k = k.view(B, T, Hkv, hd).transpose(1, 2)
     v = _linear(sd, name + ".v_proj", x).view(B, T, Hkv, hd).transpose(1, 2)
+    rotates = cfg.position == "rope" and layer + 1 not in (cfg.nope_layers or ())   # NoPE layers skip RoPE
     if cfg.qk_norm and REF_QK_SCOPES[cfg.qk_norm_scope] == "head":          # one gain shared by the heads
         q, k = _norm(cfg, sd, name + ".q_norm", q), _norm(cfg, sd, name + ".k_norm", k)
-    if cfg.layer_types is not None:                           # explicit per-layer kinds win over global_every
-        local = cfg.attn_window is not None and "sliding" in cfg.layer_types[layer].split("+")
+    if cfg.qk_norm and cfg.qk_norm_scope == "rope_heads" and rotates:        # per head, no gain (Llama 4)
+        q, k = _norm(cfg, sd, "", q, gain=False), _norm(cfg, sd, "", k, gain=False)
+    words = cfg.layer_types[layer].split("+") if cfg.layer_types is not None else None   # kinds win over global_every
+    if words is not None:
+        local = cfg.attn_window is not None and "sliding" in words
     else:
         local = cfg.attn_window is not None and not (cfg.global_every and (layer + 1) % cfg.global_every == 0)
-    if cfg.position == "rope" and layer + 1 not in (cfg.nope_layers or ()):    # NoPE layers skip the rotation
+    chunk = cfg.attn_chunk if words is not None and "chunked" in words else None
+    if rotates:
         base = cfg.rope_local_base if local and cfg.rope_local_base is not None else cfg.rope_base
         q, k = _rope(cfg, q, base), _rope(cfg, k, base)
+    if cfg.attn_temperature is not None and (cfg.attn_temperature_layers == "all" or not rotates):
+        p = torch.arange(T, dtype=torch.float64) + (1 if cfg.attn_temperature_one_based else 0)
+        q = q * (1 + cfg.attn_temperature * torch.log(1 + torch.floor(p / cfg.attn_temperature_floor)))[:, None]
     i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
     allowed = (j <= i) & ((i - j < cfg.attn_window) if local else True)
+    if chunk is not None:                                     # only the query's own block of `chunk` positions
+        allowed = allowed & (i // chunk == j // chunk)
     heads = []
     for h in range(H):
         kv = h // (H // Hkv)                                  # query head h reads key/value head h // group
@@ -200,7 +218,10 @@ def _moe(cfg, sd, name, x):
         for t in range(x.shape[1]):
             xt = x[b, t]
             idx, w = _route(cfg, sd, name + ".router", xt)
-            y = sum(w[j] * _expert(cfg, sd, name + ".experts", e, xt) for j, e in enumerate(idx))
+            if cfg.router_scales_input:                      # the weight scales what the expert reads
+                y = sum(_expert(cfg, sd, name + ".experts", e, w[j] * xt) for j, e in enumerate(idx))
+            else:
+                y = sum(w[j] * _expert(cfg, sd, name + ".experts", e, xt) for j, e in enumerate(idx))
             if cfg.n_shared_experts:
                 s = _ffn(cfg, sd, name + ".shared", xt)
                 if cfg.shared_expert_gate:
@@ -215,6 +236,7 @@ def _block(cfg, sd, b, x, layer):
     parts = [] if word == "none" else word.split("+")         # the layer's mixers, their outputs added
     mixers = {"full": lambda h: _attention(cfg, sd, b + ".attn", h, layer),
               "sliding": lambda h: _attention(cfg, sd, b + ".attn", h, layer),
+              "chunked": lambda h: _attention(cfg, sd, b + ".attn", h, layer),
               "gdn": lambda h: gdn_reference(cfg, sd, b + ".gdn", h)}
     A = lambda h: sum(mixers[part](h) for part in parts)  # noqa: E731
     if cfg.ffn_types is not None:

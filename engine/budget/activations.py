@@ -78,7 +78,7 @@ def activation_estimate(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp
     add = adder(emb)
     add("token_ids", N * IDX + (T * IDX if cfg.position == "learned" else 0))
     add("embedding", (e if cfg.embed_scale else 0) + (norm_saved_bytes(cfg, N, d, e) if cfg.embed_norm else 0)
-        + (tok if cfg.dropout > 0 else 0))
+        + (tok if cfg.dropout > 0 and cfg.embed_dropout else 0))
     add("rope_tables", rope_saved_bytes(cfg, T, e)[0])
     layers, by_spec = [], {}
     for spec in cfg.layer_specs:      # each distinct layer derived once; every layer adds its terms

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 from engine.budget.memory import DTYPE_BYTES, kv_cache_bytes
 from engine.budget.params import count_params
 from engine.config import ModelConfig
+from engine.layers.span import query_key_pairs
 from engine.layers.block import block_matmul_params
 from engine.layers.mixers import layer_groups, spec_mixers
 from engine.units import fmt_flops
@@ -119,7 +120,8 @@ def gap_note(cfg: ModelConfig, seq: int) -> str:
     causal, full = headline_flops(cfg, 1, seq), flops_budget(cfg, 1, seq)
     head = 6 * cfg.d_model * cfg.vocab_size
     attn_c, attn_f = 3 * causal.attention_flops / seq, 3 * full.attention_flops / seq
-    window = " and windowed" if any(s.window is not None and s.window < seq for s, _ in layer_groups(cfg)) else ""
+    window = " and windowed" if any(query_key_pairs(seq, s.window, True) < query_key_pairs(seq, None, True)
+                                    for s, _ in layer_groups(cfg) if s.attention) else ""
     f = fmt_flops
     return (f"The headline {f(causal.flops_per_token)} per token is 6 FLOPs per matrix weight, the output head "
             f"included ({f(head)}, which Kaplan's 6N = {f(causal.six_n_per_token)} leaves out with all of "
@@ -132,8 +134,9 @@ def gap_note(cfg: ModelConfig, seq: int) -> str:
 
 
 def decode_flops(cfg: ModelConfig, batch: int, context: int) -> int:
-    """Forward FLOPs of one decode step: one new token per sequence attending to `context` cached tokens
-    (window layers to at most `window` of them); a recurrent layer's step does not grow with the context."""
+    """Forward FLOPs of one decode step: one new token per sequence, at position `context`, attending to the
+    cached tokens it sees (window layers at most `window` of them, chunked layers those of its own chunk); a
+    recurrent layer's step does not grow with the context."""
     mm = 2 * matmul_params(cfg) * batch
     return mm + sum(n * m.decode_flops(cfg, spec, batch, context)
                     for spec, n in layer_groups(cfg) for m in spec_mixers(spec))

@@ -17,6 +17,7 @@ Inference total = P * e + KV cache at B, T + state (vLLM's convention).
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from engine.budget.activations import activation_estimate
@@ -25,6 +26,7 @@ from engine.config import ModelConfig
 from engine.layers.attention import ATTENTION_IMPLS
 from engine.layers.kinds import CONVENTIONS, OURS, LayerSpec
 from engine.layers.mixers import layer_groups, spec_mixers
+from engine.layers.span import cache_keep
 from engine.layers.mla import mla_kv_bytes
 from engine.runtime import DTYPE_BYTES
 from engine.validation import choice_problem, require, size_problems
@@ -108,9 +110,9 @@ def _kv_formula(cfg: ModelConfig, batch: int, tokens: int, e: int) -> str:
         return (f"L={len(windows)}{of} * T={tokens} * B={batch} * (kv_lora_rank={cfg.kv_lora_rank} + "
                 f"qk_rope_head_dim={cfg.qk_rope_head_dim}) * {e} B (MLA caches the latent and one shared "
                 f"rotary key per token)")
-    local = sum(w is not None for w in windows)
-    held = (f"{len(windows) - local}*{tokens} + {local}*min({tokens}, {cfg.attn_window})" if local
-            else f"{len(windows)}*{tokens}")
+    keeps = Counter(cache_keep(w) for w in windows)   # attention layers by the most keys they keep
+    held = " + ".join(f"{n}*{tokens}" if keep is None else f"{n}*min({tokens}, {keep})"
+                      for keep, n in sorted(keeps.items(), key=lambda kv: kv[0] or 0))
     return (f"2 (K and V) * ({held}) layer-tokens{of} * B={batch} * kv_heads={cfg.kv_heads} * "
             f"head_dim={cfg.head_width} * {e} B")
 

@@ -21,7 +21,7 @@ from engine.config import ModelConfig
 from engine.interop.hf_reader import _Reader
 from engine.interop.hf_defaults import DEFAULTS, GATED_ACTS
 from engine.interop.hf_rope import rope_fields
-from engine.interop.pair import Pair
+from engine.interop.pair import Pair, dense_mlp_pairs, norm_pairs, stacked_expert_pairs
 
 # transformers 5 DeepseekV3Config defaults (the published DeepSeek-V3 sizes)
 DEFAULTS["deepseek_v3"] = dict(
@@ -152,15 +152,12 @@ def deepseek_pairs(cfg: ModelConfig) -> list[Pair]:
     for i, moe in enumerate(cfg.moe_layers):
         h, o = f"model.layers.{i}.", f"blocks.{i}."
         pairs += [Pair(f"{h}self_attn.{k}", (f"{o}attn.{v}",), "copy") for k, v in attn.items()]
-        pairs += [Pair(h + "input_layernorm", (o + "norm1",), "copy"),
-                  Pair(h + "post_attention_layernorm", (o + "norm2",), "copy")]
+        pairs += norm_pairs(h, o)
         if not moe:
-            pairs += [Pair(f"{h}mlp.{x}_proj", (f"{o}ffn.{x}",), "copy") for x in ("gate", "up", "down")]
+            pairs += dense_mlp_pairs(h, o)
             continue
         pairs += [Pair(h + "mlp.gate.weight", (o + "ffn.router.weight",), "copy", raw=True),
-                  Pair(h + "mlp.experts.gate_up_proj", (o + "ffn.experts.gate", o + "ffn.experts.up"), "halves",
-                       raw=True),
-                  Pair(h + "mlp.experts.down_proj", (o + "ffn.experts.down",), "copy", raw=True)]
+                  *stacked_expert_pairs(h, o)]
         if cfg.router_selection_bias:   # DeepSeek-V3 only
             pairs.append(Pair(h + "mlp.gate.e_score_correction_bias", (o + "ffn.router.selection_bias",), "copy",
                               raw=True))

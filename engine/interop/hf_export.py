@@ -130,6 +130,12 @@ _WRITERS.update(_GPT_OSS_WRITERS)
 from engine.interop.hf_qwen_hybrid import WRITERS as _QWEN_HYBRID_WRITERS  # noqa: E402
 
 _WRITERS.update(_QWEN_HYBRID_WRITERS)
+from engine.interop.hf_recent_export import WRITERS as _RECENT_WRITERS  # noqa: E402
+
+_WRITERS.update(_RECENT_WRITERS)
+from engine.interop.hf_llama4 import WRITERS as _LLAMA4_WRITERS  # noqa: E402
+
+_WRITERS.update(_LLAMA4_WRITERS)
 
 
 def hf_problems(cfg: ModelConfig, model_type: str) -> tuple[dict[str, Any], list[str]]:

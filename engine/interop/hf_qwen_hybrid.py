@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from engine.config import ModelConfig
-from engine.interop.hf_defaults import DEFAULTS, GATED_ACTS, INERT
+from engine.interop.hf_defaults import DEFAULTS, GATED_ACTS
 from engine.interop.hf_moe import _experts, _sparse_layers, moe_ffn_pairs
 from engine.interop.hf_moe_export import _routing
 from engine.interop.hf_reader import _decoder, _Reader
@@ -40,9 +40,7 @@ DEFAULTS.update({   # transformers 5.24's Qwen3NextConfig, Qwen3_5TextConfig, Qw
                          num_key_value_heads=4),
     "qwen3_5_moe_text": dict(_LINEAR, vocab_size=248320, hidden_size=2048, num_hidden_layers=40, num_key_value_heads=2,
                              moe_intermediate_size=512, shared_expert_intermediate_size=512, num_experts_per_tok=8,
-                             num_experts=256, router_aux_loss_coef=0.001),
-    "qwen3_5": {"tie_word_embeddings": False}, "qwen3_5_moe": {"tie_word_embeddings": False}})
-_TEXT = {"qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text"}
+                             num_experts=256, router_aux_loss_coef=0.001)})
 _STATE_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 _MROPE = ("mrope_section", "mrope_interleaved")
 
@@ -124,25 +122,7 @@ def _qwen3_5_moe_text(r: _Reader) -> dict[str, Any]:
                 shared_d_ff=r("shared_expert_intermediate_size"), shared_expert_gate=True)
 
 
-def _wrapped(r: _Reader) -> dict[str, Any]:
-    """The multimodal config: its text_config read as the text family; the vision tower's keys listed."""
-    text = r.d.get("text_config") or {}
-    r.read.add("text_config")
-    inner = _Reader(text if isinstance(text, dict) else {}, _TEXT[r.family])
-    fields = READERS[inner.family](inner)
-    r.problems += [f"text_config.{p}" for p in inner.problems + inner.unknown()]
-    r.ignored += [f"text_config.{line}" for line in inner.ignored]
-    tie = r("tie_word_embeddings", False)   # the wrapper's own switch: it must agree with the text model's
-    if "tie_embeddings" in fields and bool(tie) != fields["tie_embeddings"]:
-        r.bad("tie_word_embeddings", tie, "the text_config's tie_word_embeddings says otherwise")
-    for key in r.d:
-        if key not in r.read and key not in INERT:
-            r.ignore(key, "the multimodal model's vision tower and image/video tokens; its text model is imported")
-    return fields
-
-
-READERS = {"qwen3_next": _qwen3_next, "qwen3_5_text": _qwen3_5_text, "qwen3_5_moe_text": _qwen3_5_moe_text,
-           "qwen3_5": _wrapped, "qwen3_5_moe": _wrapped}
+READERS = {"qwen3_next": _qwen3_next, "qwen3_5_text": _qwen3_5_text, "qwen3_5_moe_text": _qwen3_5_moe_text}
 
 
 # ---- writing: ModelConfig -> config.json ---------------------------------------------------------------------

@@ -32,13 +32,26 @@ class _Writer:
 
     def common(self, norm: str, placement: str = "pre", *, embed_scale: bool = False, qk_norm: bool = False,
                softcaps: bool = False, moe: bool = False, qk_scope: str = "head", mla: bool = False,
-               sinks: bool = False, mtp: bool = False, hybrid: bool = False, gate: str | None = None) -> None:
+               sinks: bool = False, mtp: bool = False, hybrid: bool = False, gate: str | None = None,
+               nope: bool = False, chunk: bool = False, temperature: bool = False, scales_input: bool = False,
+               selection_param: bool = False, local_rope: bool = False, embed_dropout: bool = True) -> None:
         """What every supported family shares (a final norm, no embedding norm, learned gains) and the
         features only some have, off unless the family passes them."""
+        c = self.cfg
         if not hybrid:
-            self.check(not self.cfg.hybrid, "layer_types", "every layer is softmax attention and an FFN")
+            self.check(not c.hybrid, "layer_types", "every layer is softmax attention and an FFN")
             self.need("ffn_types", None, "the family places its MoE layers by its own rule")
         self.need("attn_gate", gate, "no attention output gate" if gate is None else "")
+        if not chunk:
+            self.check(not (c.layer_types and "chunked" in c.layer_types), "layer_types", "no chunked attention")
+        if not temperature:
+            self.need("attn_temperature", None, "no long-context query temperature")
+        if moe and not scales_input:
+            self.need("router_scales_input", False, "router weights scale the experts' outputs")
+        if moe and c.router_selection_bias and not selection_param:
+            self.need("selection_bias_parameter", False, "the selection bias is a buffer")
+        if embed_dropout:
+            self.check(c.embed_dropout or c.dropout == 0, "embed_dropout", "its dropout also drops embeddings")
         if not moe:
             self.need("n_experts", None, "a dense family")
         if not mla:
@@ -59,8 +72,10 @@ class _Writer:
         self.need("logit_scale", 1.0, "logits are not rescaled")
         self.need("qk_norm", qk_norm)
         self.need("attn_sinks", sinks, "no attention sinks" if not sinks else "")
-        self.need("rope_local_base", None, "one RoPE for every layer")
-        self.need("nope_layers", None, "RoPE in every layer")
+        if not local_rope:
+            self.need("rope_local_base", None, "one RoPE for every layer")
+        if not nope:
+            self.need("nope_layers", None, "RoPE in every layer")
         if not softcaps:   # the Gemma-2 writer states query_pre_attn_scalar
             self.need("attn_scale", None, "scores scaled by 1/sqrt(head_dim)")
         if not softcaps:

@@ -21,7 +21,8 @@ from torch import nn
 
 from engine.layers.init import init_linear, init_norm
 from engine.layers.norm import STAT, make_norm, norm_params, norm_saved_bytes
-from engine.layers.position import alibi_bias, apply_rope, rope_layer_bytes
+from engine.layers.position import alibi_bias, apply_rope, query_temperature, rope_layer_bytes
+from engine.layers.span import Chunk, Span, keys_held, visible
 from engine.validation import Knobs, declare
 
 if TYPE_CHECKING:   # engine.config assembles ModelConfig from this module's knobs
@@ -45,6 +46,9 @@ class AttentionKnobs(Knobs):
                                         "layer_types.", lo=1, null="every layer uses the window")
     qk_norm: bool = declare(False, "attention", "Normalize each head's queries and keys before the dot product.")
     # the score scale (Gemma-2/3, real configs of today); which layers slide is layer_types (engine/layers/mixers.py)
+    attn_chunk: int | None = declare(None, "attention", "Chunked local attention (Llama 4): on layers marked chunked "
+                                      "a query sees only the earlier keys of its own block of this many positions; "
+                                      "ignored without chunked layers.", lo=1, null="no chunked layers")
     attn_scale: float | None = declare(None, "attention", "Multiplier of q.k before the softmax (Gemma: "
                                         "query_pre_attn_scalar^-0.5).", lo=0, lo_open=True, null="1/sqrt(head_dim)")
     attn_softcap: float | None = declare(None, "attention", "Squash attention scores smoothly into (-c, c) with "
@@ -53,8 +57,9 @@ class AttentionKnobs(Knobs):
     attn_sinks: bool = declare(False, "attention", "A learned logit per head joins the softmax as one more key that "
                                 "takes probability but adds no value, so a head can attend to nothing (gpt-oss).")
     qk_norm_scope: str = declare("head", "attention", "With qk_norm: one gain per head dimension shared by all "
-                                  "heads (Qwen3), or one norm over all heads at once (OLMoE).",
-                                  choices=("head", "all_heads"))
+                                  "heads (Qwen3), one norm over all heads at once (OLMoE), or each head normalized "
+                                  "without a gain and only in layers that rotate (Llama 4's L2 norm, with rmsnorm).",
+                                  choices=("head", "all_heads", "rope_heads"))
     attn_gate: str | None = declare(None, "attention", "An output gate: the heads' output times sigmoid(x W_g) "
                                     "before o_proj, one gate per dimension (elementwise: Qwen3-Next, Qwen3.5) or "
                                     "per head (Qiu et al. 2025, gated attention).", choices=("elementwise", "head"),
@@ -77,19 +82,22 @@ class AttentionKnobs(Knobs):
     def kv_width(self) -> int:
         return self.kv_heads * self.head_width
 
-    def layer_window(self, i: int) -> int | None:
-        """Layer i's (0-based) sliding window, or None for full attention (constant time: the budgets ask per
-        layer, and 100,000 layers must not cost 100,000 lists)."""
+    def layer_window(self, i: int) -> Span:
+        """Layer i's (0-based) span (engine/layers/span.py): a sliding window, a Chunk, or None for full attention
+        (constant time: the budgets ask per layer, and 100,000 layers must not cost 100,000 lists)."""
+        if self.layer_types is not None:   # explicit kinds win over global_every (engine/layers/mixers.py)
+            words = self.layer_types[i].split("+")
+            if "chunked" in words:
+                return Chunk(self.attn_chunk) if self.attn_chunk is not None else None
+            return self.attn_window if "sliding" in words else None
         if self.attn_window is None:
             return None
-        if self.layer_types is not None:
-            return self.attn_window if "sliding" in self.layer_types[i].split("+") else None
         k = self.global_every
         return None if k and (i + 1) % k == 0 else self.attn_window
 
     @property
-    def layer_windows(self) -> list[int | None]:
-        """Per layer (0-based list): the sliding window, or None for full attention."""
+    def layer_windows(self) -> list[Span]:
+        """Per layer (0-based list): the span, a sliding window, a Chunk or None for full attention."""
         return [self.layer_window(i) for i in range(self.n_layers)]
 
     @property
@@ -108,6 +116,9 @@ class AttentionKnobs(Knobs):
             out.append(f"head_dim: d_model={c.d_model} // n_heads={c.n_heads} is 0; set head_dim or use fewer heads")
         if ok("attn_gate", "kv_lora_rank") and c.attn_gate is not None and c.mla:
             out.append("attn_gate: the output gate is not modelled with MLA (kv_lora_rank set); set attn_gate: null")
+        if (ok("layer_types", "attn_chunk") and c.layer_types and c.attn_chunk is None
+                and any("chunked" in w.split("+") for w in c.layer_types)):
+            out.append("layer_types: chunked layers need a chunk size; set attn_chunk")
         return out
 
 
@@ -138,15 +149,8 @@ class LayerKV:
         return self.kv_nbytes() + self.state_nbytes()
 
 
-def visible(q_pos: torch.Tensor, k_pos: torch.Tensor, window: int | None) -> torch.Tensor:
-    """Bool [Tq, Tk]: key j is visible to query i iff j <= i and (no window or i - j < window)."""
-    d = q_pos[:, None] - k_pos[None, :]
-    ok = d >= 0
-    return ok & (d < window) if window is not None else ok
-
-
 class Attention(nn.Module):
-    def __init__(self, cfg: ModelConfig, window: int | None):
+    def __init__(self, cfg: ModelConfig, window: Span, temperature: bool = False):
         super().__init__()
         self.n_heads, self.kv_heads, self.hd = cfg.n_heads, cfg.kv_heads, cfg.head_width
         self.window, self.softcap, self.dropout = window, cfg.attn_softcap, cfg.dropout
@@ -161,9 +165,14 @@ class Attention(nn.Module):
         gates = cfg.attn_width if cfg.attn_gate == "elementwise" else cfg.n_heads
         self.g_proj = nn.Linear(cfg.d_model, gates, bias=qkv_bias) if cfg.attn_gate else None
         # all_heads (OLMoE): one norm over the whole projection, before it is split into heads
+        # rope_heads (Llama 4): per head, no gain, and only when the layer rotates (a rotation keeps each head's
+        # RMS, so normalizing before RoPE, as here, equals Llama 4's normalizing after it)
         self.qk_all = cfg.qk_norm and cfg.qk_norm_scope == "all_heads"
-        self.q_norm = make_norm(cfg, cfg.attn_width if self.qk_all else self.hd) if cfg.qk_norm else None
-        self.k_norm = make_norm(cfg, cfg.kv_width if self.qk_all else self.hd) if cfg.qk_norm else None
+        self.qk_rope_only = cfg.qk_norm_scope == "rope_heads"
+        gain = None if not self.qk_rope_only else False
+        self.q_norm = make_norm(cfg, cfg.attn_width if self.qk_all else self.hd, gain) if cfg.qk_norm else None
+        self.k_norm = make_norm(cfg, cfg.kv_width if self.qk_all else self.hd, gain) if cfg.qk_norm else None
+        self.temperature = cfg if temperature else None   # long-context query temperature on this layer
         self.sinks = nn.Parameter(torch.empty(cfg.n_heads)) if cfg.attn_sinks else None   # one logit per head
         self.impl = "sdpa"          # "sdpa" or "explicit"; soft-capping and sinks always take the explicit path
         self.keep_probs = False     # explicit path stores softmax probabilities in .probs (for plots)
@@ -190,16 +199,18 @@ class Attention(nn.Module):
         q = q.view(B, T, self.n_heads, self.hd).transpose(1, 2)                # [B, H, T, hd]
         k = k.view(B, T, self.kv_heads, self.hd).transpose(1, 2)               # [B, Hkv, T, hd]
         v = self.v_proj(x).view(B, T, self.kv_heads, self.hd).transpose(1, 2)  # [B, Hkv, T, hd]
-        if self.q_norm is not None and not self.qk_all:
+        if self.q_norm is not None and not self.qk_all and (rope is not None or not self.qk_rope_only):
             q, k = self.q_norm(q), self.k_norm(k)        # per head, over hd
         if rope is not None:
             q, k = apply_rope(q, *rope), apply_rope(k, *rope)
+        if self.temperature is not None:                 # [T, 1] multipliers, one per query position
+            q = q * query_temperature(self.temperature, pos).to(q.dtype)[:, None]
         k_pos = pos                                      # [S] absolute key positions
         if cache is not None:
             if cache.k is not None:
                 k, v = torch.cat([cache.k, k], dim=2), torch.cat([cache.v, v], dim=2)   # [B, Hkv, S, hd]
             k_pos = torch.arange(cache.start, cache.start + k.shape[2], device=x.device)
-            keep = k.shape[2] if self.window is None else min(k.shape[2], self.window)
+            keep = keys_held(k.shape[2], self.window)
             cache.k, cache.v = k[:, :, -keep:], v[:, :, -keep:]
             cache.start = int(k_pos[-1]) + 1 - keep
         plain_causal = cache is None and self.window is None and not self.alibi
@@ -271,8 +282,9 @@ ATTENTION_IMPLS = ("sdpa", "explicit")
 
 def attention_params(cfg: ModelConfig) -> dict[str, int]:
     """q: d*A (+A), k and v: d*K (+K each), o: A*d (+d); q/k/v biases with bias or qkv_bias, o's with bias;
-    QK-norm adds two norms of width head_dim (all_heads: one of width A for q, one of width K for k); sinks
-    one logit per query head, H; an output gate d*A (+A) elementwise or d*H (+H) per head (q's bias rule)."""
+    QK-norm adds two norms of width head_dim (all_heads: one of width A for q, one of width K for k;
+    rope_heads: none, it has no gain); sinks one logit per query head, H; an output gate d*A (+A) elementwise or
+    d*H (+H) per head (q's bias rule)."""
     d, A, K = cfg.d_model, cfg.attn_width, cfg.kv_width
     qkv_bias = cfg.bias or cfg.qkv_bias
     gates = _gate_width(cfg)
@@ -286,7 +298,7 @@ def attention_params(cfg: ModelConfig) -> dict[str, int]:
 
 
 def _qk_norm_params(cfg: ModelConfig) -> int:
-    if not cfg.qk_norm:
+    if not cfg.qk_norm or cfg.qk_norm_scope == "rope_heads":   # no gain: nothing to learn
         return 0
     if cfg.qk_norm_scope == "all_heads":
         return norm_params(cfg, cfg.attn_width) + norm_params(cfg, cfg.kv_width)
@@ -305,16 +317,6 @@ def attention_matmul_params(cfg: ModelConfig) -> int:
     return d * A + 2 * d * K + A * d + d * _gate_width(cfg)
 
 
-def query_key_pairs(seq: int, window: int | None, causal: bool) -> int:
-    """Query-key pairs of one sequence in one layer: T^2 (the full square), or, causal, the visible ones:
-    T(T+1)/2, and with a window w < T, w(w+1)/2 + (T-w)*w."""
-    if not causal:
-        return seq * seq
-    if window is None or window >= seq:
-        return seq * (seq + 1) // 2
-    return window * (window + 1) // 2 + (seq - window) * window
-
-
 def score_flops(cfg: ModelConfig, batch: int, pairs: int) -> int:
     """QK^T and PV over `pairs` query-key pairs per sequence: 2 products * 2 FLOPs * A each; MLA (whose
     heads differ in width) 2 * H * (qk_head_dim + v_head_dim). Sinks add no product (one more softmax column
@@ -323,35 +325,36 @@ def score_flops(cfg: ModelConfig, batch: int, pairs: int) -> int:
     return 2 * width * batch * pairs
 
 
-def keys_held(tokens: int, window: int | None) -> int:
-    """Keys a layer holds (and a new query reads) after `tokens` positions: a window layer only the last w."""
-    return tokens if window is None else min(tokens, window)
-
-
-def kv_bytes(cfg: ModelConfig, batch: int, tokens: int, window: int | None, e: int) -> int:
+def kv_bytes(cfg: ModelConfig, batch: int, tokens: int, window: Span, e: int) -> int:
     """One layer's cached K and V after `tokens` positions: 2 * held * B * K * e."""
     return 2 * keys_held(tokens, window) * batch * cfg.kv_width * e
 
 
-def attention_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, impl: str,
-                          add: Callable[[str, int], None], rope: bool = True) -> None:
+def attention_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: Span, impl: str,
+                          add: Callable[[str, int], None], rope: bool = True, temperature: bool = False) -> None:
     """Saved tensors of one attention layer, excluding its input (the normed residual) and its output:
     SDPA (CPU flash) keeps q, k, v as passed (K-wide for GQA), its output, the fp32 logsumexp and a window
     mask; with dropout it falls back to the math path in fp32 (q, k^T, v broadcast to A, probs, noise,
     dropped probs); the explicit path keeps q, k^T, v (A-wide), a bool mask, (tanh of capped scores), the
     fp32 softmax output (with sinks one column wider, T + 1) and either dropout noise + dropped probs or the
     probs cast to e. ALiBi makes SDPA's mask one additive [H, T, T] float mask. An output gate keeps its
-    sigmoid (A or H wide) and the gated output o_proj reads. `rope`: whether this layer rotates q and k.
-    `add(term, bytes)`."""
+    sigmoid (A or H wide) and the gated output o_proj reads. `rope`: whether this layer rotates q and k
+    (rope_heads QK-norm runs only then); `temperature`: whether it scales q by the long-context temperature (the
+    multiply keeps its [T, 1] factor). `add(term, bytes)`."""
     N, A, K, H, hd = B * T, cfg.attn_width, cfg.kv_width, cfg.n_heads, cfg.head_width
     drop = cfg.dropout > 0
     add("attn_gate", N * (_gate_width(cfg) + A) * e if cfg.attn_gate else 0)
     all_heads = cfg.qk_norm and cfg.qk_norm_scope == "all_heads"
     if all_heads:                                  # one norm over the whole q (A wide) and k (K wide)
         add("qk_norm", norm_saved_bytes(cfg, N, A, e) + norm_saved_bytes(cfg, N, K, e))
-    elif cfg.qk_norm:
-        add("qk_norm", norm_saved_bytes(cfg, N * H, hd, e) + norm_saved_bytes(cfg, N * cfg.kv_heads, hd, e))
+    rope_heads = cfg.qk_norm_scope == "rope_heads"
+    per_head = cfg.qk_norm and not all_heads and (rope or not rope_heads)
+    if per_head:
+        gain = False if rope_heads else None
+        add("qk_norm", norm_saved_bytes(cfg, N * H, hd, e, affine=gain)
+            + norm_saved_bytes(cfg, N * cfg.kv_heads, hd, e, affine=gain))
     add("rope_tables", rope_layer_bytes(cfg, T, e) if rope else 0)
+    add("attn_temperature", T * e if temperature else 0)
     scores = B * H * T * T * e
     explicit = impl == "explicit" or cfg.attn_softcap is not None or cfg.attn_sinks
     if not explicit and not drop:
@@ -359,7 +362,7 @@ def attention_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int 
         # the kernel's output takes q's layout: a view of q_proj ([B,T,H,hd] memory) makes o_proj's input a
         # view of it; q rebuilt by per-head QK-norm or partial RoPE is [B,H,T,hd]-contiguous, so o_proj gets a
         # copy (all-heads QK-norm runs before the split into heads and keeps the [B,T,H,hd] layout)
-        q_rebuilt = (cfg.qk_norm and not all_heads) or (rope and 0 < cfg.rotary_dim < hd)
+        q_rebuilt = per_head or (rope and 0 < cfg.rotary_dim < hd)
         add("attn_out", N * A * e * (2 if q_rebuilt else 1))
         add("attn_lse", B * H * T * STAT)
         if cfg.position == "alibi":                # ALiBi: one additive float mask per head

@@ -39,6 +39,8 @@ class BlockKnobs(Knobs):
     bias: bool = declare(True, "block", "Biases on every linear layer in attention and FFN.")
     dropout: float = declare(0.0, "block", "Share of activations zeroed at random during training.", lo=0, hi=1,
                               hi_open=True)
+    embed_dropout: bool = declare(True, "block", "With dropout: also drop entries of the token embeddings (GPT-2); "
+                                   "off drops only attention weights and branch outputs (Seed-OSS).")
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,9 @@ class BlockLayout:
     def branches(self) -> int:
         """Branches on the residual stream: the mixer(s) and the FFN, each when present."""
         return bool(self.mixers) + (self.ffn_kind != "none")
+    chunk: int | None = None    # chunked local attention: block size of the chunked layers (Llama 4)
+    qk_norm_rope_only: bool = False   # QK-norm without gain, only where RoPE runs (Llama 4)
+    temperature: str | None = None    # the long-context query temperature, as a formula
 
     @property
     def norm_count(self) -> int:
@@ -99,7 +104,17 @@ def block_layout(cfg: ModelConfig, spec: LayerSpec | None = None) -> BlockLayout
         ffn=cfg.ffn, gated=cfg.gated, activation=GATE_ACTIVATION[cfg.ffn] if cfg.gated else cfg.ffn,
         experts=cfg.n_experts, experts_per_token=cfg.experts_per_token if cfg.n_experts else 0,
         shared_experts=(cfg.n_shared_experts or 0) if cfg.n_experts else 0, attn_sinks=cfg.attn_sinks,
-        mla=mla_layout(cfg) if cfg.mla else None, mixers=spec.mixers, ffn_kind=spec.ffn, attn_gate=cfg.attn_gate)
+        mla=mla_layout(cfg) if cfg.mla else None, mixers=spec.mixers, ffn_kind=spec.ffn, attn_gate=cfg.attn_gate,
+        chunk=cfg.attn_chunk if cfg.layer_types and any("chunked" in w.split("+") for w in cfg.layer_types) else None,
+        qk_norm_rope_only=cfg.qk_norm and cfg.qk_norm_scope == "rope_heads", temperature=_temperature(cfg))
+
+
+def _temperature(cfg: ModelConfig) -> str | None:
+    if cfg.attn_temperature is None:
+        return None
+    p = "(p+1)" if cfg.attn_temperature_one_based else "p"
+    where = " on NoPE layers" if cfg.attn_temperature_layers == "nope" else ""
+    return f"q × (1 + {cfg.attn_temperature:g}·ln(1 + ⌊{p}/{cfg.attn_temperature_floor:,}⌋)){where}"
 
 
 def block_norm_count(cfg: ModelConfig, spec: LayerSpec | None = None) -> int:

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Callable
 
 from torch import nn
 
+from engine.layers.span import Span
+
 if TYPE_CHECKING:
     from engine.config import ModelConfig
 
@@ -27,8 +29,9 @@ FFN_KINDS = ("dense", "moe", "none")
 class LayerSpec:
     mixers: tuple[str, ...]        # registered mixer kinds (engine/layers/mixers.py MIXERS); () for none
     ffn: str                       # "dense", "moe" or "none"
-    window: int | None = None      # attention: sliding window, None for full
+    window: Span = None            # attention: its span (engine/layers/span.py), None for full
     rope: str | None = None        # attention: "global", "local" or None (no rotary table)
+    temperature: bool = False      # attention: queries scaled by the long-context temperature (Llama 4)
 
     @property
     def attention(self) -> bool:

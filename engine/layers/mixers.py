@@ -1,7 +1,7 @@
 """The layer kinds: which token mixer and which FFN each layer has, and the registry of mixer kinds.
 
-`layer_types` names each layer's mixer: softmax attention, full or sliding ("full", "sliding"; MLA when
-kv_lora_rank is set), a recurrent mixer ("gdn", ...), "none" (an FFN-only layer, as Nemotron-H's MLP layers), or
+`layer_types` names each layer's mixer: softmax attention, full, sliding or chunked ("full", "sliding",
+"chunked"; MLA when kv_lora_rank is set), a recurrent mixer ("gdn", ...), "none" (an FFN-only layer, as Nemotron-H's MLP layers), or
 attention and a recurrent mixer side by side ("full+mamba2": Falcon-H1, outputs added). `ffn_types` names each
 layer's FFN: "dense", "moe" or "none" (a mixer-only layer, as Nemotron-H's Mamba layers). Left null, every layer
 is attention and the MoE rule (n_experts, moe_every, moe_first_dense) picks dense or MoE, as before: a model with
@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from engine.layers.attention import (Attention, attention_matmul_params, attention_params, attention_saved_bytes,
-                                     keys_held, kv_bytes, query_key_pairs, score_flops)
+                                     kv_bytes, score_flops)
 from engine.layers.gdn import GDNMixer
 from engine.layers.kinds import FFN_KINDS, LayerSpec, Mixer
 from engine.layers.mla import MLA, mla_kv_bytes, mla_matmul_params, mla_params, mla_saved_bytes
+from engine.layers.span import Chunk, keys_seen, query_key_pairs
 from engine.validation import Knobs, declare
 
 if TYPE_CHECKING:
@@ -31,12 +32,12 @@ if TYPE_CHECKING:
 
 class AttentionMixer(Mixer):
     """Softmax attention, as engine/layers/attention.py (MHA/GQA/MQA, windows) and mla.py (MLA) compute it."""
-    name, label, words, attr = "attention", "softmax attention", ("full", "sliding"), "attn"
+    name, label, words, attr = "attention", "softmax attention", ("full", "sliding", "chunked"), "attn"
     components = ("attention_q", "attention_k", "attention_v", "attention_o", "attention_gate", "qk_norm",
                   "attention_sinks")
 
     def build(self, cfg, spec):
-        return MLA(cfg) if cfg.mla else Attention(cfg, spec.window)
+        return MLA(cfg) if cfg.mla else Attention(cfg, spec.window, spec.temperature)
 
     def params(self, cfg, spec):
         return mla_params(cfg) if cfg.mla else attention_params(cfg)
@@ -48,7 +49,7 @@ class AttentionMixer(Mixer):
         return score_flops(cfg, batch, query_key_pairs(seq, spec.window, causal))
 
     def decode_flops(self, cfg, spec, batch, context):
-        return score_flops(cfg, batch, keys_held(context + 1, spec.window))
+        return score_flops(cfg, batch, keys_seen(context, spec.window))
 
     def kv_bytes(self, cfg, spec, batch, tokens, e):
         return mla_kv_bytes(cfg, batch, tokens, e) if cfg.mla else kv_bytes(cfg, batch, tokens, spec.window, e)
@@ -57,7 +58,8 @@ class AttentionMixer(Mixer):
         if cfg.mla:
             mla_saved_bytes(cfg, B, T, e, impl, add)
         else:
-            attention_saved_bytes(cfg, B, T, e, spec.window, impl, add, spec.rope is not None)
+            attention_saved_bytes(cfg, B, T, e, spec.window, impl, add, spec.rope is not None,
+                                  spec.temperature)
 
 
 # The registry: kind -> its Mixer. A new kind is one line here (and its Knobs in engine/config.py FAMILIES).
@@ -74,7 +76,8 @@ STATE_DTYPES = ("fp32", "bf16", "fp16")
 class LayerKnobs(Knobs):
     """What each layer holds: its mixer and its FFN, and the dtype recurrent states are kept in."""
     layer_types: tuple[str, ...] | None = declare(
-        None, "layers", "Mixer of each layer in order: softmax attention, full or sliding (the window attn_window); "
+        None, "layers", "Mixer of each layer in order: softmax attention, full, sliding (the window attn_window) "
+        "or chunked (blocks of attn_chunk, Llama 4); "
         "a recurrent mixer (gdn: Gated DeltaNet); none (an FFN-only layer); or attention+recurrent side by side, "
         "their outputs added. Overrides global_every.", choices=LAYER_TYPES,
         null="full attention in every layer (with a window: the global_every rule)")
@@ -102,7 +105,9 @@ class LayerKnobs(Knobs):
     def layer_spec(self, i: int) -> LayerSpec:
         mixers = self.layer_mixers(i)
         window = self.layer_window(i) if "attention" in mixers else None
-        return LayerSpec(mixers, self.layer_ffn(i), window, self.layer_rope(i))
+        attention = "attention" in mixers
+        return LayerSpec(mixers, self.layer_ffn(i), window, self.layer_rope(i),
+                         attention and self.layer_temperature(i))
 
     @property
     def layer_specs(self) -> list[LayerSpec]:
@@ -151,12 +156,18 @@ def layer_groups(cfg: ModelConfig) -> list[tuple[LayerSpec, int]]:
 
 def spec_label(spec: LayerSpec) -> str:
     """A layer kind in words: 'Gated DeltaNet + MoE', 'softmax attention (sliding) + dense FFN', 'dense FFN only'."""
-    mixers = " beside ".join(MIXERS[k].label + (" (sliding)" if k == "attention" and spec.window is not None else "")
+    mixers = " beside ".join(MIXERS[k].label + _span_word(k, spec)
                              for k in spec.mixers)
     ffn = {"dense": "dense FFN", "moe": "MoE", "none": ""}[spec.ffn]
     if not mixers:
         return f"{ffn} only"
     return f"{mixers} + {ffn}" if ffn else f"{mixers}, no FFN"
+
+
+def _span_word(kind: str, spec: LayerSpec) -> str:
+    if kind != "attention" or spec.window is None:
+        return ""
+    return " (chunked)" if isinstance(spec.window, Chunk) else " (sliding)"
 
 
 def layer_kinds(cfg: ModelConfig) -> list[tuple[str, int]]:

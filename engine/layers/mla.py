@@ -17,7 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.layers.attention import LayerKV, keys_held, visible
+from engine.layers.attention import LayerKV
+from engine.layers.span import keys_held, visible
 from engine.layers.init import init_linear, init_norm
 from engine.layers.norm import STAT, make_norm, norm_params, norm_saved_bytes
 from engine.layers.position import apply_rope, rope_saved_bytes
@@ -64,7 +65,8 @@ class MLAKnobs(Knobs):
                 "head_dim": ("null", c.head_dim is None), "rope_fraction": ("1", c.rope_fraction == 1.0),
                 "attn_window": ("null", c.attn_window is None), "qk_norm": ("false", not c.qk_norm),
                 "attn_softcap": ("null", c.attn_softcap is None), "nope_layers": ("null", c.nope_layers is None),
-                "attn_sinks": ("false", not c.attn_sinks)}
+                "attn_sinks": ("false", not c.attn_sinks), "attn_chunk": ("null", c.attn_chunk is None),
+                "attn_temperature": ("null", c.attn_temperature is None)}
         for name, (want, holds) in need.items():
             if ok(name) and not holds:
                 out.append(f"{name}: MLA (kv_lora_rank set) needs {name}: {want}, got {shown(getattr(c, name))}")

@@ -89,6 +89,17 @@ class PositionKnobs(Knobs):
     rope_long_factor: tuple[float, ...] | None = declare(None, "position", "longrope: per-frequency divisors "
                                                           "once the sequence is longer than the original context.",
                                                           lo=0, lo_open=True, null="not longrope")
+    # query temperature for long contexts (Llama 4's attn_temperature_tuning, Ministral 3's llama_4_scaling_beta)
+    attn_temperature: float | None = declare(None, "position", "Long-context query temperature beta: the query at "
+                                              "position p is multiplied by 1 + beta*ln(1 + floor(p'/F)), so attention "
+                                              "sharpens as the context grows (Llama 4: 0.1 on NoPE layers).", lo=0,
+                                              lo_open=True, null="no temperature")
+    attn_temperature_floor: int = declare(8192, "position", "F: positions per step of the query temperature "
+                                           "(Llama 4 floor_scale; Ministral 3 its original context).", lo=1)
+    attn_temperature_one_based: bool = declare(False, "position", "Count positions from 1 in the temperature, "
+                                                "p' = p + 1 (Llama 4), instead of p' = p (Ministral 3).")
+    attn_temperature_layers: str = declare("all", "position", "Layers the temperature scales: all, or only those "
+                                            "without RoPE (nope, Llama 4).", choices=("all", "nope"))
 
     @property
     def rotary_dim(self) -> int:
@@ -103,8 +114,14 @@ class PositionKnobs(Knobs):
             return None
         if "attention" not in self.layer_mixers(i):
             return None
-        local = self.rope_local_base is not None and self.layer_window(i) is not None
+        local = self.rope_local_base is not None and isinstance(self.layer_window(i), int)   # sliding, not chunked
         return "local" if local else "global"
+
+    def layer_temperature(self, i: int) -> bool:
+        """Whether layer i (0-based) scales its queries by the long-context temperature."""
+        if self.attn_temperature is None:
+            return False
+        return self.attn_temperature_layers == "all" or self.layer_rope(i) is None
 
     @property
     def layer_ropes(self) -> list[str | None]:
@@ -138,8 +155,8 @@ def _scaling_problems(c: ModelConfig, ok: Callable[..., bool]) -> list[str]:
     if c.rope_scaling == "dynamic" and c.rotary_dim < 4:   # the new base has the exponent r / (r - 2)
         problems.append(f"rope_scaling: dynamic needs a rotary width of at least 4, got {c.rotary_dim}")
     if c.rope_scaling == "llama3" and ok("rope_low_freq_factor", "rope_high_freq_factor") \
-            and c.rope_high_freq_factor <= c.rope_low_freq_factor:
-        problems.append(f"rope_high_freq_factor: {c.rope_high_freq_factor:g} must be greater than "
+            and c.rope_high_freq_factor < c.rope_low_freq_factor:   # equal: a hard cut at the original context
+        problems.append(f"rope_high_freq_factor: {c.rope_high_freq_factor:g} must be at least "
                         f"rope_low_freq_factor={c.rope_low_freq_factor:g}")
     if c.rope_scaling == "longrope":
         half = c.rotary_dim // 2
@@ -294,6 +311,13 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
     a, b = rot[..., : r // 2], rot[..., r // 2:]
     rotated = rot * cos.to(x.dtype) + torch.cat([-b, a], dim=-1) * sin.to(x.dtype)
     return torch.cat([rotated, rest], dim=-1) if rest.shape[-1] else rotated
+
+
+def query_temperature(cfg: ModelConfig, positions: torch.Tensor) -> torch.Tensor:
+    """[T] fp32 multipliers of the queries at these absolute positions: 1 + beta*ln(1 + floor(p'/F)), with
+    p' = p + 1 when attn_temperature_one_based (Llama 4) else p (Ministral 3); 1 until p' reaches F."""
+    p = positions.float() + (1.0 if cfg.attn_temperature_one_based else 0.0)
+    return 1.0 + cfg.attn_temperature * torch.log1p(torch.floor(p / cfg.attn_temperature_floor))
 
 
 def alibi_slopes(n_heads: int, device: torch.device | None = None) -> torch.Tensor:
