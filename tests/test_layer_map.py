@@ -57,3 +57,11 @@ def test_every_mixture_cell_is_its_layer_spec():
         assert sorted(i for r in m.mixers for i in r.layers) == list(range(1, cfg.n_layers + 1))
     labels = {r.key: r.label for r in layer_map(hybrid_configs()["attention beside gdn (falcon-h1)"]).mixers}
     assert labels == {"full+gdn": "softmax attention (full) beside Gated DeltaNet"}
+
+
+def test_chunked_attention_is_its_own_kind():
+    """Llama 4 Scout: chunked local attention (attention_chunk_size 8,192) with every fourth layer full (NoPE)."""
+    m = layer_map(PRESETS["llama-4-scout-17b-16e"].config)
+    rows = {r.key: r for r in m.mixers}
+    assert rows["full"].layers == tuple(range(4, 49, 4)) and len(rows["chunked"].layers) == 36
+    assert rows["chunked"].label == "softmax attention (chunks of 8,192)"

@@ -12,15 +12,20 @@ from dataclasses import dataclass
 from engine.config import ModelConfig
 from engine.layers.kinds import LayerSpec
 from engine.layers.mixers import MIXERS, spec_label
+from engine.layers.span import Chunk
 
 FFN_LABELS = {"dense": "dense FFN", "moe": "MoE", "none": "no FFN"}
 
 
+def attention_word(spec: LayerSpec) -> str:
+    """The layer_types word of an attention layer's span: 'full', 'sliding' (a window) or 'chunked' (Llama 4)."""
+    return "full" if spec.window is None else "chunked" if isinstance(spec.window, Chunk) else "sliding"
+
+
 def mixer_key(spec: LayerSpec) -> str:
-    """The strip's key of a layer's mixer: 'full' / 'sliding' for softmax attention, the kind's name for a recurrent
-    one, 'a+b' for two side by side, 'none' for an FFN-only layer."""
-    words = [("sliding" if spec.window is not None else "full") if k == "attention" else k for k in spec.mixers]
-    return "+".join(words) or "none"
+    """The strip's key of a layer's mixer: 'full' / 'sliding' / 'chunked' for softmax attention, the kind's name for
+    a recurrent one, 'a+b' for two side by side, 'none' for an FFN-only layer."""
+    return "+".join(attention_word(spec) if k == "attention" else k for k in spec.mixers) or "none"
 
 
 def mixer_key_label(cfg: ModelConfig, key: str) -> str:
@@ -29,10 +34,11 @@ def mixer_key_label(cfg: ModelConfig, key: str) -> str:
         return "no mixer (FFN only)"
     parts = []
     for word in key.split("+"):
-        if word in ("full", "sliding"):
+        if word in MIXERS["attention"].words:
             latent = ", MLA" if cfg.mla else ""
-            parts.append(f"softmax attention ({word}{latent})" if word == "full"
-                         else f"softmax attention (sliding {cfg.attn_window:,}{latent})")
+            span = {"full": "full", "sliding": f"sliding {cfg.attn_window or 0:,}",
+                    "chunked": f"chunks of {cfg.attn_chunk or 0:,}"}[word]
+            parts.append(f"softmax attention ({span}{latent})")
         else:
             parts.append(MIXERS[word].label)
     return " beside ".join(parts)
@@ -105,7 +111,7 @@ def attention_positions(n: int, k: int) -> set[int]:
 def with_attention_layers(cfg: ModelConfig, k: int, recurrent: str = "gdn") -> ModelConfig:
     """cfg with k of its mixer layers softmax attention, spread evenly (attention_positions), and the others the
     recurrent kind `recurrent`; FFN-only layers and every FFN stay. An attention layer keeps its window where it
-    had attention, else is full; attention beside a recurrent mixer becomes one or the other."""
+    had attention (sliding, chunked), else is full; attention beside a recurrent mixer becomes one or the other."""
     if recurrent not in MIXERS or not MIXERS[recurrent].recurrent:
         raise ValueError(f"recurrent: {recurrent!r} is not a recurrent mixer kind "
                          f"({', '.join(m.name for m in MIXERS.values() if m.recurrent)})")
@@ -118,7 +124,7 @@ def with_attention_layers(cfg: ModelConfig, k: int, recurrent: str = "gdn") -> M
         if not spec.mixers:
             words.append("none")
         elif i in chosen:
-            words.append("sliding" if spec.attention and spec.window is not None else "full")
+            words.append(attention_word(spec) if spec.attention else "full")
         else:
             words.append(recurrent)
     ffns = tuple(s.ffn for s in cfg.layer_specs)
