@@ -6,12 +6,11 @@ Goal (issue 23): ours <= 1.0x transformers' time."""
 from __future__ import annotations
 
 import os
-import statistics
 import warnings
 
 import torch
 
-from bench.bench_vs_hf import interleaved
+from bench.bench_vs_hf import ratio_row
 from engine.model import build_model
 from engine.presets import get_preset
 
@@ -56,11 +55,7 @@ def main() -> None:
         with torch.no_grad():
             gap = (ours(x) - hf(x)).abs().max().item()
         for what, fn in (("forward", _forward), ("train step", _train_step)):
-            times = interleaved({"ours": lambda: fn(ours, x), "hf": lambda: fn(hf, x)}, rounds)
-            a, b = statistics.median(times["ours"]), statistics.median(times["hf"])
-            ratio = a / b
-            print(f"| B={batch}, T={seq} | {what} | {a * 1e3:,.1f} ms | {b * 1e3:,.1f} ms | {ratio:.2f}x | "
-                  f"{'met' if ratio <= GOAL else 'not met'} |", flush=True)
+            ratio_row(f"B={batch}, T={seq}", what, lambda: fn(ours, x), lambda: fn(hf, x), rounds, GOAL)
         print(f"(max |output gap| {gap:.1e})")
 
 

@@ -78,7 +78,8 @@ def test_chart_has_both_panels_with_units():
     fig = fixed_state_figure(r)
     names = {t.name for t in fig.data}
     assert {k.kind for k in r.kinds} <= names
-    assert fig.layout.xaxis.title.text == "context (tokens, log)" and "bytes per sequence" in fig.layout.yaxis.title.text
+    assert fig.layout.xaxis.title.text == "context (tokens, log)"
+    assert "bytes per sequence" in fig.layout.yaxis.title.text
     assert "FLOPs per decoded token" in fig.layout.yaxis2.title.text
 
 

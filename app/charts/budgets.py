@@ -95,11 +95,12 @@ def context_memory_figure(m: ContextMemory, dense: ContextMemory | None, marks: 
                                  hovertemplate="every mixer attention: %{customdata}<extra>%{x:,} tokens</extra>"))
     for c in marks:
         y = c.memory_bytes / div
-        fig.add_trace(go.Scatter(x=[x[0], x[-1]], y=[y, y], mode="lines", name=f"{c.device}: {fmt_bytes(c.memory_bytes)}",
+        fig.add_trace(go.Scatter(x=[x[0], x[-1]], y=[y, y], mode="lines",
+                                 name=f"{c.device}: {fmt_bytes(c.memory_bytes)}",
                                  line=dict(color="#888888", width=1, dash="dot"), legendgroup=c.device,
                                  hovertemplate=f"{c.device}: {fmt_bytes(c.memory_bytes)}<extra></extra>"))
-        for tokens, symbol, who in ((c.tokens, "x", "this model"),
-                                    (c.all_attention_tokens if dense else None, "circle-open", "every mixer attention")):
+        other = c.all_attention_tokens if dense else None
+        for tokens, symbol, who in ((c.tokens, "x", "this model"), (other, "circle-open", "every mixer attention")):
             if tokens is not None:
                 fig.add_trace(go.Scatter(x=[max(tokens, x[0])], y=[y], mode="markers", showlegend=False,
                                          legendgroup=c.device, marker=dict(size=12, symbol=symbol, color="#222222"),

@@ -50,8 +50,9 @@ def context_memory(cfg: ModelConfig, tokens: tuple[int, ...], batch: int = 1, dt
     """Weights, KV cache (attention layers) and recurrent state of cfg at every context in `tokens`."""
     require(choice_problem("dtype", dtype, DTYPE_BYTES), *size_problems(batch, max(tokens, default=1)))
     parts = state_bytes(cfg, batch, dtype)
-    return ContextMemory(tuple(tokens), count_params(cfg).total * DTYPE_BYTES[dtype],
-                         tuple(kv_cache_bytes(cfg, batch, t, dtype) for t in tokens), parts["conv"] + parts["recurrent"])
+    kv = tuple(kv_cache_bytes(cfg, batch, t, dtype) for t in tokens)
+    return ContextMemory(tuple(tokens), count_params(cfg).total * DTYPE_BYTES[dtype], kv,
+                         parts["conv"] + parts["recurrent"])
 
 
 def inference_bytes(cfg: ModelConfig, tokens: int, batch: int = 1, dtype: str = "bf16") -> int:

@@ -64,7 +64,8 @@ def _kind(label: str, c: ModelConfig, tokens: tuple[int, ...], marks: tuple[int,
     return StateKind(kind=label, config=c, attention_layers=sum(s.attention for s in c.layer_specs),
                      kv_per_token=kv_cache_bytes(c, 1, 1, dtype), state=state,
                      bytes=tuple(per_seq(t) for t in tokens), flops=tuple(decode_flops(c, 1, t) for t in tokens),
-                     at_marks=tuple(per_seq(t) for t in marks), flops_at_marks=tuple(decode_flops(c, 1, t) for t in marks))
+                     at_marks=tuple(per_seq(t) for t in marks),
+                     flops_at_marks=tuple(decode_flops(c, 1, t) for t in marks))
 
 
 def fixed_state(cfg: ModelConfig, tokens: Sequence[int], dtype: str = "bf16",
