@@ -34,7 +34,9 @@ def _solve_width(cfg: ModelConfig, target_name: str, target: int, field: str = "
     at1 = held_count(cfg.replace(**{field: 1}), target_name)
     slope = held_count(cfg.replace(**{field: 2}), target_name) - at1
     if slope == 0:
-        raise ConfigError([f"{field}: no FFN in this config uses {field} (every layer is MoE); hold d_model instead"])
+        what = "dense FFN" if field == "d_ff" else "expert"
+        raise ConfigError([f"{field}: no {what} in this config uses {field}"
+                           + (" (every layer is MoE); hold d_model instead" if field == "d_ff" else "")])
     exact = 1 + (target - at1) / slope
     m = cfg.ffn_multiple_of if field == "d_ff" else 1
     f = m * round(exact / m)
