@@ -23,18 +23,21 @@ from engine.layers.attention import AttentionKnobs
 from engine.layers.block import BlockKnobs
 from engine.layers.ffn import DENSE_FFNS, GATED_FFNS, FFNKnobs
 from engine.layers.gdn import GDNKnobs
+from engine.layers.mamba1 import Mamba1Knobs
+from engine.layers.mamba2 import Mamba2Knobs
 from engine.layers.mixers import LayerKnobs
 from engine.layers.mla import MLAKnobs
 from engine.layers.moe import MoEKnobs
 from engine.layers.norm import NormKnobs
 from engine.layers.position import PositionKnobs
+from engine.layers.ssm import SSMKnobs
 from engine.limits import MAX_INT, MAX_LAYERS, InputError, RefusedYAML, yaml_load
 from engine.validation import ConfigError, FieldSpec, Knobs, coerce_value, declare, field_problem, parse_bool
 
 __all__ = ["ConfigError", "DENSE_FFNS", "FAMILIES", "FIELDS", "FieldSpec", "GATED_FFNS", "GROUPS", "ModelConfig",
            "coerce", "field_names", "parse_bool"]
 
-GROUPS = ("sizes", "attention", "layers", "gdn", "position", "ffn", "moe", "normalization", "block", "output",
+GROUPS = ("sizes", "attention", "layers", "gdn", "ssm", "position", "ffn", "moe", "normalization", "block", "output",
           "checkpoint")
 
 
@@ -53,6 +56,8 @@ class OutputKnobs(Knobs):
     """The output head and what happens to its logits."""
     tie_embeddings: bool = declare(True, "output", "The output head reuses the token-embedding matrix.")
     embed_scale: bool = declare(False, "output", "Multiply token embeddings by sqrt(d_model) (Gemma).")
+    embed_multiplier: float = declare(1.0, "output", "Multiply token embeddings by this factor (Granite, Falcon-H1 "
+                                      "embedding_multiplier).", lo=0, lo_open=True)
     logit_softcap: float | None = declare(None, "output", "Squash output logits smoothly into (-c, c) with "
                                            "c*tanh(z/c).", lo=0, lo_open=True, null="no cap")
     # output-head features of phi and cohere (issue #13)
@@ -67,8 +72,9 @@ class OutputKnobs(Knobs):
                                      "not built.", lo=1, null="no multi-token-prediction modules")
 
 
-FAMILIES: tuple[type[Knobs], ...] = (SizeKnobs, AttentionKnobs, MLAKnobs, LayerKnobs, GDNKnobs, PositionKnobs,
-                                     FFNKnobs, MoEKnobs, NormKnobs, BlockKnobs, OutputKnobs, CheckpointKnobs)
+FAMILIES: tuple[type[Knobs], ...] = (SizeKnobs, AttentionKnobs, MLAKnobs, LayerKnobs, GDNKnobs, SSMKnobs,
+                                     Mamba2Knobs, Mamba1Knobs, PositionKnobs, FFNKnobs, MoEKnobs, NormKnobs, BlockKnobs,
+                                     OutputKnobs, CheckpointKnobs)
 
 
 @dataclass(frozen=True)

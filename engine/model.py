@@ -113,6 +113,8 @@ class DecoderLM(nn.Module):
         x = self.tok_emb(idx)                            # [B, T, d_model]
         if cfg.embed_scale:
             x = x * torch.tensor(math.sqrt(cfg.d_model), dtype=x.dtype)
+        if cfg.embed_multiplier != 1.0:                  # a Python scalar: autograd saves nothing for it
+            x = x * cfg.embed_multiplier
         if self.pos_emb is not None:
             x = x + self.pos_emb(pos)
         elif cfg.position == "sinusoidal":

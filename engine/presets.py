@@ -9,6 +9,7 @@ import difflib
 from dataclasses import dataclass
 
 from engine.config import ModelConfig
+from engine.interop.hf_ssm import nemotron_layers
 from engine.validation import choice_problem
 
 
@@ -21,6 +22,8 @@ class Preset:
 
 
 _LLAMA = dict(norm="rmsnorm", bias=False, position="rope", ffn="swiglu", tie_embeddings=False)
+_NOPE = dict(_LLAMA, position="none")             # the hybrids' attention: no positional encoding at all
+_NEMOTRON = dict(_NOPE, ffn="relu2")
 _GPT2 = dict(vocab_size=50257, context_length=1024, position="learned", ffn="gelu_tanh", tie_embeddings=True)
 
 # DeepSeek-V2/V3 extend 4,096 positions 40-fold with YaRN; mscale = mscale_all_dim gives cos/sin factor 1
@@ -252,6 +255,30 @@ PRESETS: dict[str, Preset] = {p.config.name: p for p in [
                        attn_temperature_floor=16384), 3_429_006_336,
            _HF + "mistralai/Ministral-3-3B-Instruct-2512 (its text_config; the vision tower is not counted)",
            "YaRN x16 and Llama 4's query temperature on every layer: 1 + 0.1 ln(1 + floor(p / 16,384))."),
+    Preset(ModelConfig(name="jamba-v0.1", **_NOPE, vocab_size=65536, context_length=262144, d_model=4096,
+                       n_layers=32, n_heads=32, n_kv_heads=8, d_ff=14336, norm_eps=1e-6,
+                       layer_types=tuple("full" if i % 8 == 4 else "mamba1" for i in range(32)),
+                       ffn_types=tuple("moe" if i % 2 else "dense" for i in range(32)), ssm_state=16,
+                       ssm_inner=8192, ssm_dt_rank=256, ssm_dt_norm=True, n_experts=16, experts_per_token=2,
+                       router_renorm=False, aux_loss_coef=0.001), 51_570_323_328, _HF + "ai21labs/Jamba-v0.1",
+           "Mamba-1 in 28 of 32 layers (attention every 8th from layer 4, no positional encoding), 16 SwiGLU "
+           "experts top-2 on every other layer: 12,110,311,296 active. KV cache at 256K tokens: 4 GiB in bf16."),
+    Preset(ModelConfig(name="nemotron-h-8b", **_NEMOTRON, vocab_size=131072, context_length=8192, d_model=4096,
+                       n_layers=52, n_heads=32, n_kv_heads=8, d_ff=21504,
+                       **nemotron_layers("M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-"),
+                       ssm_heads=128, ssm_groups=8, ssm_chunk=128, ssm_dt_min=0.001, state_dtype="fp32"),
+           8_100_852_736, _HF + "nvidia/Nemotron-H-8B-Base-8K",
+           "One mixer per layer, each with its own pre-norm: 24 Mamba-2 (128 heads of 64, 8 groups, state 128), "
+           "4 attention without RoPE, 24 squared-ReLU MLPs."),
+    Preset(ModelConfig(name="nemotron-3-nano-30b-a3b", **_NEMOTRON, vocab_size=131072, context_length=262144,
+                       d_model=2688, n_layers=52, n_heads=32, n_kv_heads=2, head_dim=128, d_ff=1856,
+                       **nemotron_layers("MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"), ssm_heads=64,
+                       ssm_groups=8, ssm_chunk=128, ssm_dt_min=0.001, state_dtype="fp32", n_experts=128,
+                       experts_per_token=6, expert_d_ff=1856, n_shared_experts=1, shared_d_ff=3712,
+                       router="sigmoid", router_selection_bias=True, routed_scale=2.5), 31_577_937_344,
+           _HF + "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+           "23 Mamba-2, 6 attention (GQA 32/2, no RoPE) and 23 MoE layers: 128 squared-ReLU experts top-6, "
+           "sigmoid-routed with a selection bias, plus a shared one: 3,580,073,408 active."),
     Preset(ModelConfig(name="microgpt", vocab_size=28, context_length=16, d_model=16, n_layers=1, n_heads=4,
                        norm="rmsnorm", norm_affine=False, embed_norm=True, final_norm=False,
                        ffn="relu", bias=False, position="learned", tie_embeddings=False), 4_224,

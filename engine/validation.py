@@ -84,7 +84,7 @@ class FieldSpec:
             text = f"a comma-separated list, each {one.removeprefix('a ').removeprefix('an ')}"
             return text + (f", or null ({self.null})" if self.optional else "")
         if self.choices:
-            text = "one of " + ", ".join(self.choices)
+            text = "one of " + _choices_text(self.choices)
         elif self.type is bool:
             text = "true or false"
         elif self.lo is not None or self.hi is not None:
@@ -95,6 +95,18 @@ class FieldSpec:
         else:
             text = "a string" if self.type is str else f"a {self.type.__name__}"
         return text + (f", or null ({self.null})" if self.optional else "")
+
+
+def _choices_text(choices: tuple[str, ...]) -> str:
+    """The choices in words; every pairing "a+b" of two word lists (layer_types' attention beside a recurrent
+    mixer) is said once as the lists, not spelled out pair by pair."""
+    pairs = [c for c in choices if "+" in c]
+    firsts = list(dict.fromkeys(c.split("+")[0] for c in pairs))
+    seconds = list(dict.fromkeys(c.split("+")[1] for c in pairs))
+    if len(pairs) < 4 or len(pairs) != len(firsts) * len(seconds):
+        return ", ".join(choices)
+    singles = ", ".join(c for c in choices if "+" not in c)
+    return f"{singles}, or A+B side by side (A one of {', '.join(firsts)}; B one of {', '.join(seconds)})"
 
 
 def allowed_value(spec: FieldSpec, value: Any) -> bool:

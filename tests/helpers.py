@@ -59,11 +59,26 @@ def gdn_fields(draw) -> dict:
                 gdn_conv_kernel=draw(st.integers(1, 4)), gdn_chunk=draw(st.integers(1, 8)))
 
 
+@st.composite
+def ssm_fields(draw) -> dict:
+    """Mamba-2 and Mamba-1 sizes (used only when a layer_types entry is mamba2 / mamba1): groups dividing the heads."""
+    heads = draw(st.integers(1, 4))
+    return dict(ssm_state=draw(st.integers(1, 5)), ssm_conv_kernel=draw(st.integers(1, 4)),
+                ssm_conv_bias=draw(st.booleans()), ssm_proj_bias=draw(st.booleans()), ssm_chunk=draw(st.integers(1, 8)),
+                ssm_heads=heads, ssm_head_dim=draw(st.integers(1, 4)),
+                ssm_groups=draw(st.sampled_from([g for g in range(1, heads + 1) if heads % g == 0])),
+                ssm_gate=draw(st.sampled_from(FIELDS["ssm_gate"].choices)), ssm_dt_min=draw(st.floats(0, 0.1)),
+                ssm_dt_max=draw(st.none() | st.floats(1, 10)), ssm_in_scale=draw(st.floats(0.5, 2)),
+                ssm_proj_scales=draw(st.none() | st.lists(st.floats(0.5, 2), min_size=5, max_size=5).map(tuple)),
+                ssm_out_scale=draw(st.floats(0.5, 2)), ssm_inner=draw(st.none() | st.integers(1, 12)),
+                ssm_dt_rank=draw(st.none() | st.integers(1, 4)), ssm_dt_norm=draw(st.booleans()))
+
+
 def _mla_compatible(values: dict) -> dict:
     if values["kv_lora_rank"] is None:
         return values
     return dict(values, position="rope", n_kv_heads=None, head_dim=None, rope_fraction=1.0, attn_window=None,
-                qk_norm=False, attn_softcap=None, nope_layers=None, attn_sinks=False, attn_chunk=None,
+                qk_norm=False, attn_softcap=None, nope_layers=None, attn_sinks=False, attn_gate=None, attn_chunk=None,
                 attn_temperature=None)
 
 
@@ -75,8 +90,8 @@ def checkpoint_fields(draw) -> dict:
     return dict(ckpt_format=fmt, ckpt_bits=bits,
                 ckpt_group_size=draw(st.none() | st.integers(1, 256)),
                 ckpt_double_quant=fmt in ("bnb_nf4", "bnb_fp4") and draw(st.booleans()),
-                ckpt_keep=draw(st.none() | st.lists(st.sampled_from(FIELDS["ckpt_keep"].choices), max_size=3,
-                                                    unique=True).map(tuple)))
+                ckpt_keep=draw(st.none() | st.lists(st.sampled_from(FIELDS["ckpt_keep"].choices), min_size=1,
+                                                    max_size=3, unique=True).map(tuple)))
 
 
 @st.composite
@@ -86,7 +101,7 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
     divisors = [k for k in range(1, n_heads + 1) if n_heads % k == 0]
     opt = lambda s: st.none() | s  # noqa: E731
     values = dict(
-        name=draw(st.text(max_size=12)),
+        name=draw(st.text(min_size=1, max_size=12).filter(str.strip)),   # a config needs a label
         vocab_size=draw(st.integers(1, 40)), context_length=draw(st.integers(1, 12)),
         d_model=draw(st.integers(1, max_d)), n_layers=n_layers, n_heads=n_heads,
         n_kv_heads=draw(opt(st.sampled_from(divisors))), head_dim=draw(opt(st.integers(1, 8))),
@@ -115,7 +130,7 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
                                     max_size=n_layers).map(tuple))),
         state_dtype=draw(st.sampled_from((None,) + FIELDS["state_dtype"].choices)),
         attn_gate=draw(st.sampled_from((None,) + FIELDS["attn_gate"].choices)),
-        attn_chunk=draw(opt(st.integers(1, 6))), attn_temperature=draw(opt(st.floats(0.01, 1))),
+        attn_chunk=draw(st.integers(1, 6)), attn_temperature=draw(opt(st.floats(0.01, 1))),
         attn_temperature_floor=draw(st.integers(1, 8)), attn_temperature_one_based=draw(st.booleans()),
         attn_temperature_layers=draw(st.sampled_from(FIELDS["attn_temperature_layers"].choices)),
         embed_dropout=draw(st.booleans()),
@@ -123,10 +138,12 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
         nope_layers=draw(opt(st.lists(st.integers(1, n_layers), min_size=1, max_size=3).map(tuple))),
         head_bias=draw(st.booleans()), logit_scale=draw(st.floats(0.01, 4)), attn_sinks=draw(st.booleans()),
         swiglu_limit=draw(st.floats(0.5, 10)), swiglu_alpha=draw(st.floats(0.5, 2)),
-        mtp_depth=draw(opt(st.integers(1, 2))))
+        mtp_depth=draw(opt(st.integers(1, 2))), attn_out_scale=draw(st.floats(0.25, 2)),
+        ffn_gate_scale=draw(st.floats(0.25, 2)), ffn_out_scale=draw(st.floats(0.25, 2)),
+        embed_multiplier=draw(st.floats(0.25, 4)))
     values["norm_bias"] = values["norm"] == "layernorm" and draw(st.booleans())
     values.update(qk_norm_scope=draw(st.sampled_from(FIELDS["qk_norm_scope"].choices)), **draw(moe_fields()),
-                  **draw(mla_fields()), **draw(checkpoint_fields()), **draw(gdn_fields()))
+                  **draw(mla_fields()), **draw(gdn_fields()), **draw(ssm_fields()), **draw(checkpoint_fields()))
     values = _mla_compatible(values)
     assert set(values) == set(FIELDS), "a new field needs a strategy here"
     try:
@@ -150,7 +167,10 @@ RANGE_VALUES: dict[str, list] = {"rope_fraction": [1.0, 0.5], "n_kv_heads": [Non
                                  # of 4 (the 0.5 fraction here gives 2); both are held against transformers instead
                                  "rope_scaling": ["none", "linear", "llama3", "yarn"], "rope_factor": [1.0, 4.0],
                                  "layer_types": [None, ("sliding", "full"), ("gdn", "full"), ("full+gdn", "gdn"),
-                                                 ("chunked", "sliding")],
+                                                 ("chunked", "sliding"), ("mamba2", "full"), ("sliding+mamba2", "mamba1")],
+                                 "ssm_state": [128, 3], "ssm_head_dim": [64, 4], "ssm_chunk": [256, 3],
+                                 "attn_out_scale": [1.0, 0.5], "ffn_gate_scale": [1.0, 0.5],
+                                 "ffn_out_scale": [1.0, 2.0], "embed_multiplier": [1.0, 3.0],
                                  "gdn_v_heads": [None, 8], "gdn_conv_kernel": [4, 1], "gdn_chunk": [64, 5],
                                  "attn_temperature": [None, 0.5],
                                  "attn_scale": [None, 0.3],
@@ -276,100 +296,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-# ---- transformers' counts (used by the MoE and MLA preset tests; they importorskip transformers first) ----
-def hf_meta(config: dict):
-    """transformers' model of a config.json dict, built on the meta device (no memory)."""
-    import torch
-    import transformers
-
-    hf_config = transformers.AutoConfig.for_model(config["model_type"],
-                                                  **{k: v for k, v in config.items() if k != "model_type"})
-    with torch.device("meta"):
-        return transformers.AutoModelForCausalLM.from_config(hf_config)
-
-
-def hf_active(hf) -> int:
-    """transformers' total minus the routed-expert weights a token skips: (E - k) / E of each experts module."""
-    total = sum(p.numel() for p in hf.parameters())
-    k = hf.config.num_experts_per_tok
-    for layer in hf.model.layers:
-        experts = getattr(layer.mlp, "experts", None)
-        if experts is not None:
-            E = experts.num_experts
-            total -= sum(p.numel() for p in experts.parameters()) * (E - k) // E
-    return total
-
-
-# ---- HF parity: each case built once per module --------------------------------------------------------------
-class _Cases(dict):
-    """Builds a case when a test first asks for it, inside that test: a mutation tool that maps code to the tests
-    calling it then sees the conversion of case X under the first test that checks X (a module fixture building
-    every case up front ran all conversions under the module's first test, which checks only its own case)."""
-
-    def __init__(self, cases: dict, vocab: int, seq: int):
-        super().__init__()
-        self.cases, self.vocab, self.seq = cases, vocab, seq
-
-    def __missing__(self, name: str):
-        import torch
-
-        from engine.interop import from_transformers, hf_model_from_config, scramble_
-
-        i = list(self.cases).index(name)
-        model_type, config, *_ = self.cases[name]
-        torch.manual_seed(i)
-        hf = hf_model_from_config(model_type, config, attn_implementation="eager").eval()
-        scramble_(hf, seed=i)
-        idx = torch.randint(0, self.vocab, (2, self.seq), generator=torch.Generator().manual_seed(i))
-        self[name] = (hf, from_transformers(hf), idx)
-        return self[name]
-
-
-def convert_cases(cases: dict, vocab: int, seq: int) -> dict:
-    """name -> (HF model, our model, token ids) for cases {name: (model_type, config, ...)}: the HF model built
-    eager, every weight redrawn (seeded by the case's position), converted to ours, and a batch of 2 x `seq` ids;
-    each case built on first use."""
-    return _Cases(cases, vocab, seq)
-
-
-def assert_logits_match(case: tuple, tol: float):
-    """A converted case (HF model, ours, token ids): transformers' logits are non-trivial (some |z| > 1) and ours
-    equal them within `tol`; returns transformers' logits."""
-    import torch
-    hf, ours, idx = case
-    with torch.no_grad():
-        ref, got = hf(input_ids=idx).logits, ours(idx)
-    assert ref.abs().max() > 1.0
-    torch.testing.assert_close(got, ref, rtol=tol, atol=tol)
-    return ref
-
-
-def assert_same_weights(ref: dict, got: dict, family: str) -> None:
-    """Two HF state dicts hold the same tensors, bit for bit (Gemma's and Qwen3-Next's / Qwen3.5's norm gains
-    up to one ulp of 1 + w)."""
-    import torch
-    assert got.keys() == ref.keys()
-    for key in ref:
-        if family.startswith(("gemma", "qwen3_next", "qwen3_5")) and "norm" in key:
-            # Gemma stores w for a gain of (1 + w): (1 + w) - 1 is exact up to one ulp of 1 + w (< 4 here)
-            assert ref[key].abs().max() < 3
-            torch.testing.assert_close(got[key], ref[key], rtol=0, atol=2 ** -22)
-        else:
-            assert torch.equal(got[key], ref[key]), key
-
-
-def pairs_missing_from(hf, pairs: list) -> list[str]:
-    """The HF modules a weight mapping names that the transformers model lacks (each would be skipped silently
-    both ways)."""
-    sd = hf.state_dict()
-    modules = set(sd) | {k.rsplit(".", 1)[0] for k in sd}
-    return [p.hf for p in pairs if p.hf not in modules]
-
-
 # ---- hybrid layouts: mixtures of layer kinds (engine/layers/mixers.py), each held exactly by tests/test_hybrid.py ----
 # A new mixer kind adds its mixtures here; every closed form and measurement of test_hybrid.py then covers it.
 HYBRID_BASE = dict(GRID_SIZES, n_layers=4, position="rope", norm="rmsnorm", norm_bias=False, bias=False,
-                   ffn="swiglu", d_ff=24, gdn_chunk=4)
+                   ffn="swiglu", d_ff=24, gdn_chunk=4, ssm_head_dim=4, ssm_state=3, ssm_chunk=4, ssm_inner=12)
 HYBRIDS = {
     "qwen3-next 3:1, gated attention": dict(layer_types=("gdn", "gdn", "gdn", "full"), attn_gate="elementwise",
                                             qk_norm=True, rope_fraction=0.5, gdn_k_heads=2, gdn_v_heads=4),
@@ -393,48 +323,23 @@ HYBRIDS = {
     "parallel block, layernorm, dropout": dict(block="parallel", layer_types=("gdn", "full", "full+gdn", "gdn"),
                                                norm="layernorm", norm_bias=True, bias=True, dropout=0.1),
     "learned positions, no attention": dict(position="learned", layer_types=("gdn",) * 4, state_dtype="bf16"),
+    # Mamba-2 and Mamba-1 (engine/layers/mamba2.py, mamba1.py) in each family's layout
+    "nemotron-h: mamba2, attention, relu2 mlp, moe": dict(layer_types=("mamba2", "full", "none", "none"),
+                                                      ffn_types=("none", "none", "dense", "moe"), ffn="relu2",
+                                                      n_experts=4, ssm_groups=2, position="none"),
+    "granite 4.0-h: mamba2 groups, moe after every mixer": dict(
+        layer_types=("mamba2", "mamba2", "full", "mamba2"), n_experts=4, n_shared_experts=1, ssm_groups=4,
+        ssm_conv_bias=False, ssm_out_scale=0.5),
+    "falcon-h1: attention beside mamba2, multipliers": dict(
+        layer_types=("full+mamba2",) * 4, ssm_gate="gate_normed", ssm_in_scale=0.7, ssm_out_scale=1.3,
+        ssm_proj_scales=(0.5, 1.5, 2.0, 0.25, 3.0), ssm_proj_bias=True, ssm_dt_min=0.01, ssm_dt_max=5.0),
+    "bamba: mamba2 plain gate, fp32 state": dict(layer_types=("mamba2", "mamba2", "full", "mamba2"),
+                                                 ssm_gate="gate", ssm_conv_kernel=2, state_dtype="fp32"),
+    "jamba: mamba1, moe every other layer": dict(layer_types=("mamba1", "full", "mamba1", "mamba1"),
+                                                 ffn_types=("dense", "moe", "dense", "moe"), n_experts=4,
+                                                 ssm_dt_norm=True, ssm_dt_rank=2, position="none"),
 }
 
 
 def hybrid_configs() -> dict[str, ModelConfig]:
     return {name: ModelConfig(**{**HYBRID_BASE, **fields}) for name, fields in HYBRIDS.items()}
-def hf_language_counts(config: dict) -> tuple[int, int | None]:
-    """(total, active) parameters of the language model transformers builds from a config.json dict, on the meta
-    device: a multimodal file's text model and head (not its vision tower); active (None for a dense model) drops
-    (E - k) / E of every routed-experts module, k the text config's experts per token."""
-    import torch
-    import transformers
-
-    from engine.interop.hf_wrappers import WRAPPERS
-    cfg = transformers.AutoConfig.for_model(config["model_type"], **{k: v for k, v in config.items() if k != "model_type"})
-    auto = transformers.AutoModelForCausalLM
-    if type(cfg) in transformers.AutoModelForImageTextToText._model_mapping:
-        auto = transformers.AutoModelForImageTextToText
-    with torch.device("meta"):
-        model = auto.from_config(cfg)
-    wrapper = WRAPPERS.get(config["model_type"])
-    keep = lambda name: wrapper is None or name.startswith((wrapper.prefix, wrapper.head))  # noqa: E731
-    total = sum(p.numel() for n, p in model.named_parameters() if keep(n))
-    text = cfg.get_text_config()
-    k = next((getattr(text, a) for a in ("num_experts_per_tok", "moe_k") if isinstance(getattr(text, a, None), int)), 0)
-    skipped = 0
-    for name, module in model.named_modules():
-        if name.endswith(".experts") and keep(name + "."):
-            params = list(module.parameters())
-            experts = params[0].shape[0]
-            skipped += sum(p.numel() for p in params) * (experts - k) // experts
-    return total, (total - skipped if skipped else None)
-
-
-def assert_both_attention_paths_match(ours, idx, ref, atol: float = 1e-5) -> None:
-    """Our logits equal `ref` (a transformers model's, non-trivial ones) through SDPA and through the explicit
-    softmax path alike."""
-    import torch
-    assert ref.abs().max() > 1.0
-    for impl in ("sdpa", "explicit"):
-        ours.set_attention(impl)
-        try:
-            with torch.no_grad():
-                torch.testing.assert_close(ours(idx), ref, rtol=1e-5, atol=atol)
-        finally:
-            ours.set_attention("sdpa")

@@ -122,7 +122,7 @@ def test_url_fuzz_every_page(new_app, page, case):
     shown = messages(at)
     for name in URL_NAMES[case]:
         assert name in shown, (name, shown)
-    assert max(len(w.value) for w in at.warning) < 500   # a 5,000-character value is not echoed whole
+    assert not any("9" * 100 in w.value for w in at.warning)   # a 5,000-character value is not echoed whole
     cfg = at.session_state["cfg"]   # the bad keys are dropped, the rest of the link applies
     assert cfg.n_layers == (3 if case == "rules" else 12) and cfg.position == ("rope" if case == "rules"
                                                                               else "learned")

@@ -90,7 +90,7 @@ def test_a_nemotron_file_with_infinity_is_read():
 @pytest.mark.parametrize("name", sorted(n for n in INDEX if INDEX[n]["hf_params"] is not None))
 def test_stored_counts_are_transformers_counts(name):
     pytest.importorskip("transformers", minversion="5.0")
-    from tests.helpers import hf_language_counts
+    from tests.hf_checks import hf_language_counts
     assert hf_language_counts(_load(name)) == (INDEX[name]["hf_params"], INDEX[name]["hf_active"])
 
 

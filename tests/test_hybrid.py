@@ -103,7 +103,10 @@ def test_rules_name_the_field(changes, message):
 
 
 def test_gdn_rule_applies_only_when_a_layer_is_gdn():
-    ModelConfig(**{**HYBRID_BASE, "gdn_k_heads": 3, "gdn_v_heads": 4})   # unused: no problem
+    cfg = ModelConfig(**{**HYBRID_BASE, "gdn_k_heads": 3, "gdn_v_heads": 4})   # unused: no problem
+    assert not cfg.uses("gdn")
+    with pytest.raises(ConfigError, match="gdn_v_heads: 4 is not a multiple of gdn_k_heads=3"):
+        cfg.replace(layer_types=("gdn", "full", "full", "full"))
 
 
 def test_deploy_plan_holds_the_attention_kv_and_the_recurrent_state():

@@ -9,7 +9,7 @@ transformers = pytest.importorskip("transformers", minversion="5.0")
 
 from engine.budget.params import count_params  # noqa: E402
 from engine.interop.weights import ours_to_hf, pairs_for  # noqa: E402
-from tests.helpers import (assert_both_attention_paths_match, assert_same_weights, convert_cases,  # noqa: E402
+from tests.hf_checks import (assert_both_attention_paths_match, assert_same_weights, convert_cases,  # noqa: E402
                            pairs_missing_from)
 from engine.layers.position import alibi_slopes  # noqa: E402
 

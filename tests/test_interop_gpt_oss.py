@@ -13,7 +13,7 @@ from engine.interop import (from_transformers, hf_model_from_config, scramble_, 
                             to_transformers)
 from engine.interop.hf_config import import_hf_config  # noqa: E402
 from engine.interop.hf_gpt_oss import gpt_oss_pairs  # noqa: E402
-from tests.helpers import assert_same_weights, hf_active, hf_meta, pairs_missing_from  # noqa: E402
+from tests.hf_checks import assert_same_weights, hf_active, hf_meta, pairs_missing_from  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 V, T = 97, 20

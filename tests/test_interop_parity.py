@@ -10,7 +10,7 @@ import torch
 transformers = pytest.importorskip("transformers", minversion="5.0")
 
 from engine.budget.params import count_params  # noqa: E402
-from tests.helpers import assert_logits_match, assert_same_weights, convert_cases  # noqa: E402
+from tests.hf_checks import assert_logits_match, assert_same_weights, convert_cases  # noqa: E402
 from engine.interop import to_hf_config, to_transformers  # noqa: E402
 from engine.model import build_model  # noqa: E402
 

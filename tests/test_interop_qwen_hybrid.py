@@ -11,7 +11,7 @@ from engine.config import ConfigError, ModelConfig  # noqa: E402
 from engine.interop import from_hf_config, hf_model_from_config, scramble_, to_hf_config, to_transformers  # noqa: E402
 from engine.interop.weights import pairs_for  # noqa: E402
 from engine.runtime import DTYPE_BYTES, TORCH_DTYPES  # noqa: E402
-from tests.helpers import assert_logits_match, assert_same_weights, convert_cases, pairs_missing_from  # noqa: E402
+from tests.hf_checks import assert_logits_match, assert_same_weights, convert_cases, pairs_missing_from  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 V, T = 97, 21

@@ -13,7 +13,7 @@ from engine.budget.params import count_params  # noqa: E402
 from engine.interop import to_hf_config, to_transformers  # noqa: E402
 from engine.interop.hf_wrappers import WRAPPERS, language_state  # noqa: E402
 from engine.interop.weights import ours_to_hf, pairs_for  # noqa: E402
-from tests.helpers import (assert_both_attention_paths_match, assert_same_weights, convert_cases,  # noqa: E402
+from tests.hf_checks import (assert_both_attention_paths_match, assert_same_weights, convert_cases,  # noqa: E402
                            pairs_missing_from)
 
 transformers.logging.set_verbosity_error()

@@ -13,7 +13,7 @@ def axes_named(fig) -> bool:
 def test_marked_activations_figure_plots_engine_curves_and_marks():
     curves = lecture.dense_activation_table(-2, 2, 9)
     fig = charts.marked_activations_figure(curves, (-1.0, 2.0))
-    assert [t.name for t in fig.data] == ["relu", "gelu", "gelu_tanh", "silu"]
+    assert [t.name for t in fig.data] == ["relu", "gelu", "gelu_tanh", "silu", "relu2"]
     assert list(fig.data[1].y) == curves["gelu"] and len(fig.layout.shapes) == 2 and axes_named(fig)
 
 

@@ -15,8 +15,8 @@ from engine.presets import PRESETS
 
 transformers = pytest.importorskip("transformers", minversion="5.0")
 from engine.interop import from_hf_config  # noqa: E402
-from tests.helpers import hf_active as _hf_active  # noqa: E402
-from tests.helpers import hf_meta as _hf_meta  # noqa: E402
+from tests.hf_checks import hf_active as _hf_active  # noqa: E402
+from tests.hf_checks import hf_meta as _hf_meta  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "hf_configs"
 PUBLISHED = json.loads((DATA / "deepseek-v3.json").read_text())

@@ -123,6 +123,17 @@ KNOBS = {
         "router_group_topk": ({"router_groups": 2}, 2), "routed_scale": ({}, 2.5),
         "router_group_score": ({"router_groups": 2, "router_group_topk": 1}, "max"),
         "expert_bias": ({}, True), "router_scales_input": ({}, True)}.items()},
+    "attn_out_scale": ({}, 0.5), "ffn_gate_scale": ({"ffn": "swiglu"}, 0.5), "ffn_out_scale": ({}, 2.0),
+    "embed_multiplier": ({}, 3.0),
+    **{name: ({"layer_types": ("mamba2", "full"), "ssm_head_dim": 4, "ssm_state": 3, **extra}, value)
+       for name, (extra, value) in {
+        "ssm_conv_bias": ({}, False), "ssm_conv_kernel": ({}, 2), "ssm_dt_max": ({}, 0.2),
+        "ssm_dt_min": ({}, 0.2), "ssm_gate": ({}, "gate"), "ssm_groups": ({"ssm_heads": 4}, 2),
+        "ssm_head_dim": ({}, 2), "ssm_heads": ({}, 2), "ssm_in_scale": ({}, 0.5), "ssm_out_scale": ({}, 2.0),
+        "ssm_proj_bias": ({}, True), "ssm_proj_scales": ({}, (0.5, 1.5, 2.0, 0.25, 3.0)),
+        "ssm_state": ({}, 5)}.items()},
+    **{name: ({"layer_types": ("mamba1", "full"), "ssm_inner": 12, "ssm_state": 3, **extra}, value)
+       for name, (extra, value) in {"ssm_dt_norm": ({}, True), "ssm_dt_rank": ({}, 3), "ssm_inner": ({}, 8)}.items()},
     "kv_lora_rank": ({"position": "rope"}, 8),
     "ffn_types": ({}, ("dense", "none")), "attn_gate": ({}, "elementwise"),
     **{name: ({"layer_types": ("gdn", "full")}, value) for name, value in {
@@ -134,10 +145,10 @@ KNOBS = {
         "rope_mscale_all_dim": ({"rope_scaling": "yarn", "rope_factor": 4.0}, 0.707)}.items()}}
 # training-only (the router losses' weights, tested in test_moe.py), zero at init (DeepSeek's selection bias) or
 # counted apart and never built (the multi-token-prediction modules, tested in test_mtp.py); decode caches only
-# (state_dtype) or the same result computed another way (gdn_chunk), both tested in test_gdn.py; how the published
+# (state_dtype) or the same result computed another way (gdn_chunk, ssm_chunk: test_gdn.py, test_mamba2.py); how the published
 # checkpoint stores its weights (ckpt_*: bytes on disk, not the forward; engine/checkpoint.py's tests)
 NOT_IN_FORWARD = {"name", "dropout", "embed_dropout", "aux_loss_coef", "z_loss_coef", "router_selection_bias",
-                  "selection_bias_parameter", "mtp_depth", "state_dtype", "gdn_chunk", "ckpt_format", "ckpt_bits",
+                  "selection_bias_parameter", "mtp_depth", "state_dtype", "gdn_chunk", "ssm_chunk", "ckpt_format", "ckpt_bits",
                   "ckpt_group_size", "ckpt_double_quant", "ckpt_keep"}
 
 
@@ -394,7 +405,8 @@ def test_every_valid_config_builds_runs_and_trains(cfg):
     out = model(idx)
     assert out.shape == (2, T, cfg.vocab_size) and out.isfinite().all()
     out.square().mean().backward()
-    assert all(p.grad is not None for p in model.parameters())    # every built parameter is used
+    # every built trainable parameter is used (a frozen one, e.g. a stored selection bias, gets no gradient)
+    assert all(p.grad is not None for p in model.parameters() if p.requires_grad)
     model.eval()
     with torch.no_grad():
         cache = KVCache(cfg.n_layers)

@@ -12,8 +12,8 @@ from engine.budget.params import count_params  # noqa: E402
 from engine.cli import main  # noqa: E402
 from engine.config import ModelConfig  # noqa: E402
 from engine.presets import PRESETS  # noqa: E402
-from tests.helpers import hf_active as _hf_active  # noqa: E402
-from tests.helpers import hf_meta as _hf_meta  # noqa: E402
+from tests.hf_checks import hf_active as _hf_active  # noqa: E402
+from tests.hf_checks import hf_meta as _hf_meta  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 DATA = Path(__file__).parent / "data" / "hf_configs"

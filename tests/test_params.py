@@ -36,6 +36,11 @@ def component_of(name: str) -> str:
         module = path[path.index("gdn") + 1]
         return ("gdn_in_proj" if module.startswith("in_proj") else
                 {"out_proj": "gdn_out_proj", "conv1d": "gdn_conv"}.get(module, "gdn_gates"))
+    if "mamba" in path:   # Mamba-2 / Mamba-1: projections, conv, per-head (per-channel) A, D, dt, their norms
+        module = path[path.index("mamba") + 1]
+        return {"in_proj": "ssm_in", "out_proj": "ssm_out", "conv1d": "ssm_conv", "x_proj": "ssm_dt_bc",
+                "dt_proj": "ssm_dt_bc", "norm": "ssm_norm", "dt_norm": "ssm_norm", "b_norm": "ssm_norm",
+                "c_norm": "ssm_norm"}.get(module, "ssm_heads")
     if "ffn" in path:
         sub = path[path.index("ffn") + 1]
         return {"router": "router", "experts": "routed_experts", "shared": "shared_experts",
@@ -93,7 +98,7 @@ def test_every_choice_combination_counts_exactly():
     for cfg in choice_configs():
         check(cfg)
         n += 1
-    assert n == 2 * len(FIELDS["norm_placement"].choices) * 3 * 9 * len(FIELDS["position"].choices) * 3
+    assert n == 2 * len(FIELDS["norm_placement"].choices) * 3 * 10 * len(FIELDS["position"].choices) * 3
 
 
 BOOLEANS = ("norm_bias", "norm_affine", "embed_norm", "final_norm", "qk_norm", "tie_embeddings", "bias",

@@ -11,7 +11,7 @@ from engine.budget.params import count_params
 from engine.cli import main
 from engine.interop.hf_config import import_hf_config
 from engine.presets import PRESETS
-from tests.helpers import hf_active, hf_meta
+from tests.hf_checks import hf_active, hf_meta
 
 DATA = Path(__file__).parent / "data" / "hf_configs"
 # preset -> (file, total, active) re-derived from the published config.json with transformers 5.24

@@ -17,6 +17,7 @@ import torch
 from engine.config import FIELDS
 from engine.layers.position import sinusoidal_table
 from engine.model import build_model
+from tests import ssm_reference
 from tests.helpers import AXES, hybrid_configs, make, variant_configs
 from tests.reference_mixers import gdn_reference
 
@@ -24,7 +25,7 @@ ROOT2, C = math.sqrt(2.0), math.sqrt(2.0 / math.pi)
 REF_ACT = {"relu": lambda x: x.clamp_min(0),
            "gelu": lambda x: 0.5 * x * (1 + torch.erf(x / ROOT2)),
            "gelu_tanh": lambda x: 0.5 * x * (1 + torch.tanh(C * (x + 0.044715 * x ** 3))),
-           "silu": lambda x: x / (1 + torch.exp(-x))}
+           "silu": lambda x: x / (1 + torch.exp(-x)), "relu2": lambda x: x.clamp_min(0) ** 2}
 REF_GATE = {"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh", "reglu": "relu"}
 REF_CLAMPED = ("swiglu_clamped",)   # gpt-oss: g' = min(g, L), u' = clamp(u, -L, L); g' sigmoid(alpha g') (u' + 1)
 REF_NORMS = ("layernorm", "rmsnorm")
@@ -32,8 +33,8 @@ REF_POSITIONS = ("learned", "sinusoidal", "rope", "none")
 REF_PLACEMENTS = ("pre", "post", "sandwich", "post_branch")
 REF_BLOCKS = ("serial", "parallel")
 REF_QK_SCOPES = {"head": "head", "all_heads": "projection", "rope_heads": "rotating heads, no gain"}
-REF_MIXERS = ("full", "sliding", "chunked", "gdn")          # a layer's parts: softmax attention or Gated DeltaNet
-REF_LAYER_TYPES = REF_MIXERS + ("none", "full+gdn", "sliding+gdn", "chunked+gdn")   # a word, none, or two side by side
+REF_MIXERS = ("full", "sliding", "chunked", "gdn", "mamba2", "mamba1")   # a layer's parts: attention or recurrent
+REF_LAYER_TYPES = REF_MIXERS + ("none",) + tuple(f"{a}+{r}" for a in REF_MIXERS[:3] for r in REF_MIXERS[3:])
 REF_FFN_TYPES = ("dense", "moe", "none")
 REF_GATES = ("elementwise", "head")
 # choices that do not change a forward pass: the dtype a decode cache keeps a recurrent state in, and how the
@@ -54,7 +55,7 @@ HANDLED = {"ffn": set(REF_ACT) | set(REF_GATE) | set(REF_CLAMPED), "norm": set(R
            "norm_placement": set(REF_PLACEMENTS), "block": set(REF_BLOCKS), "qk_norm_scope": set(REF_QK_SCOPES),
            "router": set(REF_ROUTERS), "layer_types": set(REF_LAYER_TYPES), "rope_scaling": {"none"},
            "router_group_score": set(REF_GROUP_SCORES), "ffn_types": set(REF_FFN_TYPES), "attn_gate": set(REF_GATES),
-           "attn_temperature_layers": {"all", "nope"}}
+           "attn_temperature_layers": {"all", "nope"}, "ssm_gate": set(ssm_reference.SSM_GATES)}
 CONFIGS = variant_configs()
 HYBRIDS = hybrid_configs()
 MOE = dict(n_experts=4, experts_per_token=2, expert_d_ff=8)
@@ -160,10 +161,11 @@ def _attention(cfg, sd, name, x, layer):
     out = torch.cat(heads, -1)
     if cfg.attn_gate == "elementwise":                        # one sigmoid gate per output dimension
         out = out * torch.sigmoid(_linear(sd, name + ".g_proj", x))
-    return _linear(sd, name + ".o_proj", out)
+    return _linear(sd, name + ".o_proj", out) * cfg.attn_out_scale
 
 
 def _gated(cfg, g, u):
+    g = g * cfg.ffn_gate_scale                                # act(s g) u (Falcon-H1's gate multiplier)
     if cfg.ffn in REF_CLAMPED:
         lim = cfg.swiglu_limit
         g, u = torch.where(g > lim, lim, g), torch.where(u > lim, lim, torch.where(u < -lim, -lim, u))
@@ -237,14 +239,16 @@ def _block(cfg, sd, b, x, layer):
     mixers = {"full": lambda h: _attention(cfg, sd, b + ".attn", h, layer),
               "sliding": lambda h: _attention(cfg, sd, b + ".attn", h, layer),
               "chunked": lambda h: _attention(cfg, sd, b + ".attn", h, layer),
-              "gdn": lambda h: gdn_reference(cfg, sd, b + ".gdn", h)}
+              "gdn": lambda h: gdn_reference(cfg, sd, b + ".gdn", h),
+              "mamba2": lambda h: ssm_reference.mamba2(cfg, sd, b + ".mamba", h),
+              "mamba1": lambda h: ssm_reference.mamba1(cfg, sd, b + ".mamba", h)}
     A = lambda h: sum(mixers[part](h) for part in parts)  # noqa: E731
     if cfg.ffn_types is not None:
         kind = cfg.ffn_types[layer]
     else:
         moe = cfg.n_experts is not None and layer >= (cfg.moe_first_dense or 0) and (layer + 1) % cfg.moe_every == 0
         kind = "moe" if moe else "dense"
-    F = lambda h: (_moe if kind == "moe" else _ffn)(cfg, sd, b + ".ffn", h)  # noqa: E731
+    F = lambda h: (_moe if kind == "moe" else _ffn)(cfg, sd, b + ".ffn", h) * cfg.ffn_out_scale  # noqa: E731
     if not parts or kind == "none":                           # a serial layer with one branch: only that step
         return _one_branch(cfg, sd, b, x, A if parts else F, "attn" if parts else "ffn")
     N = lambda n, h: _norm(cfg, sd, f"{b}.{n}", h)  # noqa: E731
@@ -285,6 +289,7 @@ def reference_logits(cfg, sd, idx):
     x = sd["tok_emb.weight"][idx]
     if cfg.embed_scale:
         x = x * math.sqrt(cfg.d_model)
+    x = x * cfg.embed_multiplier
     if cfg.position == "learned":
         x = x + sd["pos_emb.weight"][:T]
     elif cfg.position == "sinusoidal":

@@ -61,6 +61,8 @@ COMPONENT_GROUP: dict[str, str] = {
     "attention_gate": "attention",
     # recurrent mixers (engine/layers/mixers.py) take the colour of the token mixer they replace
     "gdn_in_proj": "attention", "gdn_conv": "attention", "gdn_gates": "attention", "gdn_out_proj": "attention",
+    "ssm_in": "attention", "ssm_conv": "attention", "ssm_dt_bc": "attention", "ssm_heads": "attention",
+    "ssm_norm": "attention", "ssm_out": "attention",
 }
 LABELS: dict[str, str] = {
     "token_embedding": "token embedding", "positions": "learned positions", "attention_q": "q projection",
@@ -71,6 +73,8 @@ LABELS: dict[str, str] = {
     "attention_gate": "attention output gate", "gdn_in_proj": "Gated DeltaNet in_proj",
     "gdn_conv": "Gated DeltaNet conv", "gdn_gates": "Gated DeltaNet decay, write gates and norm",
     "gdn_out_proj": "Gated DeltaNet out_proj",
+    "ssm_in": "Mamba in_proj", "ssm_conv": "Mamba conv", "ssm_dt_bc": "Mamba x_proj and dt_proj",
+    "ssm_heads": "Mamba A, D and dt bias", "ssm_norm": "Mamba norms", "ssm_out": "Mamba out_proj",
     "embeddings": "embeddings", "attention": "attention", "output_head_group": "output head",
 }
 FONT = dict(size=14)

@@ -77,11 +77,11 @@ def pure_policy(dtype: str) -> str:
 
 
 def kv_cache_layers(cfg: ModelConfig, batch: int, tokens: int) -> list[tuple[int, int]]:
-    """What each layer caches as keys and values for `batch` sequences after `tokens` positions, one entry per
-    layer: (values held, values per cached vector). The one path every KV figure takes (this module's bytes, the
-    planner's per-GPU and quantized caches, the serving answers of engine/plan/serve.py): window layers hold only
-    the last `window` tokens, an MLA layer the latent and the shared rotary key (each mixer kind's kv_bytes); a
-    layer without softmax attention holds 0 values (its fixed state is state_bytes)."""
+    """What each layer caches for `batch` sequences after `tokens` positions, one entry per layer: (values held,
+    values per cached vector). The one path every KV figure takes (this module's bytes, the planner's per-GPU and
+    quantized caches, the serving answers of engine/plan/serve.py): each layer's mixers say what they hold (a
+    window layer only the last `window` tokens, a chunked layer its chunk, an MLA layer the latent and the shared
+    rotary key, a recurrent mixer nothing: its state is state_bytes)."""
     width = cfg.kv_lora_rank + cfg.qk_rope_head_dim if cfg.mla else cfg.head_width
     return [(sum(m.kv_bytes(cfg, spec, batch, tokens, 1) for m in spec_mixers(spec)), width)
             for spec in cfg.layer_specs]

@@ -52,6 +52,10 @@ _READERS.update(_RECENT_MOE_READERS)
 from engine.interop.hf_llama4 import READERS as _LLAMA4_READERS  # noqa: E402
 
 _READERS.update(_LLAMA4_READERS)
+import engine.interop.hf_ssm_defaults  # noqa: E402,F401  (registers the families' defaults)
+from engine.interop.hf_ssm import READERS as _SSM_READERS  # noqa: E402
+
+_READERS.update(_SSM_READERS)
 # a multimodal wrapper imports when its text model's family does
 FAMILIES = tuple(_READERS) + tuple(w for w, spec in WRAPPERS.items() if spec.text_type in _READERS)
 

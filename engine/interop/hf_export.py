@@ -136,6 +136,9 @@ _WRITERS.update(_RECENT_WRITERS)
 from engine.interop.hf_llama4 import WRITERS as _LLAMA4_WRITERS  # noqa: E402
 
 _WRITERS.update(_LLAMA4_WRITERS)
+from engine.interop.hf_ssm_export import WRITERS as _SSM_WRITERS  # noqa: E402
+
+_WRITERS.update(_SSM_WRITERS)
 
 
 def hf_problems(cfg: ModelConfig, model_type: str) -> tuple[dict[str, Any], list[str]]:

@@ -34,9 +34,11 @@ class _Writer:
                softcaps: bool = False, moe: bool = False, qk_scope: str = "head", mla: bool = False,
                sinks: bool = False, mtp: bool = False, hybrid: bool = False, gate: str | None = None,
                nope: bool = False, chunk: bool = False, temperature: bool = False, scales_input: bool = False,
-               selection_param: bool = False, local_rope: bool = False, embed_dropout: bool = True) -> None:
+               selection_param: bool = False, local_rope: bool = False, embed_dropout: bool = True,
+               scales: bool = False) -> None:
         """What every supported family shares (a final norm, no embedding norm, learned gains) and the
-        features only some have, off unless the family passes them."""
+        features only some have, off unless the family passes them: hybrid layer kinds (layer_types beyond
+        attention, ffn_types), and the branch, embedding and logit multipliers (scales)."""
         c = self.cfg
         if not hybrid:
             self.check(not c.hybrid, "layer_types", "every layer is softmax attention and an FFN")
@@ -52,6 +54,9 @@ class _Writer:
             self.need("selection_bias_parameter", False, "the selection bias is a buffer")
         if embed_dropout:
             self.check(c.embed_dropout or c.dropout == 0, "embed_dropout", "its dropout also drops embeddings")
+        if not scales:
+            for field in ("attn_out_scale", "ffn_gate_scale", "ffn_out_scale", "embed_multiplier"):
+                self.need(field, 1.0, "no multipliers on the branches or the embedding")
         if not moe:
             self.need("n_experts", None, "a dense family")
         if not mla:
@@ -69,7 +74,8 @@ class _Writer:
             self.check(norm_has_bias(self.cfg), "norm_bias", "its LayerNorms have a bias")
         self.need("embed_scale", embed_scale)
         self.need("head_bias", False, "no bias on the output head")
-        self.need("logit_scale", 1.0, "logits are not rescaled")
+        if not scales:
+            self.need("logit_scale", 1.0, "logits are not rescaled")
         self.need("qk_norm", qk_norm)
         self.need("attn_sinks", sinks, "no attention sinks" if not sinks else "")
         if not local_rope:

@@ -9,6 +9,7 @@ tensors (Gemma's norm offset up to float rounding of (1 + w) - 1):
   concat_t  GPT-2's fused c_attn: [q | k | v] along the output dim, Conv1D-transposed
   rows_*    Phi-3's fused nn.Linear outputs: qkv_proj rows [q | k | v], gate_up_proj rows [gate | up]
   halves    MoE experts' fused gate_up_proj [E, 2f, d]: gate rows, then up rows (engine/interop/hf_moe.py)
+  rows_halves  Granite's fused shared MLP input_linear [2s, d]: gate rows, then up rows (hf_ssm_pairs.py)
   interleaved  gpt-oss's gate_up_proj [E, d, 2f] (bias [E, 2f]): gate even, up odd columns; experts_t [E, f, d]
   halves_t  Llama 4's gate_up_proj [E, d, 2f]: gate columns, then up columns
   row       ERNIE's selection bias [1, E] as our [E]
@@ -149,11 +150,15 @@ def pairs_for(cfg: ModelConfig, family: str) -> list[Pair]:
     from engine.interop.hf_moe import READERS, moe_pairs
     from engine.interop.hf_deepseek import deepseek_pairs
     from engine.interop.hf_gpt_oss import gpt_oss_pairs
+    from engine.interop.hf_ssm import READERS as SSM_READERS
+    from engine.interop.hf_ssm_pairs import ssm_pairs
     from engine.interop.hf_llama4 import llama4_pairs
     from engine.interop.hf_recent_moe import READERS as RECENT_MOE, recent_moe_pairs
     from engine.interop.hf_qwen_hybrid import CODECS, qwen_hybrid_pairs, WRITERS as QWEN_HYBRID
     _CODECS.update(CODECS)
-    if family in QWEN_HYBRID:
+    if family in SSM_READERS:
+        pairs = ssm_pairs(cfg, family)
+    elif family in QWEN_HYBRID:
         pairs = qwen_hybrid_pairs(cfg, family)
     elif family in RECENT_MOE and family != "qwen3_vl_moe_text":
         pairs = recent_moe_pairs(cfg, family)
@@ -222,6 +227,8 @@ def _split(codec: str, t: Tensor, cfg: ModelConfig) -> list[Tensor]:
         return [x.transpose(1, 2).contiguous() for x in t.chunk(2, dim=2)]
     if codec == "row":
         return [t.reshape(-1)]
+    if codec == "rows_halves":
+        return [x.contiguous() for x in t.chunk(2, dim=0)]
     if codec in ("interleaved", "experts_t"):   # gpt-oss stores [E, in, out]; a bias [E, 2f] is only split
         parts = (t[..., ::2], t[..., 1::2]) if codec == "interleaved" else (t,)
         return [(x.transpose(1, 2) if x.ndim == 3 else x).contiguous() for x in parts]
@@ -249,7 +256,7 @@ def _join(codec: str, ts: list[Tensor], cfg: ModelConfig) -> Tensor:
         return ts[0].t().contiguous()
     if codec == "offset":
         return ts[0] - 1
-    if codec in _ROWS:
+    if codec in _ROWS or codec == "rows_halves":
         return torch.cat(ts)
     if codec == "halves":
         return torch.cat(ts, dim=1)

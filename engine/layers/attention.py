@@ -64,6 +64,9 @@ class AttentionKnobs(Knobs):
                                     "before o_proj, one gate per dimension (elementwise: Qwen3-Next, Qwen3.5) or "
                                     "per head (Qiu et al. 2025, gated attention).", choices=("elementwise", "head"),
                                     null="no gate")
+    attn_out_scale: float = declare(1.0, "attention", "The attention output (after o_proj) is scaled by this before "
+                                    "the residual add (Falcon-H1: attention_in x attention_out multipliers; Granite "
+                                    "residual_multiplier).", lo=0, lo_open=True)
 
     @property
     def kv_heads(self) -> int:
@@ -162,6 +165,7 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(cfg.d_model, cfg.kv_width, bias=qkv_bias)
         self.o_proj = nn.Linear(cfg.attn_width, cfg.d_model, bias=cfg.bias)
         self.gate = cfg.attn_gate   # None, "elementwise" (one gate per output dimension) or "head"
+        self.out_scale = cfg.attn_out_scale
         gates = cfg.attn_width if cfg.attn_gate == "elementwise" else cfg.n_heads
         self.g_proj = nn.Linear(cfg.d_model, gates, bias=qkv_bias) if cfg.attn_gate else None
         # all_heads (OLMoE): one norm over the whole projection, before it is split into heads
@@ -229,7 +233,8 @@ class Attention(nn.Module):
             g = torch.sigmoid(self.g_proj(x))                                          # [B, T, A] or [B, T, H]
             y = y * g if self.gate == "elementwise" else (y.view(B, T, self.n_heads, self.hd) * g[..., None]).view(
                 B, T, self.n_heads * self.hd)
-        return self.o_proj(y)                                                          # [B, T, d_model]
+        out = self.o_proj(y)                                                           # [B, T, d_model]
+        return out * self.out_scale if self.out_scale != 1.0 else out
 
     def _explicit(self, q, k, v, allowed: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         group = self.n_heads // self.kv_heads

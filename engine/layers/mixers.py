@@ -22,6 +22,8 @@ from engine.layers.attention import (Attention, attention_matmul_params, attenti
                                      kv_bytes, score_flops)
 from engine.layers.gdn import GDNMixer
 from engine.layers.kinds import FFN_KINDS, LayerSpec, Mixer
+from engine.layers.mamba1 import Mamba1Mixer
+from engine.layers.mamba2 import Mamba2Mixer
 from engine.layers.mla import MLA, mla_kv_bytes, mla_matmul_params, mla_params, mla_saved_bytes
 from engine.layers.span import Chunk, keys_seen, query_key_pairs
 from engine.validation import Knobs, declare
@@ -63,7 +65,7 @@ class AttentionMixer(Mixer):
 
 
 # The registry: kind -> its Mixer. A new kind is one line here (and its Knobs in engine/config.py FAMILIES).
-MIXERS: dict[str, Mixer] = {m.name: m for m in (AttentionMixer(), GDNMixer())}
+MIXERS: dict[str, Mixer] = {m.name: m for m in (AttentionMixer(), GDNMixer(), Mamba2Mixer(), Mamba1Mixer())}
 WORDS: dict[str, str] = {w: m.name for m in MIXERS.values() for w in m.words}   # layer_types word -> kind
 RECURRENT_WORDS = tuple(w for w, kind in WORDS.items() if MIXERS[kind].recurrent)
 # attention beside a recurrent mixer in one layer, outputs added (Falcon-H1: attention and Mamba-2)
@@ -132,7 +134,9 @@ class LayerKnobs(Knobs):
         for name in ("layer_types", "ffn_types"):
             value = getattr(c, name)
             if ok(name, "n_layers") and value is not None and len(value) != c.n_layers:
-                out.append(f"{name}: {len(value)} entries for n_layers={c.n_layers}")
+                n = len(value)
+                out.append(f"{name}: {n} {'entry' if n == 1 else 'entries'} for n_layers={c.n_layers}; give one "
+                           "per layer, or null")
         if not ok("layer_types", "ffn_types", "n_layers") or any(p.startswith(("layer_types:", "ffn_types:"))
                                                                  for p in out):
             return out

@@ -125,7 +125,7 @@ class MLA(nn.Module):
         self.H, self.r, self.dn, self.dr, self.dv = H, cfg.kv_lora_rank, cfg.qk_nope_head_dim, \
             cfg.qk_rope_head_dim, cfg.v_head_dim
         self.interleave, self.dropout = cfg.mla_rope_interleave, cfg.dropout
-        self.scale = mla_softmax_scale(cfg)
+        self.scale, self.out_scale = mla_softmax_scale(cfg), cfg.attn_out_scale
         if cfg.q_lora_rank is None:
             self.q_proj = nn.Linear(d, H * cfg.qk_head_dim, bias=False)
             self.q_a = self.q_norm = self.q_b = None
@@ -194,7 +194,8 @@ class MLA(nn.Module):
             mask = None if cache is None else visible(pos, k_pos, None)
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=cache is None, scale=self.scale,
                                                dropout_p=self.dropout if self.training else 0.0)
-        return self.o_proj(y.transpose(1, 2).reshape(B, T, self.H * self.dv))   # [B, T, d_model]
+        out = self.o_proj(y.transpose(1, 2).reshape(B, T, self.H * self.dv))    # [B, T, d_model]
+        return out * self.out_scale if self.out_scale != 1.0 else out
 
 
 def mla_softmax_scale(cfg: ModelConfig) -> float:

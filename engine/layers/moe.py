@@ -232,7 +232,8 @@ class Experts(nn.Module):
 class MoE(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.n_experts, self.k, self.scale_input = cfg.n_experts, cfg.experts_per_token, cfg.router_scales_input
+        self.n_experts, self.k = cfg.n_experts, cfg.experts_per_token
+        self.scale_input, self.out_scale = cfg.router_scales_input, cfg.ffn_out_scale
         self.aux_coef, self.z_coef = cfg.aux_loss_coef, cfg.z_loss_coef
         self.router = Router(cfg)
         self.experts = Experts(cfg)
@@ -279,7 +280,8 @@ class MoE(nn.Module):
         self.load, self.choice = counts.detach(), idx.detach()
         self.aux_loss = balance_loss(logits, idx, self.n_experts) if self.training and not x.is_meta else None
         self.z_loss = z_loss(logits) if self.training and not x.is_meta else None
-        return y.reshape(shape)
+        s = self.out_scale
+        return (y * s if s != 1.0 else y).reshape(shape)
 
     def regularizer(self) -> torch.Tensor:
         """aux_loss_coef * load-balancing loss + z_loss_coef * z-loss of the last training forward."""

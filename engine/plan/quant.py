@@ -136,7 +136,7 @@ def kv_quant_bytes(layers: list[tuple[int, int]], scheme: str, high: str) -> int
     if scheme == "none":
         return sum(e for e, _ in layers) * HIGH[high]
     if scheme == "fp8":
-        return sum(e + 2 * 4 for e, _ in layers)
+        return sum(e + 2 * 4 for e, _ in layers if e)   # a K and a V scale on each layer that caches
     if scheme == "int8":
         return sum(e + 2 * (e // w) for e, w in layers)
     if scheme == "int4":
