@@ -1,6 +1,7 @@
 """The Lecture section "A fixed state instead of a growing cache": the current config's layers as softmax attention
-everywhere, Gated DeltaNet everywhere and a hybrid (its own layout, else 3:1), in bytes per sequence and FLOPs per
-decoded token against context (engine.lecture.fixed_state). The dtype is in the URL (`state_dtype_view`)."""
+everywhere, Gated DeltaNet everywhere, Mamba-2 everywhere and a hybrid (its own layout, else 3:1), in bytes per
+sequence and FLOPs per decoded token against context (engine.lecture.fixed_state). The dtype is in the URL
+(`state_view_dtype`)."""
 from __future__ import annotations
 
 import streamlit as st
@@ -31,13 +32,14 @@ def render() -> None:
                f"token) + recurrent state {fmt_bytes(k.state)}. At 4K: {fmt_bytes(k.at_marks[0])}, at 128K: "
                f"{fmt_bytes(k.at_marks[1])}.", f"{fmt_flops(k.flops_at_marks[-1])} per decoded token")
               for k in r.kinds))
-    attn, gdn, _ = r.kinds
+    attn, gdn, mamba, _ = r.kinds
     st.caption(md(
         f"{cfg.name}'s {r.n_layers} layers, {dtype}. Softmax attention keeps every past key and value, "
         f"{fmt_bytes(attn.kv_per_token)} more per token, and rereads them all for each new token. Gated DeltaNet "
-        f"folds the past into a fixed matrix per head ({fmt_bytes(gdn.state)} for all its layers), so memory and "
-        "decode work stay flat; it recalls less exactly, which is why hybrids keep a few attention layers. "
-        "Mamba-2 and Mamba-1 are not in this build yet: linear attention here is Gated DeltaNet."))
+        f"(linear attention) folds the past into a fixed matrix per head ({fmt_bytes(gdn.state)} for all its "
+        f"layers), Mamba-2 into a fixed state per head of head width × d_state ({fmt_bytes(mamba.state)}), so "
+        "memory and decode work stay flat; they recall less exactly, which is why hybrids keep a few attention "
+        "layers."))
     chart(fixed_state_figure(r), "state")
     head = ["layout"] + [f"bytes at {SHORT.get(t, f'{t:,}')}" for t in MARKS] + [
         f"FLOPs/token at {SHORT.get(t, f'{t:,}')}" for t in MARKS]

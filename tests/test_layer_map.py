@@ -65,3 +65,17 @@ def test_chunked_attention_is_its_own_kind():
     rows = {r.key: r for r in m.mixers}
     assert rows["full"].layers == tuple(range(4, 49, 4)) and len(rows["chunked"].layers) == 36
     assert rows["chunked"].label == "softmax attention (chunks of 8,192)"
+
+
+def test_jamba_periods_and_offsets():
+    """Jamba v0.1's config.json: attention where i % attn_layer_period == attn_layer_offset (0-based), experts where
+    i % expert_layer_period == expert_layer_offset; Mamba-1 elsewhere (transformers' JambaConfig)."""
+    hf = json.loads((HF / "jamba-v0.1.json").read_text())
+    n = hf["num_hidden_layers"]
+    m = layer_map(PRESETS["jamba-v0.1"].config)
+    rows = {r.key: r.layers for r in m.mixers}
+    attention = tuple(i + 1 for i in range(n) if i % hf["attn_layer_period"] == hf["attn_layer_offset"])
+    assert rows == {"full": attention, "mamba1": tuple(i for i in range(1, n + 1) if i not in attention)}
+    assert {r.key: r.layers for r in m.ffns}["moe"] == tuple(
+        i + 1 for i in range(n) if i % hf["expert_layer_period"] == hf["expert_layer_offset"])
+    assert [r.label for r in m.mixers] == ["Mamba-1", "softmax attention (full)"]

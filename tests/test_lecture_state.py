@@ -32,11 +32,13 @@ def cache_bytes(cfg: ModelConfig, tokens: int) -> int:
 def test_bytes_per_sequence_equal_the_decode_cache_tensors():
     tokens = (5, 12, 30)
     r = fixed_state(TINY, tokens, dtype="fp32", marks=(9,))
-    assert [k.attention_layers for k in r.kinds] == [4, 0, 1]
+    assert [k.kind for k in r.kinds] == ["softmax attention, every layer", "Gated DeltaNet, every layer",
+                                         "Mamba-2, every layer", "hybrid: 1 attention of 4"]
+    assert [k.attention_layers for k in r.kinds] == [4, 0, 0, 1]
     for k in r.kinds:
         assert k.bytes == tuple(cache_bytes(k.config, t) for t in tokens), k.kind
-    every_gdn = r.kinds[1]
-    assert every_gdn.kv_per_token == 0 and len(set(every_gdn.bytes)) == 1 and every_gdn.state > 0
+    for recurrent in r.kinds[1:3]:
+        assert recurrent.kv_per_token == 0 and len(set(recurrent.bytes)) == 1 and recurrent.state > 0
 
 
 def test_decode_flops_follow_the_per_token_formulas():
@@ -45,6 +47,7 @@ def test_decode_flops_follow_the_per_token_formulas():
     r = fixed_state(TINY, (10, 20), dtype="fp32", marks=(10,))
     for k in r.kinds:
         assert k.flops[1] - k.flops[0] == k.attention_layers * 4 * TINY.n_heads * TINY.head_width * 10, k.kind
+    for k in (r.kinds[0], r.kinds[1], r.kinds[3]):   # attention and Gated DeltaNet layers only
         gdn_layers = TINY.n_layers - k.attention_layers
         assert k.flops[0] - 2 * matmul_params(k.config) == (
             k.attention_layers * 4 * TINY.n_heads * TINY.head_width * 11 + gdn_layers * 6 * 4 * 6 * 6), k.kind
@@ -55,12 +58,14 @@ def test_qwen3_next_at_4k_128k_1m():
     would cache 98,304; every layer Gated DeltaNet caches nothing that grows."""
     cfg = PRESETS["qwen3-next-80b-a3b"].config
     r = fixed_state(cfg, (1, 1_048_576))
-    attn, gdn, hybrid = r.kinds
+    attn, gdn, mamba, hybrid = r.kinds
     assert hybrid.config == cfg and hybrid.kind == "hybrid: 12 attention of 48"
     assert (attn.kv_per_token, gdn.kv_per_token, hybrid.kv_per_token) == (98_304, 0, 24_576)
     assert hybrid.at_marks == tuple(24_576 * t + hybrid.state for t in (4_096, 131_072, 1_048_576))
     assert gdn.at_marks == (gdn.state,) * 3 and gdn.state == hybrid.state * 4 // 3   # 48 vs 36 GDN layers
     assert attn.flops_at_marks[2] > hybrid.flops_at_marks[2] > gdn.flops_at_marks[2]
+    assert mamba.kv_per_token == 0 and mamba.at_marks == (mamba.state,) * 3
+    assert mamba.config.layer_types == ("mamba2",) * 48
 
 
 def test_layouts_spread_attention_evenly():
@@ -90,4 +95,5 @@ def test_lecture_section(new_app):
     assert at.header[0].value.endswith("A fixed state instead of a growing cache")
     shown = {m.label: m.value for m in at.metric}
     assert shown["hybrid: 12 attention of 48, at 1M tokens"] == "24.04 GiB"
-    assert any("Mamba" in c.value for c in at.caption)
+    assert shown["Mamba-2, every layer, at 1M tokens"] == "49.20 MiB"   # 51,585,024 B, whatever the context
+    assert any("Mamba-2" in c.value for c in at.caption)

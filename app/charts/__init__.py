@@ -40,7 +40,7 @@ MEMORY_COLORS: dict[str, str] = {
 # One colour per layer kind on the layer map (engine/layers/layer_map.py keys): softmax attention keeps the
 # attention orange, a recurrent mixer its own hue, a missing branch grey; a key not listed takes KIND_FALLBACK.
 MIXER_COLORS: dict[str, str] = {"full": COLORS["attention"], "sliding": "#FFBF79", "chunked": "#C96A0E",
-                                "gdn": "#4C78A8",
+                                "gdn": "#4C78A8", "mamba2": "#9467BD", "mamba1": "#17BECF",
                                 "none": "#D9D9D9"}
 FFN_KIND_COLORS: dict[str, str] = {"dense": COLORS["ffn"], "moe": "#1F6F3A", "none": "#D9D9D9"}
 KIND_FALLBACK = ["#9467BD", "#17BECF", "#8C564B", "#E377C2"]

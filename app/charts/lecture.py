@@ -184,7 +184,7 @@ def latent_cache_figure(r: LatentCache) -> go.Figure:
                    "context length (tokens)", f"KV cache ({unit})", hovermode="x unified")
 
 
-STATE_COLORS = (MIXER_COLORS["full"], MIXER_COLORS["gdn"], COLORS["ffn"])   # attention, Gated DeltaNet, hybrid
+STATE_COLORS = (MIXER_COLORS["full"], MIXER_COLORS["gdn"], MIXER_COLORS["mamba2"], COLORS["ffn"])   # .., hybrid
 
 
 def fixed_state_figure(r: FixedState) -> go.Figure:

@@ -1,12 +1,13 @@
 """'A fixed state instead of a growing cache': what one sequence costs to keep, and what one decoded token costs to
 compute, as the context grows, for the same model with softmax attention in every layer, with Gated DeltaNet
-(linear attention with a delta-rule state) in every layer, and as a hybrid with a few attention layers.
+(linear attention with a delta-rule state) in every layer, with Mamba-2 (a selective state space) in every layer,
+and as a hybrid with a few attention layers.
 
 Every number is an engine closed form: bytes = kv_cache_bytes (attention layers, growing with T) + state_bytes (a
 recurrent layer's conv window and state, fixed; vLLM's convention, as this engine's decode cache holds it);
 FLOPs per decoded token = decode_flops (2 x the matrix weights, plus 4 x heads x head_dim x T per attention layer,
 plus a context-independent update per recurrent layer). Both are held against a real decode step's cache
-tensors and against those formulas in tests/test_lecture_state.py. Mamba kinds are not in this engine yet.
+tensors and against those formulas in tests/test_lecture_state.py.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from engine.budget.flops import decode_flops
 from engine.budget.memory import kv_cache_bytes, state_bytes
 from engine.config import ModelConfig
 from engine.layers.layer_map import with_attention_layers
+from engine.layers.mixers import MIXERS
 from engine.validation import require, size_problems
 
 MARKS = (4_096, 131_072, 1_048_576)    # 4K, 128K, 1M tokens
@@ -45,16 +47,20 @@ class FixedState:
     kinds: tuple[StateKind, ...]
 
 
+RECURRENT = ("gdn", "mamba2")   # linear attention with a delta rule, a selective state space
+
+
 def state_layouts(cfg: ModelConfig) -> dict[str, ModelConfig]:
-    """Softmax attention in every mixer layer, Gated DeltaNet in every one, and a hybrid: cfg's own layout when it
-    mixes both, else one attention layer in four (Qwen3-Next's 3:1)."""
+    """Softmax attention in every mixer layer, each RECURRENT kind in every one, and a hybrid: cfg's own layout when
+    it mixes attention with a recurrent kind (Qwen3-Next, Jamba, Nemotron-H), else one attention layer in four with
+    Gated DeltaNet elsewhere (Qwen3-Next's 3:1)."""
     n = sum(bool(s.mixers) for s in cfg.layer_specs)
     own = sum(s.attention for s in cfg.layer_specs)
-    hybrid = own if 0 < own < n and cfg.uses("gdn") else max(1, n // 4)
+    mixed = 0 < own < n and any(MIXERS[k].recurrent for s in cfg.layer_specs for k in s.mixers)
+    hybrid = own if mixed else max(1, n // 4)
     return {"softmax attention, every layer": with_attention_layers(cfg, n),
-            "Gated DeltaNet, every layer": with_attention_layers(cfg, 0),
-            f"hybrid: {hybrid} attention of {n}": cfg if hybrid == own and cfg.uses("gdn")
-            else with_attention_layers(cfg, hybrid)}
+            **{f"{MIXERS[r].label}, every layer": with_attention_layers(cfg, 0, r) for r in RECURRENT},
+            f"hybrid: {hybrid} attention of {n}": cfg if mixed else with_attention_layers(cfg, hybrid)}
 
 
 def _kind(label: str, c: ModelConfig, tokens: tuple[int, ...], marks: tuple[int, ...], dtype: str) -> StateKind:
