@@ -60,3 +60,12 @@ def test_tradeoffs_page(new_app):
     assert [r["KV cache"] for r in rows] == ["0 B", "6.00 GiB", "24.00 GiB"]
     assert [r["recurrent state"] for r in rows] == ["50.25 MiB", "37.69 MiB", "0 B"]
     assert rows[1]["total parameters"] == "79,674,391,296"
+
+
+def test_the_others_keep_the_configs_recurrent_kind():
+    """Jamba's 4 attention layers of 32 are its own layout again; its other layers stay Mamba-1."""
+    jamba = PRESETS["jamba-v0.1"].config
+    assert with_attention_layers(jamba, 4) == jamba
+    rows = {r["attention_layers"]: r for r in run_sweep(jamba, {"attention_layers": [0, 4]}).rows()}
+    assert rows[4]["total_params"] == count_params(jamba).total
+    assert rows[0]["state_bytes"] * 28 == rows[4]["state_bytes"] * 32   # 32 Mamba-1 layers against 28

@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_config_args(p)
     p.add_argument("--knob", action="append", required=True, metavar="FIELD",
                    help="the config field to sweep (or attention_layers: how many of the mixer layers are softmax "
-                        "attention, the others Gated DeltaNet); give --knob twice for a grid of two")
+                        "attention, the others the config's recurrent kind or Gated DeltaNet); give --knob twice for a grid of two")
     p.add_argument("--values", action="append", nargs="+", metavar="V",
                    help="the knob's values, `1,2,4` or `1 2 4` (the n-th --values belongs to the n-th --knob)")
     p.add_argument("--hold", choices=HOLD_FIELDS, help="solve this field at each point to keep parameters fixed")

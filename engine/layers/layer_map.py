@@ -108,16 +108,27 @@ def attention_positions(n: int, k: int) -> set[int]:
     return {j * n // k for j in range(1, k + 1)}
 
 
-def with_attention_layers(cfg: ModelConfig, k: int, recurrent: str = "gdn") -> ModelConfig:
+def own_recurrent(cfg: ModelConfig) -> str:
+    """The recurrent kind of cfg's first recurrent layer (Jamba: mamba1), Gated DeltaNet when it has none."""
+    return next((k for s in cfg.layer_specs for k in s.mixers if MIXERS[k].recurrent), "gdn")
+
+
+def with_attention_layers(cfg: ModelConfig, k: int, recurrent: str | None = None) -> ModelConfig:
     """cfg with k of its mixer layers softmax attention, spread evenly (attention_positions), and the others the
-    recurrent kind `recurrent`; FFN-only layers and every FFN stay. An attention layer keeps its window where it
+    recurrent kind `recurrent` (None: own_recurrent); FFN-only layers and every FFN stay. A layout that already has
+    k attention layers and `recurrent` in every other mixer layer is returned as it is (Jamba's offsets stay). An attention layer keeps its window where it
     had attention (sliding, chunked), else is full; attention beside a recurrent mixer becomes one or the other."""
+    recurrent = own_recurrent(cfg) if recurrent is None else recurrent
     if recurrent not in MIXERS or not MIXERS[recurrent].recurrent:
         raise ValueError(f"recurrent: {recurrent!r} is not a recurrent mixer kind "
                          f"({', '.join(m.name for m in MIXERS.values() if m.recurrent)})")
     mixer_layers = [i for i, s in enumerate(cfg.layer_specs) if s.mixers]
     if not 0 <= k <= len(mixer_layers):
         raise ValueError(f"attention_layers: {k} is not between 0 and the {len(mixer_layers)} mixer layers")
+    specs = cfg.layer_specs
+    if (sum(s.attention for s in specs) == k and cfg.layer_types is not None
+            and all(s.mixers in (("attention",), (recurrent,)) for s in specs if s.mixers)):
+        return cfg
     chosen = {mixer_layers[p - 1] for p in attention_positions(len(mixer_layers), k)} if k else set()
     words = []
     for i, spec in enumerate(cfg.layer_specs):

@@ -32,8 +32,8 @@ def _attention_layer_grid(base: ModelConfig) -> list[int]:
 LAYOUT_KNOBS: dict[str, LayoutKnob] = {
     "attention_layers": LayoutKnob(
         "Softmax attention layers out of the N mixer layers, spread evenly (one closing each group, as Qwen3-Next's "
-        "every fourth); the others Gated DeltaNet; FFNs unchanged (engine/layers/layer_map.py "
-        "with_attention_layers).", _attention_layer_grid, with_attention_layers),
+        "every fourth); the others the config's recurrent kind (Gated DeltaNet when it has none); FFNs unchanged "
+        "(engine/layers/layer_map.py with_attention_layers).", _attention_layer_grid, with_attention_layers),
 }
 # every declared scalar field but the label (per-layer lists such as layer_types are not one value to sweep), and the
 # layout knobs that rewrite those lists

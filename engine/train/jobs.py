@@ -13,7 +13,8 @@ import torch
 
 from engine.config import ModelConfig
 from engine.job_queue import QueuedJob, Ticket
-from engine.layers.layer_map import with_attention_layers
+from engine.layers.layer_map import own_recurrent, with_attention_layers
+from engine.layers.mixers import MIXERS
 from engine.measure.estimate import call_seconds
 from engine.sweep.hold import equal_params_transformer
 from engine.train.data import Dataset
@@ -32,13 +33,15 @@ def _ffn_pair(cfg: ModelConfig) -> dict[str, ModelConfig]:
 
 
 def _hybrid_pair(cfg: ModelConfig) -> dict[str, ModelConfig]:
-    """One attention layer in four (at least one) and Gated DeltaNet elsewhere, against the transformer with the
-    same total parameters (every layer attention, the FFN width solved: engine/sweep/hold.py)."""
+    """One attention layer in four (at least one) and the config's recurrent kind elsewhere (Gated DeltaNet when
+    it has none), against the transformer with the same total parameters (every layer attention, the FFN width
+    solved: engine/sweep/hold.py)."""
     n = sum(bool(s.mixers) for s in cfg.layer_specs)
     k = max(1, n // 4)
     hybrid = with_attention_layers(cfg, k)
+    kind = MIXERS[own_recurrent(cfg)].label
     return {"transformer (equal params)": equal_params_transformer(hybrid),
-            f"hybrid ({k} attention of {n}, Gated DeltaNet)": hybrid}
+            f"hybrid ({k} attention of {n}, {kind})": hybrid}
 
 
 AB_CHOICES = {
