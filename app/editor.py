@@ -19,8 +19,9 @@ PICK, UPLOAD, UPLOAD_PROBLEMS, EDIT_PROBLEMS = "preset_pick", "yaml_upload", "up
 NULL_LABELS = {"norm_bias": "follow the norm"}   # what null means, for the optional booleans
 SHOWN = "editor_groups_shown"   # the groups whose widgets the last run drew
 GROUP_TITLES = {"sizes": "Sizes", "attention": "Attention", "layers": "Layer kinds (hybrids)",
-                "gdn": "Gated DeltaNet", "ssm": "State space (Mamba)", "position": "Position", "ffn": "Feed-forward",
-                "moe": "Mixture of experts", "normalization": "Normalization", "block": "Block", "output": "Output",
+                "gdn": "Linear attention (Gated DeltaNet, KDA, lightning)", "ssm": "State space (Mamba)",
+                "position": "Position", "ffn": "Feed-forward", "moe": "Mixture of experts",
+                "normalization": "Normalization", "block": "Block", "output": "Output",
                 "checkpoint": "Checkpoint as shipped"}
 
 

@@ -23,6 +23,7 @@ from engine.layers.attention import AttentionKnobs
 from engine.layers.block import BlockKnobs
 from engine.layers.ffn import DENSE_FFNS, GATED_FFNS, FFNKnobs
 from engine.layers.gdn import GDNKnobs
+from engine.layers.kda import KDAKnobs
 from engine.layers.mamba1 import Mamba1Knobs
 from engine.layers.mamba2 import Mamba2Knobs
 from engine.layers.mixers import LayerKnobs
@@ -72,7 +73,7 @@ class OutputKnobs(Knobs):
                                      "not built.", lo=1, null="no multi-token-prediction modules")
 
 
-FAMILIES: tuple[type[Knobs], ...] = (SizeKnobs, AttentionKnobs, MLAKnobs, LayerKnobs, GDNKnobs, SSMKnobs,
+FAMILIES: tuple[type[Knobs], ...] = (SizeKnobs, AttentionKnobs, MLAKnobs, LayerKnobs, GDNKnobs, KDAKnobs, SSMKnobs,
                                      Mamba2Knobs, Mamba1Knobs, PositionKnobs, FFNKnobs, MoEKnobs, NormKnobs, BlockKnobs,
                                      OutputKnobs, CheckpointKnobs)
 

@@ -1,4 +1,5 @@
 """Named real-model configurations, each with its reference parameter count and where that count comes from.
+(Longer than 300 lines: one table of every preset with its source, as litgpt's config.py keeps its models.)
 
 Counts from Hugging Face are `sum(p.numel() for p in model.parameters())` of the transformers model built on the
 meta device from the model's published config.json (a tied matrix counts once).
@@ -78,6 +79,16 @@ HYBRID_PRESETS = [
            _HF + "Qwen/Qwen3.5-35B-A3B (text_config)",
            "Qwen3.5 MoE: 30 Gated DeltaNet and 10 gated-attention layers, 256 experts top-8 plus a gated shared "
            "one in every layer: 3,454,988,928 active. Text model only."),
+    Preset(ModelConfig(name="kimi-linear-48b-a3b", **{k: v for k, v in _LLAMA.items() if k != "position"},
+                       position="none", vocab_size=163840, context_length=1048576, d_model=2304, n_layers=27,
+                       n_heads=32, d_ff=9216, kv_lora_rank=512, mla_norm_eps=1e-6, gdn_k_heads=32, gdn_k_dim=128,
+                       layer_types=("kda", "kda", "kda", "full") * 6 + ("kda", "kda", "full"), n_experts=256,
+                       experts_per_token=8, expert_d_ff=1024, n_shared_experts=1, moe_first_dense=1,
+                       router="sigmoid", router_selection_bias=True, routed_scale=2.446), 49_122_675_072,
+           _HF + "moonshotai/Kimi-Linear-48B-A3B-Instruct",
+           "Kimi Delta Attention (a decay per key channel) in 20 of 27 layers, NoPE MLA in the other 7 (the 4th, "
+           "8th, ... and the last): only 7 layers keep a (latent) KV cache; 256 experts top-8 plus a shared one "
+           "after one dense layer: 3,484,453,248 active."),
 ]
 
 PRESETS: dict[str, Preset] = {p.config.name: p for p in [

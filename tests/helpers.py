@@ -44,7 +44,8 @@ def mla_fields(draw) -> dict:
     values = dict(kv_lora_rank=draw(st.none() | st.integers(1, 10)), q_lora_rank=draw(st.none() | st.integers(1, 10)),
                   qk_rope_head_dim=draw(st.sampled_from([2, 4, 6])), qk_nope_head_dim=draw(st.integers(1, 6)),
                   v_head_dim=draw(st.integers(1, 6)), mla_rope_interleave=draw(st.booleans()),
-                  rope_mscale_all_dim=draw(st.none() | st.floats(0.1, 2)))
+                  rope_mscale_all_dim=draw(st.none() | st.floats(0.1, 2)),
+                  mla_norm_eps=draw(st.none() | st.floats(1e-8, 1e-2)))
     if values["kv_lora_rank"] is not None and draw(st.integers(0, 2)) == 0:
         return values
     return dict(values, kv_lora_rank=None)
@@ -77,9 +78,9 @@ def ssm_fields(draw) -> dict:
 def _mla_compatible(values: dict) -> dict:
     if values["kv_lora_rank"] is None:
         return values
-    return dict(values, position="rope", n_kv_heads=None, head_dim=None, rope_fraction=1.0, attn_window=None,
-                qk_norm=False, attn_softcap=None, nope_layers=None, attn_sinks=False, attn_gate=None, attn_chunk=None,
-                attn_temperature=None)
+    return dict(values, position=values["position"] if values["position"] == "none" else "rope", n_kv_heads=None,
+                head_dim=None, rope_fraction=1.0, attn_window=None, qk_norm=False, attn_softcap=None,
+                nope_layers=None, attn_sinks=False, attn_gate=None, attn_chunk=None, attn_temperature=None)
 
 
 @st.composite
@@ -140,7 +141,7 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
         swiglu_limit=draw(st.floats(0.5, 10)), swiglu_alpha=draw(st.floats(0.5, 2)),
         mtp_depth=draw(opt(st.integers(1, 2))), attn_out_scale=draw(st.floats(0.25, 2)),
         ffn_gate_scale=draw(st.floats(0.25, 2)), ffn_out_scale=draw(st.floats(0.25, 2)),
-        embed_multiplier=draw(st.floats(0.25, 4)))
+        embed_multiplier=draw(st.floats(0.25, 4)), residual_alpha=draw(st.floats(0.25, 4)))
     values["norm_bias"] = values["norm"] == "layernorm" and draw(st.booleans())
     values.update(qk_norm_scope=draw(st.sampled_from(FIELDS["qk_norm_scope"].choices)), **draw(moe_fields()),
                   **draw(mla_fields()), **draw(gdn_fields()), **draw(ssm_fields()), **draw(checkpoint_fields()))
@@ -167,10 +168,11 @@ RANGE_VALUES: dict[str, list] = {"rope_fraction": [1.0, 0.5], "n_kv_heads": [Non
                                  # of 4 (the 0.5 fraction here gives 2); both are held against transformers instead
                                  "rope_scaling": ["none", "linear", "llama3", "yarn"], "rope_factor": [1.0, 4.0],
                                  "layer_types": [None, ("sliding", "full"), ("gdn", "full"), ("full+gdn", "gdn"),
-                                                 ("chunked", "sliding"), ("mamba2", "full"), ("sliding+mamba2", "mamba1")],
+                                                 ("chunked", "sliding"), ("mamba2", "full"), ("sliding+mamba2", "mamba1"),
+                                                 ("kda", "full+lightning"), ("lightning", "sliding+kda")],
                                  "ssm_state": [128, 3], "ssm_head_dim": [64, 4], "ssm_chunk": [256, 3],
                                  "attn_out_scale": [1.0, 0.5], "ffn_gate_scale": [1.0, 0.5],
-                                 "ffn_out_scale": [1.0, 2.0], "embed_multiplier": [1.0, 3.0],
+                                 "ffn_out_scale": [1.0, 2.0], "embed_multiplier": [1.0, 3.0], "residual_alpha": [1.0, 2.0],
                                  "gdn_v_heads": [None, 8], "gdn_conv_kernel": [4, 1], "gdn_chunk": [64, 5],
                                  "attn_temperature": [None, 0.5],
                                  "attn_scale": [None, 0.3],
@@ -265,6 +267,31 @@ LECTURE_NUMBERS = {
 }
 
 
+# ---- real-browser and AppTest waits: conditions, never sleeps; generous, for a loaded shared machine ----------
+# At load 20 on two cores a page took a minute to draw; a wait this long only ever costs time when something is
+# really stuck. conftest's `browser` makes it every page's default; `new_app` gives AppTest runs APP_WAIT_S.
+BROWSER_WAIT_MS = 300_000
+APP_WAIT_S = 300
+SUBPROCESS_WAIT_S = 900     # a CLI or torchrun test's child process: a stall guard, never a speed check
+QUIET_JS = """() => { const now = document.body.innerHTML; const same = window.__lastDom === now;
+    window.__lastDom = now; return same; }"""
+
+
+def quiet(page) -> None:
+    """Wait until the app is idle and drawn: its script run is over, no 'Running...' status widget, and the page
+    is the same at two looks half a second apart (charts drawn, late layout passes done)."""
+    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
+    page.wait_for_function('!document.querySelector(\'[data-testid="stStatusWidget"]\')')
+    page.wait_for_function(QUIET_JS, polling=500)
+
+
+def settle(page, timeout_ms: int = BROWSER_WAIT_MS) -> None:
+    """Wait until a page of the app has drawn its navigation and metric row, and is quiet."""
+    page.wait_for_selector('[data-testid="stSidebarNav"]', timeout=timeout_ms)
+    page.wait_for_selector('[data-testid="stMetric"]', timeout=timeout_ms)
+    quiet(page)
+
+
 # Text the page cuts: a box that clips (overflow not visible) and holds more than it shows, as Streamlit's ellipsis
 # containers do ("Small traini…"), a row of choices that scrolls sideways ("swiglu_cla" of the curve pills), and
 # inputs whose value is wider than the box ("sizes as g"). Charts and tables (which scroll by design) excluded.
@@ -274,14 +301,6 @@ CUT_TEXT_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] *')
         : e.innerText && e.innerText.trim() && (getComputedStyle(e).overflowX === 'hidden'
           || (getComputedStyle(e).overflowX !== 'visible' && e.closest('[data-testid="stButtonGroup"]')))))
     .map(e => [(e.tagName === 'INPUT' ? e.value : e.innerText).trim().slice(0, 60), e.scrollWidth, e.clientWidth])"""
-
-
-def settle(page, timeout_ms: int = 60000) -> None:
-    """Wait until the script run has finished (no 'Running...' status widget) and the app has drawn."""
-    page.wait_for_selector('[data-testid="stSidebarNav"]', timeout=timeout_ms)
-    page.wait_for_selector('[data-testid="stMetric"]', timeout=timeout_ms)
-    page.wait_for_function('!document.querySelector(\'[data-testid="stStatusWidget"]\')', timeout=timeout_ms)
-    page.wait_for_timeout(1500)
 
 
 # ---- torchrun tests (test_ddp, test_sharding): a short training run and a free local port --------------------
@@ -296,50 +315,3 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-# ---- hybrid layouts: mixtures of layer kinds (engine/layers/mixers.py), each held exactly by tests/test_hybrid.py ----
-# A new mixer kind adds its mixtures here; every closed form and measurement of test_hybrid.py then covers it.
-HYBRID_BASE = dict(GRID_SIZES, n_layers=4, position="rope", norm="rmsnorm", norm_bias=False, bias=False,
-                   ffn="swiglu", d_ff=24, gdn_chunk=4, ssm_head_dim=4, ssm_state=3, ssm_chunk=4, ssm_inner=12)
-HYBRIDS = {
-    "qwen3-next 3:1, gated attention": dict(layer_types=("gdn", "gdn", "gdn", "full"), attn_gate="elementwise",
-                                            qk_norm=True, rope_fraction=0.5, gdn_k_heads=2, gdn_v_heads=4),
-    "one mixer per layer (nemotron-h)": dict(layer_types=("gdn", "none", "full", "none"),
-                                             ffn_types=("none", "dense", "none", "moe"), n_experts=4),
-    "moe after every mixer (granite 4.0-h)": dict(layer_types=("gdn", "gdn", "full", "gdn"), n_experts=4,
-                                                  n_shared_experts=1, shared_expert_gate=True),
-    "moe every other layer (jamba)": dict(layer_types=("gdn", "full", "gdn", "gdn"),
-                                          ffn_types=("dense", "moe", "dense", "moe"), n_experts=4),
-    "attention beside gdn (falcon-h1)": dict(layer_types=("full+gdn",) * 4, gdn_conv_kernel=2),
-    "sliding, per-head gate": dict(layer_types=("sliding", "gdn", "sliding+gdn", "full"), attn_window=3,
-                                   attn_gate="head", gdn_conv_kernel=1),
-    "latent attention beside gdn": dict(layer_types=("gdn", "full", "gdn", "full"), kv_lora_rank=6,
-                                        qk_rope_head_dim=2, qk_nope_head_dim=3, v_head_dim=4),
-    "post-norm, mixer-only layers": dict(norm_placement="post", layer_types=("gdn", "none", "full", "gdn"),
-                                         ffn_types=("none", "dense", "dense", "none")),
-    "sandwich, mixer-only layers": dict(norm_placement="sandwich", layer_types=("gdn", "none", "full", "gdn"),
-                                        ffn_types=("none", "dense", "dense", "none")),
-    "post-branch, mixer-only layers": dict(norm_placement="post_branch", layer_types=("gdn", "none", "full", "gdn"),
-                                           ffn_types=("none", "dense", "dense", "none")),
-    "parallel block, layernorm, dropout": dict(block="parallel", layer_types=("gdn", "full", "full+gdn", "gdn"),
-                                               norm="layernorm", norm_bias=True, bias=True, dropout=0.1),
-    "learned positions, no attention": dict(position="learned", layer_types=("gdn",) * 4, state_dtype="bf16"),
-    # Mamba-2 and Mamba-1 (engine/layers/mamba2.py, mamba1.py) in each family's layout
-    "nemotron-h: mamba2, attention, relu2 mlp, moe": dict(layer_types=("mamba2", "full", "none", "none"),
-                                                      ffn_types=("none", "none", "dense", "moe"), ffn="relu2",
-                                                      n_experts=4, ssm_groups=2, position="none"),
-    "granite 4.0-h: mamba2 groups, moe after every mixer": dict(
-        layer_types=("mamba2", "mamba2", "full", "mamba2"), n_experts=4, n_shared_experts=1, ssm_groups=4,
-        ssm_conv_bias=False, ssm_out_scale=0.5),
-    "falcon-h1: attention beside mamba2, multipliers": dict(
-        layer_types=("full+mamba2",) * 4, ssm_gate="gate_normed", ssm_in_scale=0.7, ssm_out_scale=1.3,
-        ssm_proj_scales=(0.5, 1.5, 2.0, 0.25, 3.0), ssm_proj_bias=True, ssm_dt_min=0.01, ssm_dt_max=5.0),
-    "bamba: mamba2 plain gate, fp32 state": dict(layer_types=("mamba2", "mamba2", "full", "mamba2"),
-                                                 ssm_gate="gate", ssm_conv_kernel=2, state_dtype="fp32"),
-    "jamba: mamba1, moe every other layer": dict(layer_types=("mamba1", "full", "mamba1", "mamba1"),
-                                                 ffn_types=("dense", "moe", "dense", "moe"), n_experts=4,
-                                                 ssm_dt_norm=True, ssm_dt_rank=2, position="none"),
-}
-
-
-def hybrid_configs() -> dict[str, ModelConfig]:
-    return {name: ModelConfig(**{**HYBRID_BASE, **fields}) for name, fields in HYBRIDS.items()}

@@ -127,7 +127,8 @@ def test_plain_apptest_of_the_entry_point_keeps_the_sidebar():
     from streamlit.testing.v1 import AppTest
 
     from tests.conftest import APP
-    at = AppTest.from_file(str(APP), default_timeout=60)
+    from tests.helpers import APP_WAIT_S
+    at = AppTest.from_file(str(APP), default_timeout=APP_WAIT_S)
     at.query_params["preset"] = "llama-3-8b"
     at.run()
     at.switch_page("pages/budgets.py").run()

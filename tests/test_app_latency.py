@@ -77,9 +77,9 @@ def test_page_refuses_a_model_that_does_not_fit(new_app):
 def test_browser_sweep_draws_charts(served_app, browser):
     page = browser.new_page(viewport={"width": 1600, "height": 1000})
     page.goto(f"{served_app}/latency?preset=microgpt")
-    page.get_by_role("button", name="Measure the sweep").click(timeout=60000)
-    page.wait_for_selector(".js-plotly-plot", timeout=120000)
-    page.get_by_text("Peak memory is measured on CUDA only").first.wait_for(timeout=60000)
+    page.get_by_role("button", name="Measure the sweep").click()
+    page.wait_for_selector(".js-plotly-plot")
+    page.get_by_text("Peak memory is measured on CUDA only").first.wait_for()
     assert page.locator('[data-testid="stException"]').count() == 0
     page.close()
 

@@ -82,7 +82,7 @@ def test_int_field_at_the_box_upper_bound_never_crashes(new_app, name):
     names the field (a rule or the app's own limit) or the page shows the exact count of that config."""
     at = new_app(preset=BASE)
     at.run()
-    at.sidebar.text_input(key=state.widget_key(name)).input(str(MAX_SAFE)).run(timeout=20)
+    at.sidebar.text_input(key=state.widget_key(name)).input(str(MAX_SAFE)).run()
     assert not at.exception
     if at.sidebar.error:
         assert any(name in e.value for e in at.sidebar.error) and total(at) == BASE_TOTAL   # maybe a rule's
@@ -94,10 +94,10 @@ def test_too_deep_is_a_message_not_a_stall(new_app):
     """Budgets are summed layer by layer: 10^9 layers would stall every page, so the app states its limit."""
     at = new_app(preset=BASE)
     at.run()
-    at.sidebar.text_input(key=state.widget_key("n_layers")).input(str(state.MAX_LAYERS + 1)).run(timeout=10)
+    at.sidebar.text_input(key=state.widget_key("n_layers")).input(str(state.MAX_LAYERS + 1)).run()
     assert_rejected(at, "n_layers", state.MAX_LAYERS + 1)
     assert "more than this app computes interactively" in field_errors(at, "n_layers")[0]
-    at.sidebar.text_input(key=state.widget_key("n_layers")).input(str(state.MAX_LAYERS)).run(timeout=30)
+    at.sidebar.text_input(key=state.widget_key("n_layers")).input(str(state.MAX_LAYERS)).run()
     assert not at.exception and not at.sidebar.error
     assert total(at) == f"{count_params(PRESETS[BASE].config.replace(n_layers=state.MAX_LAYERS)).total:,}"
 
@@ -138,14 +138,14 @@ def test_huge_valid_config_renders_every_page(new_app, page):
     """Metric rows from closed forms, pages that would build the model refuse with numbers; nothing allocates
     (a 1000-layer, 65536-wide model would need terabytes) and nothing hangs."""
     at = new_app(page=f"pages/{page}.py", **HUGE)
-    at.run(timeout=30)
+    at.run()
     assert not at.exception, at.exception
     assert not at.warning or "ignored" not in messages(at)   # the config itself is valid
     cfg = at.session_state["cfg"]
     assert cfg.d_model == 65536 and cfg.n_layers == 1000
     assert total(at) == f"{count_params(cfg).total:,}"
     if page == "budgets":   # the meta FLOP count would take ~20 ms a layer: refused, as is the real build
-        at.button(key="b_measure").click().run(timeout=30)
+        at.button(key="b_measure").click().run()
         assert not at.exception and "n_layers: not counting FLOPs" in messages(at)
     refusal = {"budgets": "Not building a real model", "activations": "building a real model on CPU is limited",
                "latency": "refusing to build"}.get(page)
@@ -197,6 +197,6 @@ def test_lecture_heads_demo_at_its_input_maxima_is_refused(new_app):
     at.run()
     for key, top in (("lec_heads_d", 4096), ("lec_heads_h", 128), ("lec_heads_hd", 1024)):
         at.number_input(key=key).set_value(top)
-    at.run(timeout=20)
+    at.run()
     assert not at.exception
     assert any(e.value.startswith("d_model D, heads H, head_dim d_h:") for e in at.error)

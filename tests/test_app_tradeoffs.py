@@ -55,7 +55,7 @@ def test_present_mode_hides_title_and_table(new_app):
 
 
 def test_small_measured_sweep_stores_runs_shown_on_training(new_app):
-    at = new_app(PAGE, preset="microgpt", knob="n_kv_heads", values="1,4", timeout=120)
+    at = new_app(PAGE, preset="microgpt", knob="n_kv_heads", values="1,4")
     at.run()
     at.checkbox(key="sw_loss").check()
     at.number_input(key="sw_steps").set_value(3)

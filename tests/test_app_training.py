@@ -10,6 +10,7 @@ from app import charts
 from app.charts import training as training_charts
 from engine.train.loop import StepRecord
 from engine.train.store import RunStore
+from tests.helpers import quiet
 
 
 @pytest.fixture(autouse=True)
@@ -125,17 +126,17 @@ def test_browser_live_run_polls_to_the_end(served_app, browser):
     The served app writes to its own run store, so the test deletes its run through the page."""
     page = browser.new_page(viewport={"width": 1600, "height": 1000})
     page.goto(f"{served_app}/training?preset=microgpt")
-    page.get_by_text("Optimizer and run settings").click(timeout=60000)
+    page.get_by_text("Optimizer and run settings").click()
     steps = page.get_by_label("Steps", exact=True)
     steps.fill("30")
     steps.press("Enter")
-    page.wait_for_timeout(1500)
-    page.get_by_role("button", name="Start training").click(timeout=60000)
-    page.wait_for_selector(".js-plotly-plot", timeout=60000)
-    page.get_by_text("30 steps: val loss").first.wait_for(timeout=180000)
+    quiet(page)
+    page.get_by_role("button", name="Start training").click()
+    page.wait_for_selector(".js-plotly-plot")
+    page.get_by_text("30 steps: val loss").first.wait_for()
     assert page.locator('[data-testid="stException"]').count() == 0
     delete = page.get_by_role("button", name=re.compile(r"^Delete run \d+$"))
-    name = delete.inner_text(timeout=30000)
+    name = delete.inner_text()
     delete.click()
-    page.get_by_role("button", name=name, exact=True).wait_for(state="detached", timeout=60000)
+    page.get_by_role("button", name=name, exact=True).wait_for(state="detached")
     page.close()

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from app.charts import FONT
-from tests.helpers import settle
+from tests.helpers import quiet, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 LABELS_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(plot => ({
@@ -27,7 +27,7 @@ def test_bar_labels_are_full_size_and_level_and_the_memory_axis_in_binary_units(
     page.goto(f"{served_app}/compare?preset=deepseek-v3&pins=deepseek-v3,llama-3-8b,gpt2,microgpt")
     settle(page)
     page.wait_for_selector(".js-plotly-plot .bars .bartext")
-    page.wait_for_timeout(1000)
+    quiet(page)                  # charts and images drawn, page unchanged at two looks
     charts = {c["title"]: c for c in page.evaluate(LABELS_JS)}
     page.close()
     for title in ("Memory", "FLOPs per token"):

@@ -12,13 +12,13 @@ def test_deploy_link_chart_edit_and_bad_layout(served_app, browser):
     page.goto(f"{served_app}/deploy?preset=llama-3-70b&finetune=qlora&gpus=1&zero=0&seq=1024")
     settle(page)
     assert page.locator('[data-testid="stException"]').count() == 0
-    page.wait_for_selector(".js-plotly-plot", timeout=30000)
+    page.wait_for_selector(".js-plotly-plot")
     assert page.get_by_text("Fits:").first.is_visible()
     assert page.locator(".js-plotly-plot").first.get_by_text("memory per GPU (GiB)").first.is_visible()
     box = page.get_by_role("spinbutton", name="Tensor parallel (tp)")
     box.fill("3")
     box.press("Enter")
-    page.wait_for_function("location.search.includes('tp=3')", timeout=30000)
+    page.wait_for_function("location.search.includes('tp=3')")
     settle(page)
     assert page.get_by_text("tp: 3 does not divide n_heads = 64").first.is_visible()
     assert page.locator('[data-testid="stException"]').count() == 0

@@ -3,7 +3,7 @@ opened, shows every row without scrolling (its fixed ten-row height hid norms, o
 text stays readable (squeezed into the side column, DeepSeek's MLA block drew its 12-point text at ~6 px)."""
 import pytest
 
-from tests.helpers import settle
+from tests.helpers import quiet, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 GRAPHVIZ_TEXT_PX = 16     # Graphviz's 12-point labels at the SVG's natural size (1 pt = 4/3 px)
@@ -25,7 +25,7 @@ def test_component_table_and_diagram_show_whole(served_app, browser, preset):
     page.get_by_text("Every component: exact count and share").click()
     page.wait_for_selector('[data-testid="stDataFrame"] .dvn-scroller')
     page.wait_for_selector('[data-testid="stImage"] img')
-    page.wait_for_timeout(1000)
+    quiet(page)                  # charts and images drawn, page unchanged at two looks
     table = page.evaluate(TABLE_JS)
     (natural, shown), = page.evaluate(DIAGRAM_JS)
     page.close()

@@ -3,16 +3,13 @@ label back as the value, so a label that changed with another field (norm_bias's
 norm became layernorm) came back as an invalid value and froze every later edit until Reset."""
 import pytest
 
-from tests.helpers import settle
+from tests.helpers import quiet, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-LOAD = 60_000
 
 
 def idle(page) -> None:
-    page.wait_for_timeout(500)
-    page.wait_for_function('!document.querySelector(\'[data-testid="stStatusWidget"]\')', timeout=LOAD)
-    page.wait_for_timeout(500)
+    quiet(page)     # script run over, no status widget, the page the same at two looks (no fixed sleeps)
 
 
 def pick(page, field: str, option: str) -> None:

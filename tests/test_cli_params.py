@@ -17,13 +17,14 @@ from engine.budget.params import COMPONENTS, count_params
 from engine.cli import main
 from engine.config import ModelConfig
 from engine.presets import PRESETS
+from tests.helpers import SUBPROCESS_WAIT_S
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def engine(*args: str, stdin: str | None = None, shell: str | None = None) -> subprocess.CompletedProcess:
     cmd = shell if shell else [sys.executable, "-m", "engine", *args]
-    return subprocess.run(cmd, cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=120,
+    return subprocess.run(cmd, cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=SUBPROCESS_WAIT_S,
                           shell=bool(shell), env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 

@@ -6,7 +6,7 @@ from engine.budget.context_memory import all_attention, context_memory, crossing
 from engine.budget.memory import kv_cache_bytes, memory_budget, state_bytes
 from engine.budget.params import count_params
 from engine.presets import PRESETS
-from tests.helpers import hybrid_configs
+from tests.hybrid_cases import hybrid_configs
 
 QWEN = PRESETS["qwen3-next-80b-a3b"].config
 

@@ -91,7 +91,7 @@ def test_hybrid_layouts_draw_their_kinds():
     """A hybrid draws one layer in detail (an attention layer when there is one) and counts every kind; a
     recurrent mixer is a box of its kind's own summary, a one-branch layer skips the missing branch."""
     from engine.layers.mixers import MIXERS
-    from tests.helpers import hybrid_configs
+    from tests.hybrid_cases import hybrid_configs
     for name, cfg in hybrid_configs().items():
         dot = block_dot(cfg)
         assert dot.count("{") == dot.count("}"), name

@@ -111,3 +111,11 @@ def test_flop_budget_as_dict_is_every_field_plus_train_flops():
     b = flops_budget(get_preset("gpt2").config, 2, 64)
     assert b.as_dict() == {**{f.name: getattr(b, f.name) for f in fields(b)},
                            "train_flops": b.forward_flops + b.backward_flops}
+
+
+def test_each_intensity_says_what_it_divides():
+    """The Budgets page prints the formula beside each arithmetic intensity: FLOPs over the bytes moved, where a
+    prefill writes the KV cache and a decode step reads it."""
+    it = arithmetic_intensity(make({}), 2, 16, "bf16")
+    for phase, kv in (("prefill", "KV cache written"), ("decode", "KV cache read")):
+        assert "FLOPs / (weights + " in it[phase].formula and kv in it[phase].formula, phase

@@ -1,4 +1,4 @@
-"""Hybrid layer layouts (engine/layers/mixers.py): every mixture of layer kinds in tests/helpers.py HYBRIDS holds
+"""Hybrid layer layouts (engine/layers/mixers.py): every mixture of layer kinds in tests/hybrid_cases.py HYBRIDS holds
 its closed forms exactly against the built model (parameters, FLOPs with FlopCounterMode, saved bytes with
 saved-tensor hooks, the decode cache's bytes), decodes with its cache to the full forward's logits, and a model of
 one kind everywhere is the model it was before layer_types and ffn_types existed."""
@@ -15,7 +15,7 @@ from engine.layers.block import block_params
 from engine.measure.activations import measure_activations
 from engine.measure.flops import counted_flops
 from engine.model import KVCache, build_model
-from tests.helpers import HYBRID_BASE, hybrid_configs
+from tests.hybrid_cases import HYBRID_BASE, hybrid_configs
 
 HYBRIDS = hybrid_configs()
 NAMES = list(HYBRIDS)

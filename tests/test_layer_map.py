@@ -4,7 +4,7 @@ from pathlib import Path
 
 from engine.layers.layer_map import index_ranges, layer_map
 from engine.presets import PRESETS
-from tests.helpers import hybrid_configs
+from tests.hybrid_cases import hybrid_configs
 
 HF = Path(__file__).parent / "data" / "hf_configs"
 

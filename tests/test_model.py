@@ -109,7 +109,7 @@ KNOBS = {
     "rope_short_factor": (LONGROPE, (2.0, 3.0)), "rope_long_factor": ({**LONGROPE, "rope_original_context": 4},
                                                                        (2.0, 3.0)),
     "qk_norm_scope": ({"qk_norm": True}, "all_heads"), "head_bias": ({}, True), "logit_scale": ({}, 0.5), "n_experts": ({}, 4),
-    "attn_sinks": ({}, True), "swiglu_limit": ({"ffn": "swiglu_clamped"}, 0.2),
+    "attn_sinks": ({}, True), "swiglu_limit": ({"ffn": "swiglu_clamped"}, 0.2), "residual_alpha": ({}, 2.0),
     "attn_chunk": ({"layer_types": ("chunked", "full"), "attn_chunk": 5}, 3),
     **{name: ({"attn_temperature": 0.5, "attn_temperature_floor": 2, **extra}, value) for name, (extra, value) in {
         "attn_temperature": ({}, 0.25), "attn_temperature_floor": ({}, 3), "attn_temperature_one_based": ({}, True),
@@ -141,7 +141,7 @@ KNOBS = {
     **{name: ({"position": "rope", "kv_lora_rank": 8, "qk_rope_head_dim": 4, "qk_nope_head_dim": 3,
                "v_head_dim": 5, **extra}, value) for name, (extra, value) in {
         "q_lora_rank": ({}, 6), "qk_rope_head_dim": ({}, 2), "qk_nope_head_dim": ({}, 4), "v_head_dim": ({}, 3),
-        "mla_rope_interleave": ({}, False),
+        "mla_rope_interleave": ({}, False), "mla_norm_eps": ({}, 0.5),
         "rope_mscale_all_dim": ({"rope_scaling": "yarn", "rope_factor": 4.0}, 0.707)}.items()}}
 # training-only (the router losses' weights, tested in test_moe.py), zero at init (DeepSeek's selection bias) or
 # counted apart and never built (the multi-token-prediction modules, tested in test_mtp.py); decode caches only

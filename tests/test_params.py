@@ -41,6 +41,14 @@ def component_of(name: str) -> str:
         return {"in_proj": "ssm_in", "out_proj": "ssm_out", "conv1d": "ssm_conv", "x_proj": "ssm_dt_bc",
                 "dt_proj": "ssm_dt_bc", "norm": "ssm_norm", "dt_norm": "ssm_norm", "b_norm": "ssm_norm",
                 "c_norm": "ssm_norm"}.get(module, "ssm_heads")
+    if "kda" in path:   # KDA: q, k, v and beta projections, the short conv, o_proj; the rest its gates and norm
+        module = path[path.index("kda") + 1]
+        return {"q_proj": "kda_in_proj", "k_proj": "kda_in_proj", "v_proj": "kda_in_proj", "b_proj": "kda_in_proj",
+                "conv1d": "kda_conv", "o_proj": "kda_out_proj"}.get(module, "kda_gates")
+    if "lightning" in path:   # lightning attention: qkv and the output gate, the norm's gain, out_proj
+        module = path[path.index("lightning") + 1]
+        return {"qkv_proj": "lightning_in_proj", "output_gate": "lightning_in_proj",
+                "out_proj": "lightning_out_proj"}.get(module, "lightning_norm")
     if "ffn" in path:
         sub = path[path.index("ffn") + 1]
         return {"router": "router", "experts": "routed_experts", "shared": "shared_experts",

@@ -8,6 +8,7 @@ import math
 import pytest
 import torch
 
+from engine.budget.flops import flops_budget
 from engine.budget.memory import memory_budget
 from engine.budget.params import count_params
 from engine.config import ModelConfig
@@ -167,3 +168,47 @@ def test_lora_training_compute_has_no_weight_gradients():
     full = plan(LLAMA8, "h100-80gb", Layout(8), Setup(seq=1024), tokens=10**9).cost
     lora = plan(LLAMA8, "h100-80gb", Layout(8), Setup(seq=1024, finetune="lora"), tokens=10**9).cost
     assert lora.flops_per_token * 3 == pytest.approx(full.flops_per_token * 2)   # 2 passes of 3
+
+
+def test_as_dict_is_the_plan_in_json():
+    """`python -m engine plan --json` prints as_dict(): every figure of the plan under its own name."""
+    import json
+    p = plan(LLAMA8, "h100-80gb", Layout(8, tp=2, pp=2, zero=1), Setup(seq=1024, micro_batches=4))
+    d = json.loads(json.dumps(p.as_dict()))
+    bytes_of = lambda m: {f"{k}_bytes": v for k, v in m.items()}   # noqa: E731  (the CLI names bytes *_bytes)
+    assert d["per_gpu"] == bytes_of(p.per_gpu) and d["per_stage"] == [bytes_of(m) for m in p.per_stage]
+    assert len(d["per_stage"]) == 2 and d["per_gpu"]["total_bytes"] == p.memory_bytes - p.margin_bytes
+    assert (d["fits"], d["margin_bytes"], d["memory_bytes"]) == (p.fits, p.margin_bytes, p.memory_bytes)
+    assert d["layout"] == {"gpus": 8, "dp": 2, "tp": 2, "pp": 2, "ep": 1, "zero": 1, "sequence_parallel": False}
+    assert d["trainable_params"] == count_params(LLAMA8).total and d["cost"] == p.cost.as_dict()
+    assert d["high_precision"] == p.high_precision and d["notes"] == p.notes
+
+
+@pytest.mark.parametrize("batch", [1, 4])
+def test_training_flops_per_token_are_three_forward_passes_of_one_token_whatever_the_batch(batch):
+    """C = 3 * forward FLOPs per token (forward + 2x backward): a forward over `batch` sequences, divided by the
+    tokens it saw, is the per-token figure, so the plan's number cannot depend on the serving batch."""
+    seq = 1024
+    p = plan(LLAMA8, "h100-80gb", Layout(8), Setup(seq=seq, micro_batch=batch), tokens=10**9)
+    fwd = flops_budget(LLAMA8, 3, seq, causal=True).forward_flops
+    assert p.cost.flops_per_token == pytest.approx(3 * fwd / (3 * seq), rel=1e-12)
+
+
+def test_full_training_ignores_the_lora_fields():
+    """The LoRA rank and targets only apply to lora/qlora; a full run with them cleared is a valid setup (the
+    Planner hides those fields then), and the same values under LoRA are refused naming each field."""
+    from engine.plan import setup_problems
+    assert setup_problems(Setup(finetune="full", lora_rank=0, lora_targets=())) == []
+    assert [p.split(":")[0] for p in setup_problems(Setup(finetune="lora", lora_rank=0, lora_targets=()))] == \
+        ["lora_targets", "lora_rank"]
+
+
+def test_tp_that_does_not_divide_the_heads_names_them():
+    from engine.plan.parallel import layout_problems
+    assert "tp: 3 does not divide n_heads = 32" in layout_problems(LLAMA8, Layout(3, tp=3))
+
+
+def test_every_cost_formula_names_a_figure_of_the_cost():
+    """The Planner shows each cost figure with its formula, looked up by the figure's name."""
+    c = plan(LLAMA8, "h100-80gb", Layout(8), Setup(seq=1024), tokens=10**9).cost
+    assert "train_flops" in c.formulas and set(c.formulas) <= set(c.as_dict()) - {"formulas"}

@@ -18,8 +18,9 @@ from engine.config import FIELDS
 from engine.layers.position import sinusoidal_table
 from engine.model import build_model
 from tests import ssm_reference
-from tests.helpers import AXES, hybrid_configs, make, variant_configs
-from tests.reference_mixers import gdn_reference
+from tests.helpers import AXES, make, variant_configs
+from tests.hybrid_cases import hybrid_configs
+from tests.reference_mixers import gdn_reference, kda_reference, lightning_reference
 
 ROOT2, C = math.sqrt(2.0), math.sqrt(2.0 / math.pi)
 REF_ACT = {"relu": lambda x: x.clamp_min(0),
@@ -33,7 +34,7 @@ REF_POSITIONS = ("learned", "sinusoidal", "rope", "none")
 REF_PLACEMENTS = ("pre", "post", "sandwich", "post_branch")
 REF_BLOCKS = ("serial", "parallel")
 REF_QK_SCOPES = {"head": "head", "all_heads": "projection", "rope_heads": "rotating heads, no gain"}
-REF_MIXERS = ("full", "sliding", "chunked", "gdn", "mamba2", "mamba1")   # a layer's parts: attention or recurrent
+REF_MIXERS = ("full", "sliding", "chunked", "gdn", "mamba2", "mamba1", "kda", "lightning")   # attention or recurrent
 REF_LAYER_TYPES = REF_MIXERS + ("none",) + tuple(f"{a}+{r}" for a in REF_MIXERS[:3] for r in REF_MIXERS[3:])
 REF_FFN_TYPES = ("dense", "moe", "none")
 REF_GATES = ("elementwise", "head")
@@ -151,7 +152,9 @@ def _attention(cfg, sd, name, x, layer):
             s = cfg.attn_softcap * torch.tanh(s / cfg.attn_softcap)
         s = s.masked_fill(~allowed, float("-inf"))
         if cfg.attn_sinks:                                    # exp(sink) joins the denominator, with no value
-            p = torch.exp(s) / (torch.exp(sd[name + ".sinks"][h]) + torch.exp(s).sum(-1, keepdim=True))
+            sink = sd[name + ".sinks"][h]
+            m = torch.maximum(s.amax(-1, keepdim=True), sink)    # shifted by the largest logit: no overflow
+            p = torch.exp(s - m) / (torch.exp(sink - m) + torch.exp(s - m).sum(-1, keepdim=True))
         else:
             p = torch.softmax(s, -1)
         out = p @ v[:, kv]
@@ -241,7 +244,9 @@ def _block(cfg, sd, b, x, layer):
               "chunked": lambda h: _attention(cfg, sd, b + ".attn", h, layer),
               "gdn": lambda h: gdn_reference(cfg, sd, b + ".gdn", h),
               "mamba2": lambda h: ssm_reference.mamba2(cfg, sd, b + ".mamba", h),
-              "mamba1": lambda h: ssm_reference.mamba1(cfg, sd, b + ".mamba", h)}
+              "mamba1": lambda h: ssm_reference.mamba1(cfg, sd, b + ".mamba", h),
+              "kda": lambda h: kda_reference(cfg, sd, b + ".kda", h),
+              "lightning": lambda h: lightning_reference(cfg, sd, b + ".lightning", h)}
     A = lambda h: sum(mixers[part](h) for part in parts)  # noqa: E731
     if cfg.ffn_types is not None:
         kind = cfg.ffn_types[layer]
@@ -252,12 +257,12 @@ def _block(cfg, sd, b, x, layer):
     if not parts or kind == "none":                           # a serial layer with one branch: only that step
         return _one_branch(cfg, sd, b, x, A if parts else F, "attn" if parts else "ffn")
     N = lambda n, h: _norm(cfg, sd, f"{b}.{n}", h)  # noqa: E731
-    parallel = cfg.block == "parallel"
-    if cfg.norm_placement == "post":                          # N(x + F(x))
+    parallel, a = cfg.block == "parallel", cfg.residual_alpha    # every residual add is alpha x + branch
+    if cfg.norm_placement == "post":                          # N(alpha x + F(x))
         if parallel:
-            return N("norm1", x + A(x) + F(x))
-        x = N("norm1", x + A(x))
-        return N("norm2", x + F(x))
+            return N("norm1", a * x + A(x) + F(x))
+        x = N("norm1", a * x + A(x))
+        return N("norm2", a * x + F(x))
     branch = cfg.norm_placement in ("sandwich", "post_branch")    # a norm on each branch output
     wrap_a = (lambda y: N("post_attn_norm", y)) if branch else (lambda y: y)
     wrap_f = (lambda y: N("post_ffn_norm", y)) if branch else (lambda y: y)
@@ -266,9 +271,9 @@ def _block(cfg, sd, b, x, layer):
     if parallel:                                              # x + A(N1(x)) + F(N2(x)), N2 = N1 when shared
         h1 = N1(x)
         h2 = h1 if cfg.parallel_shared_norm else N2(x)
-        return x + wrap_a(A(h1)) + wrap_f(F(h2))
-    x = x + wrap_a(A(N1(x)))
-    return x + wrap_f(F(N2(x)))
+        return a * x + wrap_a(A(h1)) + wrap_f(F(h2))
+    x = a * x + wrap_a(A(N1(x)))
+    return a * x + wrap_f(F(N2(x)))
 
 
 def _one_branch(cfg, sd, b, x, branch, which):
@@ -277,10 +282,10 @@ def _one_branch(cfg, sd, b, x, branch, which):
     n_in, n_out = ("norm1", "post_attn_norm") if which == "attn" else ("norm2", "post_ffn_norm")
     N = lambda n, h: _norm(cfg, sd, f"{b}.{n}", h)  # noqa: E731
     if cfg.norm_placement == "post":
-        return N(n_in, x + branch(x))
+        return N(n_in, cfg.residual_alpha * x + branch(x))
     h = x if cfg.norm_placement == "post_branch" else N(n_in, x)
     y = branch(h)
-    return x + (N(n_out, y) if cfg.norm_placement in ("sandwich", "post_branch") else y)
+    return cfg.residual_alpha * x + (N(n_out, y) if cfg.norm_placement in ("sandwich", "post_branch") else y)
 
 
 def reference_logits(cfg, sd, idx):

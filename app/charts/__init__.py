@@ -63,6 +63,8 @@ COMPONENT_GROUP: dict[str, str] = {
     "gdn_in_proj": "attention", "gdn_conv": "attention", "gdn_gates": "attention", "gdn_out_proj": "attention",
     "ssm_in": "attention", "ssm_conv": "attention", "ssm_dt_bc": "attention", "ssm_heads": "attention",
     "ssm_norm": "attention", "ssm_out": "attention",
+    "kda_in_proj": "attention", "kda_conv": "attention", "kda_gates": "attention", "kda_out_proj": "attention",
+    "lightning_in_proj": "attention", "lightning_norm": "attention", "lightning_out_proj": "attention",
 }
 LABELS: dict[str, str] = {
     "token_embedding": "token embedding", "positions": "learned positions", "attention_q": "q projection",
@@ -75,6 +77,10 @@ LABELS: dict[str, str] = {
     "gdn_out_proj": "Gated DeltaNet out_proj",
     "ssm_in": "Mamba in_proj", "ssm_conv": "Mamba conv", "ssm_dt_bc": "Mamba x_proj and dt_proj",
     "ssm_heads": "Mamba A, D and dt bias", "ssm_norm": "Mamba norms", "ssm_out": "Mamba out_proj",
+    "kda_in_proj": "KDA q, k, v and beta projections", "kda_conv": "KDA conv",
+    "kda_gates": "KDA decay and output gates, norm", "kda_out_proj": "KDA o_proj",
+    "lightning_in_proj": "lightning qkv and output gate", "lightning_norm": "lightning norm",
+    "lightning_out_proj": "lightning out_proj",
     "embeddings": "embeddings", "attention": "attention", "output_head_group": "output head",
 }
 FONT = dict(size=14)

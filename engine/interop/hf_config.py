@@ -56,6 +56,10 @@ import engine.interop.hf_ssm_defaults  # noqa: E402,F401  (registers the familie
 from engine.interop.hf_ssm import READERS as _SSM_READERS  # noqa: E402
 
 _READERS.update(_SSM_READERS)
+from engine.interop.hf_kimi import READERS as _KIMI_READERS  # noqa: E402
+from engine.interop.hf_minimax import READERS as _MINIMAX_READERS  # noqa: E402
+
+_READERS.update(_KIMI_READERS, **_MINIMAX_READERS)
 # a multimodal wrapper imports when its text model's family does
 FAMILIES = tuple(_READERS) + tuple(w for w, spec in WRAPPERS.items() if spec.text_type in _READERS)
 
@@ -69,7 +73,7 @@ NEUTRAL: dict[str, Any] = dict(
     rope_beta_slow=1.0, rope_truncate=True, rope_attention_factor=None, rope_short_factor=None,
     rope_long_factor=None, layer_types=None, ffn_types=None, state_dtype=None, attn_gate=None, attn_scale=None,
     rope_local_base=None, nope_layers=None, head_bias=False, logit_scale=1.0, ckpt_format="none", ckpt_bits=None,
-    ckpt_group_size=None, ckpt_double_quant=False, ckpt_keep=None)
+    ckpt_group_size=None, ckpt_double_quant=False, ckpt_keep=None, residual_alpha=1.0)
 
 
 @dataclass(frozen=True)

@@ -144,24 +144,31 @@ def _deepseek_v2(r: _Reader) -> dict[str, Any]:
 READERS = {"deepseek_v2": _deepseek_v2, "deepseek_v3": _deepseek_v3}
 
 
-def deepseek_pairs(cfg: ModelConfig) -> list[Pair]:
-    pairs = [Pair("model.embed_tokens", ("tok_emb",), "copy"), Pair("model.norm", ("final_norm",), "copy")]
+def mla_pairs(cfg: ModelConfig, a: str, o: str) -> list[Pair]:
+    """One MLA layer: transformers' names under `a` (…self_attn.) <-> ours under `o` (blocks.i.attn.)."""
     attn = {"kv_a_proj_with_mqa": "kv_a", "kv_a_layernorm": "kv_norm", "kv_b_proj": "kv_b", "o_proj": "o_proj"}
     attn.update({"q_proj": "q_proj"} if cfg.q_lora_rank is None else
                 {"q_a_proj": "q_a", "q_a_layernorm": "q_norm", "q_b_proj": "q_b"})
+    return [Pair(a + k, (f"{o}{v}",), "copy") for k, v in attn.items()]
+
+
+def deepseek_ffn_pairs(cfg: ModelConfig, h: str, o: str, moe: bool) -> list[Pair]:
+    """One layer's dense MLP or DeepSeek MoE (router, fused experts, selection bias and shared experts if any)."""
+    if not moe:
+        return dense_mlp_pairs(h, o)
+    pairs = [Pair(h + "mlp.gate.weight", (o + "ffn.router.weight",), "copy", raw=True), *stacked_expert_pairs(h, o)]
+    if cfg.router_selection_bias:   # DeepSeek-V3 and Kimi Linear
+        pairs.append(Pair(h + "mlp.gate.e_score_correction_bias", (o + "ffn.router.selection_bias",), "copy",
+                          raw=True))
+    if cfg.n_shared_experts:
+        pairs += [Pair(f"{h}mlp.shared_experts.{x}_proj", (f"{o}ffn.shared.{x}",), "copy")
+                  for x in ("gate", "up", "down")]
+    return pairs
+
+
+def deepseek_pairs(cfg: ModelConfig) -> list[Pair]:
+    pairs = [Pair("model.embed_tokens", ("tok_emb",), "copy"), Pair("model.norm", ("final_norm",), "copy")]
     for i, moe in enumerate(cfg.moe_layers):
         h, o = f"model.layers.{i}.", f"blocks.{i}."
-        pairs += [Pair(f"{h}self_attn.{k}", (f"{o}attn.{v}",), "copy") for k, v in attn.items()]
-        pairs += norm_pairs(h, o)
-        if not moe:
-            pairs += dense_mlp_pairs(h, o)
-            continue
-        pairs += [Pair(h + "mlp.gate.weight", (o + "ffn.router.weight",), "copy", raw=True),
-                  *stacked_expert_pairs(h, o)]
-        if cfg.router_selection_bias:   # DeepSeek-V3 only
-            pairs.append(Pair(h + "mlp.gate.e_score_correction_bias", (o + "ffn.router.selection_bias",), "copy",
-                              raw=True))
-        if cfg.n_shared_experts:
-            pairs += [Pair(f"{h}mlp.shared_experts.{x}_proj", (f"{o}ffn.shared.{x}",), "copy")
-                      for x in ("gate", "up", "down")]
+        pairs += mla_pairs(cfg, h + "self_attn.", o + "attn.") + norm_pairs(h, o) + deepseek_ffn_pairs(cfg, h, o, moe)
     return pairs

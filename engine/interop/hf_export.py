@@ -139,6 +139,10 @@ _WRITERS.update(_LLAMA4_WRITERS)
 from engine.interop.hf_ssm_export import WRITERS as _SSM_WRITERS  # noqa: E402
 
 _WRITERS.update(_SSM_WRITERS)
+from engine.interop.hf_kimi import WRITERS as _KIMI_WRITERS  # noqa: E402
+from engine.interop.hf_minimax import WRITERS as _MINIMAX_WRITERS  # noqa: E402
+
+_WRITERS.update(_KIMI_WRITERS, **_MINIMAX_WRITERS)
 
 
 def hf_problems(cfg: ModelConfig, model_type: str) -> tuple[dict[str, Any], list[str]]:

@@ -8,12 +8,6 @@ _HYBRID = "mixers other than softmax attention (hybrid layers) are not built yet
 
 # model_type -> (the key that needs it, the reason)
 REFUSED: dict[str, tuple[str, str]] = {
-    "qwen3_next": ("layer_types", f"its linear_attention layers are Gated DeltaNet: {_HYBRID}"),
-    "qwen3_5_text": ("layer_types", f"its linear_attention layers are Gated DeltaNet: {_HYBRID}"),
-    "qwen3_5_moe_text": ("layer_types", f"its linear_attention layers are Gated DeltaNet: {_HYBRID}"),
-    "nemotron_h": ("hybrid_override_pattern", f"its M layers are Mamba-2 mixers: {_HYBRID}"),
-    "granitemoehybrid": ("layer_types", f"its mamba layers are Mamba-2 mixers: {_HYBRID}"),
-    "kimi_linear": ("linear_attn_config", f"its kda_layers are Kimi Delta Attention: {_HYBRID}"),
     "lfm2": ("layer_types", f"its conv layers are LFM2's gated short convolutions: {_HYBRID}"),
     "lfm2_moe": ("layer_types", f"its conv layers are LFM2's gated short convolutions: {_HYBRID}"),
     "deepseek_v32": ("index_topk", "the lightning indexer's top-k sparse attention is not built yet"),

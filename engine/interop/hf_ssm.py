@@ -148,7 +148,10 @@ def _nemotron_h(r: _Reader) -> dict[str, Any]:
                ssm_dt_min=float(r("time_step_min")), ssm_dt_max=None,
                state_dtype={"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(
                    r("mamba_ssm_cache_dtype"), None))
-    for key in ("time_step_limit", "time_step_max", "time_step_floor", "expand", "mamba_proj_bias", "residual_in_fp32",
+    # mamba_expand: the config class renames it to expand, which the torch path never reads (the inner width is
+    # mamba_num_heads * mamba_head_dim); time_step_rank: remote code's, not a transformers key
+    for key in ("time_step_limit", "time_step_max", "time_step_floor", "expand", "mamba_expand", "time_step_rank",
+                "mamba_proj_bias", "residual_in_fp32",
                 "rescale_prenorm_residual", "use_mamba_kernels", "num_logits_to_keep", "moe_shared_expert_overlap",
                 "mtp_layers_block_type", "sliding_window", "output_router_logits"):
         r.read.add(key)   # init, kernels, bookkeeping or keys the torch path never reads
@@ -169,6 +172,10 @@ def _nemotron_h(r: _Reader) -> dict[str, Any]:
 def _granite(r: _Reader) -> dict[str, Any]:
     d = r("hidden_size")
     _silu_conv(r, "hidden_act")
+    if "init_method" in r.d:
+        r.ignore("init_method", "initialization only; transformers' GraniteMoeHybrid never reads it")
+    if "normalization_function" in r.d:   # IBM's own key; transformers always builds RMSNorm
+        r.expect("normalization_function", ("rmsnorm",), "transformers' GraniteMoeHybrid norms are RMSNorm")
     rope = r("position_embedding_type")
     if rope not in (None, "rope", "nope"):
         r.bad("position_embedding_type", rope, "rope, nope or null (no RoPE)")

@@ -33,12 +33,14 @@ class _Writer:
     def common(self, norm: str, placement: str = "pre", *, embed_scale: bool = False, qk_norm: bool = False,
                softcaps: bool = False, moe: bool = False, qk_scope: str = "head", mla: bool = False,
                sinks: bool = False, mtp: bool = False, hybrid: bool = False, gate: str | None = None,
+               embed_norm: bool = False, final_norm: bool = True, residual_alpha: bool = False,
                nope: bool = False, chunk: bool = False, temperature: bool = False, scales_input: bool = False,
                selection_param: bool = False, local_rope: bool = False, embed_dropout: bool = True,
                scales: bool = False) -> None:
         """What every supported family shares (a final norm, no embedding norm, learned gains) and the
         features only some have, off unless the family passes them: hybrid layer kinds (layer_types beyond
-        attention, ffn_types), and the branch, embedding and logit multipliers (scales)."""
+        attention, ffn_types), and the branch, embedding and logit multipliers (scales); residual_alpha: any alpha
+        is expressible."""
         c = self.cfg
         if not hybrid:
             self.check(not c.hybrid, "layer_types", "every layer is softmax attention and an FFN")
@@ -67,8 +69,10 @@ class _Writer:
             self.need("qk_norm_scope", qk_scope)
         self.need("norm", norm)
         self.need("norm_placement", placement)
-        self.need("final_norm", True)
-        self.need("embed_norm", False)
+        self.need("final_norm", final_norm)
+        self.need("embed_norm", embed_norm)
+        if not residual_alpha:
+            self.need("residual_alpha", 1.0, "the residual is added as it is")
         self.need("norm_affine", True)
         if norm == "layernorm":
             self.check(norm_has_bias(self.cfg), "norm_bias", "its LayerNorms have a bias")

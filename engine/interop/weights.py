@@ -1,4 +1,5 @@
 """State-dict conversion between our DecoderLM and transformers checkpoints, family by family.
+(Longer than 300 lines: every codec and the family dispatch stay together, so a round trip reads in one place.)
 
 A family is a list of module pairs (HF module, our module(s), codec); `.weight` and `.bias` are mapped
 wherever our module has them. Every codec is an exact rearrangement, so HF -> ours -> HF returns the same
@@ -155,11 +156,16 @@ def pairs_for(cfg: ModelConfig, family: str) -> list[Pair]:
     from engine.interop.hf_llama4 import llama4_pairs
     from engine.interop.hf_recent_moe import READERS as RECENT_MOE, recent_moe_pairs
     from engine.interop.hf_qwen_hybrid import CODECS, qwen_hybrid_pairs, WRITERS as QWEN_HYBRID
-    _CODECS.update(CODECS)
+    from engine.interop import hf_kimi, hf_minimax
+    _CODECS.update(CODECS, **hf_kimi.CODECS, **hf_minimax.CODECS)
     if family in SSM_READERS:
         pairs = ssm_pairs(cfg, family)
     elif family in QWEN_HYBRID:
         pairs = qwen_hybrid_pairs(cfg, family)
+    elif family == "kimi_linear":
+        pairs = hf_kimi.kimi_pairs(cfg)
+    elif family == "minimax":
+        pairs = hf_minimax.minimax_pairs(cfg)
     elif family in RECENT_MOE and family != "qwen3_vl_moe_text":
         pairs = recent_moe_pairs(cfg, family)
     elif family == "llama4_text":

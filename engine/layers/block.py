@@ -39,6 +39,10 @@ class BlockKnobs(Knobs):
     bias: bool = declare(True, "block", "Biases on every linear layer in attention and FFN.")
     dropout: float = declare(0.0, "block", "Share of activations zeroed at random during training.", lo=0, hi=1,
                               hi_open=True)
+    residual_alpha: float = declare(1.0, "block", "The residual stream is multiplied by alpha before each branch "
+                                    "output is added (x <- alpha x + F(.)); with post-norm this is DeepNorm, alpha = "
+                                    "(2 N)^(1/4) keeping deep post-norm stacks trainable (MiniMax-01: 160^(1/4) = "
+                                    "3.5566).", lo=0, lo_open=True)
     embed_dropout: bool = declare(True, "block", "With dropout: also drop entries of the token embeddings (GPT-2); "
                                    "off drops only attention weights and branch outputs (Seed-OSS).")
 
@@ -132,13 +136,15 @@ class Block(nn.Module):
     serial post_branch:   x = x + P1(A(x));  x = x + P2(F(x))      (OLMo-2: no norm on the way in)
     parallel post_branch: x = x + P1(A(x)) + P2(F(x))
     A is the layer's mixer (two mixers side by side: their sum); a serial layer without a mixer or without an
-    FFN skips that step and its norms (Nemotron-H's one-mixer-per-layer)."""
+    FFN skips that step and its norms (Nemotron-H's one-mixer-per-layer). With residual_alpha, every x added to
+    a branch output is alpha x (DeepNorm)."""
 
     def __init__(self, cfg: ModelConfig, spec: LayerSpec | None = None):
         super().__init__()
         spec = spec or plain_spec(cfg)
         lay = block_layout(cfg, spec)
         self.parallel, self.placement, self.p = lay.parallel, lay.placement, cfg.dropout
+        self.alpha = cfg.residual_alpha
         self.mixer_attrs = tuple(m.attr for m in spec_mixers(spec))
         for m in spec_mixers(spec):
             self.add_module(m.attr, m.build(cfg, spec))
@@ -172,22 +178,26 @@ class Block(nn.Module):
         y = self.post_ffn_norm(y) if self.post_ffn_norm is not None else y
         return F.dropout(y, self.p, self.training)
 
+    def _res(self, x: torch.Tensor) -> torch.Tensor:
+        """The residual a branch output is added to: alpha x (a scalar multiply: autograd saves nothing for it)."""
+        return x if self.alpha == 1.0 else x * self.alpha
+
     def forward(self, x: torch.Tensor, pos: torch.Tensor, rope: tuple | None,
                 cache: LayerKV | None = None) -> torch.Tensor:
         # x: [B, T, d] residual stream in and out; every branch (mixers, FFN, norms) reads and returns [B, T, d]
-        mix, ffn = bool(self.mixer_attrs), self.ffn is not None
+        mix, ffn, r = bool(self.mixer_attrs), self.ffn is not None, self._res
         if self.parallel:
             if self.placement == "post":
-                return self.norm1(x + self._attn(x, pos, rope, cache) + self._ffn(x))
+                return self.norm1(r(x) + self._attn(x, pos, rope, cache) + self._ffn(x))
             h1 = x if self.norm1 is None else self.norm1(x)
             h2 = h1 if self.norm2 is None else self.norm2(x)
-            return x + self._attn(h1, pos, rope, cache) + self._ffn(h2)
+            return r(x) + self._attn(h1, pos, rope, cache) + self._ffn(h2)
         if self.placement == "post":
-            x = self.norm1(x + self._attn(x, pos, rope, cache)) if mix else x
-            return self.norm2(x + self._ffn(x)) if ffn else x
+            x = self.norm1(r(x) + self._attn(x, pos, rope, cache)) if mix else x
+            return self.norm2(r(x) + self._ffn(x)) if ffn else x
         if mix:
-            x = x + self._attn(x if self.norm1 is None else self.norm1(x), pos, rope, cache)
-        return x + self._ffn(x if self.norm2 is None else self.norm2(x)) if ffn else x
+            x = r(x) + self._attn(x if self.norm1 is None else self.norm1(x), pos, rope, cache)
+        return r(x) + self._ffn(x if self.norm2 is None else self.norm2(x)) if ffn else x
 
 
 # Closed forms of one block, summed from the mixer, FFN and norm families.

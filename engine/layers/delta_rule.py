@@ -23,6 +23,8 @@ solve's count, registered with it in engine/measure/flops.py) are in chunked_flo
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 import torch.nn.functional as F
 
@@ -71,6 +73,15 @@ def chunked(q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: Tensor, chunk: int
     q_start = q * gamma.exp()[..., None]              # reads the state the chunk starts from
     k_end = k * (gamma[..., -1:] - gamma).exp()[..., None]   # writes decayed to the chunk's end
     chunk_decay = gamma[..., -1].exp()[..., None, None]       # [B, H, n, 1, 1]
+    return scan_chunks(w_v, w_k, attn, q_start, k_end, chunk_decay, state, want_state, T)
+
+
+def scan_chunks(w_v: Tensor, w_k: Tensor, attn: Tensor, q_start: Tensor, k_end: Tensor, chunk_decay: Tensor,
+                state: Tensor | None, want_state: bool, T: int) -> tuple[Tensor, Tensor | None]:
+    """The part of the chunked form that waits for the previous chunk, chunk by chunk (Gated DeltaNet's and
+    KDA's alike): U = W_v - W_k S, O = attn U + Q_start S, then S <- decay S + K_end^T U. Inputs [B, H, n, c, .]
+    (chunk_decay [B, H, n, 1 or dk, 1]) -> (o [B, T, H, dv] contiguous, the final state or None)."""
+    B, H, n, c, dv = w_v.shape
     outs = []
     for i in range(n):
         u = w_v[:, :, i] if state is None else w_v[:, :, i] - w_k[:, :, i] @ state
@@ -84,49 +95,54 @@ def chunked(q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: Tensor, chunk: int
 
 
 class _ChunkedRecompute(torch.autograd.Function):
-    """`chunked` that keeps only its inputs for backward and runs itself again there (FLA's trade)."""
+    """A chunked form (`rule`: `chunked`, or another kind's of the same signature, as KDA's) that keeps only its
+    inputs for backward and runs itself again there (FLA's trade)."""
 
     @staticmethod
-    def forward(ctx, q, k, v, g, beta, state, chunk, want_state):
+    def forward(ctx, rule, q, k, v, g, beta, state, chunk, want_state):
         ctx.save_for_backward(q, k, v, g, beta, state)
-        ctx.chunk, ctx.want_state = chunk, want_state
-        return chunked(q, k, v, g, beta, chunk, state, want_state)
+        ctx.rule, ctx.chunk, ctx.want_state = rule, chunk, want_state
+        return rule(q, k, v, g, beta, chunk, state, want_state)
 
     @staticmethod
     def backward(ctx, grad_o, grad_state):
         inputs = [None if t is None else t.detach().requires_grad_(need)
-                  for t, need in zip(ctx.saved_tensors, ctx.needs_input_grad)]
+                  for t, need in zip(ctx.saved_tensors, ctx.needs_input_grad[1:])]
         with torch.enable_grad():
-            o, state = chunked(*inputs[:5], ctx.chunk, inputs[5], ctx.want_state)
+            o, state = ctx.rule(*inputs[:5], ctx.chunk, inputs[5], ctx.want_state)
         outs, grads = [o], [grad_o]
         if state is not None and grad_state is not None:
             outs.append(state)
             grads.append(grad_state)
         wanted = [t for t in inputs if t is not None and t.requires_grad]
         found = iter(torch.autograd.grad(outs, wanted, grads, allow_unused=True))
-        return (*(next(found) if t is not None and t.requires_grad else None for t in inputs), None, None)
+        return (None, *(next(found) if t is not None and t.requires_grad else None for t in inputs), None, None)
 
 
-def chunked_train(q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: Tensor, chunk: int,
-                  state: Tensor | None = None, want_state: bool = False) -> tuple[Tensor, Tensor | None]:
-    """`chunked`, keeping only its inputs for backward when autograd records (else `chunked` itself)."""
+def chunked_train(q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: Tensor | None, chunk: int,
+                  state: Tensor | None = None, want_state: bool = False,
+                  rule: Callable[..., tuple[Tensor, Tensor | None]] | None = None) -> tuple[Tensor, Tensor | None]:
+    """`rule` (default `chunked`), keeping only its inputs for backward when autograd records (else `rule`
+    itself)."""
+    rule = rule or chunked
     recording = torch.is_grad_enabled() and any(t is not None and t.requires_grad
                                                  for t in (q, k, v, g, beta, state))
     if not recording:
-        return chunked(q, k, v, g, beta, chunk, state, want_state)
-    return _ChunkedRecompute.apply(q, k, v, g, beta, state, chunk, want_state)
+        return rule(q, k, v, g, beta, chunk, state, want_state)
+    return _ChunkedRecompute.apply(rule, q, k, v, g, beta, state, chunk, want_state)
 
 
 def recurrent(q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: Tensor,
               state: Tensor | None = None) -> tuple[Tensor, Tensor]:
-    """The same rule token by token (decode); shapes as `chunked`; always returns the final state."""
+    """The same rule token by token (decode); shapes as `chunked`, or g [B, H, T, dk] (a decay per key channel:
+    KDA, engine/layers/kda_rule.py); always returns the final state."""
     B, H, T, dv = v.shape
     q, k = _value_heads(q, k, H)
     if state is None:
         state = torch.zeros(B, H, k.shape[-1], dv, dtype=v.dtype, device=v.device)
     outs = []
     for t in range(T):
-        state = state * g[:, :, t].exp()[..., None, None]
+        state = state * g[:, :, t].exp().reshape(B, H, -1, 1)       # one decay per head, or per key row
         read = k[:, :, t, None, :] @ state                          # [B, H, 1, dv]: what S predicts for k_t
         u = (v[:, :, t, None, :] - read) * beta[:, :, t, None, None]
         state = state + k[:, :, t, :, None] @ u                     # the outer product k_t u_t^T

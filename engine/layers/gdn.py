@@ -177,20 +177,25 @@ def gdn_saved_bytes(dims: GDNDims, B: int, T: int, e: int) -> dict[str, int]:
 # ---- declared fields and the registry entry -----------------------------------------------------------------
 @dataclass(frozen=True)
 class GDNKnobs(Knobs):
-    """Gated DeltaNet layers (layer_types entries `gdn`); unused without them."""
-    gdn_k_heads: int | None = declare(None, "gdn", "Gated DeltaNet: query/key heads nk (Qwen3-Next: 16).", lo=1,
+    """Gated DeltaNet layers (layer_types entries `gdn`), also KDA's (`kda`) and, for its chunk, lightning's;
+    unused without them."""
+    gdn_k_heads: int | None = declare(None, "gdn", "Gated DeltaNet and KDA: query/key heads nk (Qwen3-Next: 16, "
+                                      "Kimi Linear: 32).", lo=1,
                                       null="n_heads")
-    gdn_v_heads: int | None = declare(None, "gdn", "Gated DeltaNet: value heads nv, a multiple of nk; each has its "
-                                      "own state S [dk, dv], decay and write strength (Qwen3-Next: 32).", lo=1,
+    gdn_v_heads: int | None = declare(None, "gdn", "Gated DeltaNet and KDA: value heads nv, a multiple of nk; each "
+                                      "has its own state S [dk, dv], decay and write strength (Qwen3-Next: 32).", lo=1,
                                       null="gdn_k_heads")
-    gdn_k_dim: int | None = declare(None, "gdn", "Gated DeltaNet: width dk of each query/key head (128).", lo=1,
+    gdn_k_dim: int | None = declare(None, "gdn", "Gated DeltaNet and KDA: width dk of each query/key head (128).",
+                                    lo=1,
                                     null="the attention head width")
-    gdn_v_dim: int | None = declare(None, "gdn", "Gated DeltaNet: width dv of each value head (128).", lo=1,
+    gdn_v_dim: int | None = declare(None, "gdn", "Gated DeltaNet and KDA: width dv of each value head (128).",
+                                    lo=1,
                                     null="gdn_k_dim")
-    gdn_conv_kernel: int = declare(4, "gdn", "Gated DeltaNet: taps K of the short causal convolution over q, k "
-                                   "and v; a decode cache keeps the last K-1 inputs.", lo=1)
-    gdn_chunk: int = declare(64, "gdn", "Gated DeltaNet: tokens per chunk of the chunked (training/prefill) form; "
-                             "changes the FLOPs, not the result.", lo=1)
+    gdn_conv_kernel: int = declare(4, "gdn", "Gated DeltaNet and KDA: taps K of the short causal convolution "
+                                   "over q, k and v; a decode cache keeps the last K-1 inputs.", lo=1)
+    gdn_chunk: int = declare(64, "gdn", "Gated DeltaNet, KDA and lightning attention: tokens per chunk "
+                             "of the chunked (training/prefill) form (MiniMax: block_size 256); changes the FLOPs, "
+                             "not the result.", lo=1)
 
     @staticmethod
     def rules(c: ModelConfig, ok: Callable[..., bool]) -> list[str]:

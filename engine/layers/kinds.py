@@ -32,6 +32,7 @@ class LayerSpec:
     window: Span = None            # attention: its span (engine/layers/span.py), None for full
     rope: str | None = None        # attention: "global", "local" or None (no rotary table)
     temperature: bool = False      # attention: queries scaled by the long-context temperature (Llama 4)
+    layer: int | None = None       # the layer's index, for a kind whose module depends on it (Mixer.per_layer)
 
     @property
     def attention(self) -> bool:
@@ -47,6 +48,7 @@ class Mixer:
     attr = ""
     components: tuple[str, ...] = ()
     recurrent = False              # a fixed state per sequence instead of a KV cache
+    per_layer = False              # its module depends on the layer's depth (lightning's decay): LayerSpec.layer
 
     def summary(self, cfg: ModelConfig) -> list[str]:
         """Lines describing this kind's layer in cfg, for diagrams and tables (its name, its sizes)."""
@@ -92,6 +94,11 @@ class Mixer:
         """The dtype transformers' cache keeps the recurrent state in (None: the model's)."""
         return None
 
+    def state_dtype(self, cfg: ModelConfig) -> str | None:
+        """The dtype vLLM's cache (and this engine's) keeps the recurrent state in: the config's state_dtype
+        unless the kind fixes one (None: the model's)."""
+        return cfg.state_dtype
+
     def saved_bytes(self, cfg: ModelConfig, spec: LayerSpec, B: int, T: int, e: int, impl: str,
                     add: Callable[[str, int], None]) -> None:
         """Bytes autograd keeps for backward, by term, excluding the module's input (the block counts it)."""
@@ -120,7 +127,8 @@ CONVENTIONS: dict[str, StateConvention] = {c.name: c for c in (
         "vllm", lambda K: K - 1, "model", "state",
         "vllm/model_executor/layers/mamba/mamba_utils.py MambaStateShapeCalculator: conv state "
         "(conv_kernel_size - 1, conv_dim) in mamba_cache_dtype (auto: the model's); temporal state in "
-        "mamba_ssm_cache_dtype (auto: the conv dtype; Qwen3.5 sets it from the config's mamba_ssm_dtype)"),
+        "mamba_ssm_cache_dtype (auto: the conv dtype; Qwen3.5 sets it from the config's mamba_ssm_dtype); "
+        "MambaStateDtypeCalculator.kda_state_dtype keeps KDA's recurrent state in fp32 always"),
     StateConvention(
         "llama.cpp", lambda K: K - 1, "fp32", "fp32",
         "llama.cpp src/llama-hparams.cpp n_embd_r() = (ssm_d_conv - 1) * conv channels, n_embd_s() = the "

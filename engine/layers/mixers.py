@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Callable
 from engine.layers.attention import (Attention, attention_matmul_params, attention_params, attention_saved_bytes,
                                      kv_bytes, score_flops)
 from engine.layers.gdn import GDNMixer
+from engine.layers.kda import KDAMixer
+from engine.layers.lightning import LightningMixer
 from engine.layers.kinds import FFN_KINDS, LayerSpec, Mixer
 from engine.layers.mamba1 import Mamba1Mixer
 from engine.layers.mamba2 import Mamba2Mixer
@@ -65,7 +67,8 @@ class AttentionMixer(Mixer):
 
 
 # The registry: kind -> its Mixer. A new kind is one line here (and its Knobs in engine/config.py FAMILIES).
-MIXERS: dict[str, Mixer] = {m.name: m for m in (AttentionMixer(), GDNMixer(), Mamba2Mixer(), Mamba1Mixer())}
+MIXERS: dict[str, Mixer] = {m.name: m for m in (AttentionMixer(), GDNMixer(), KDAMixer(), LightningMixer(),
+                                                 Mamba2Mixer(), Mamba1Mixer())}
 WORDS: dict[str, str] = {w: m.name for m in MIXERS.values() for w in m.words}   # layer_types word -> kind
 RECURRENT_WORDS = tuple(w for w, kind in WORDS.items() if MIXERS[kind].recurrent)
 # attention beside a recurrent mixer in one layer, outputs added (Falcon-H1: attention and Mamba-2)
@@ -80,7 +83,8 @@ class LayerKnobs(Knobs):
     layer_types: tuple[str, ...] | None = declare(
         None, "layers", "Mixer of each layer in order: softmax attention, full, sliding (the window attn_window) "
         "or chunked (blocks of attn_chunk, Llama 4); "
-        "a recurrent mixer (gdn: Gated DeltaNet); none (an FFN-only layer); or attention+recurrent side by side, "
+        "a recurrent mixer (gdn: Gated DeltaNet; kda: Kimi Delta Attention; lightning: MiniMax's lightning "
+        "attention); none (an FFN-only layer); or attention+recurrent side by side, "
         "their outputs added. Overrides global_every.", choices=LAYER_TYPES,
         null="full attention in every layer (with a window: the global_every rule)")
     ffn_types: tuple[str, ...] | None = declare(
@@ -108,8 +112,9 @@ class LayerKnobs(Knobs):
         mixers = self.layer_mixers(i)
         window = self.layer_window(i) if "attention" in mixers else None
         attention = "attention" in mixers
+        depth = i if any(MIXERS[k].per_layer for k in mixers) else None   # only where a module depends on it
         return LayerSpec(mixers, self.layer_ffn(i), window, self.layer_rope(i),
-                         attention and self.layer_temperature(i))
+                         attention and self.layer_temperature(i), depth)
 
     @property
     def layer_specs(self) -> list[LayerSpec]:

@@ -44,6 +44,9 @@ class MLAKnobs(Knobs):
     v_head_dim: int = declare(128, "attention", "MLA: width of each value head.", lo=1)
     mla_rope_interleave: bool = declare(True, "attention", "MLA: the rotary dimensions rotate in adjacent pairs "
                                          "(x0, x1), (x2, x3), ... as DeepSeek's weights expect, instead of halves.")
+    mla_norm_eps: float | None = declare(None, "attention", "MLA: epsilon of the RMSNorms on the latents "
+                                          "(transformers' DeepSeek and Kimi Linear fix 1e-6 there, whatever "
+                                          "rms_norm_eps says).", lo=0, lo_open=True, null="norm_eps")
 
     @property
     def mla(self) -> bool:
@@ -56,12 +59,14 @@ class MLAKnobs(Knobs):
 
     @staticmethod
     def rules(c: ModelConfig, ok: Callable[..., bool]) -> list[str]:
-        """MLA (kv_lora_rank set) as DeepSeek defines it: rotary positions on a decoupled key, every query head
-        with its own keys and values rebuilt from the latent, full causal attention."""
+        """MLA (kv_lora_rank set) as DeepSeek defines it: rotary positions on a decoupled key (or none at all, as
+        Kimi Linear's NoPE MLA: that key is then not rotated), every query head with its own keys and values
+        rebuilt from the latent, full causal attention."""
         if c.kv_lora_rank is None or not ok("kv_lora_rank"):
             return []
         out = []
-        need = {"position": ("rope", c.position == "rope"), "n_kv_heads": ("null", c.n_kv_heads is None),
+        need = {"position": ("rope or none", c.position in ("rope", "none")),
+                "n_kv_heads": ("null", c.n_kv_heads is None),
                 "head_dim": ("null", c.head_dim is None), "rope_fraction": ("1", c.rope_fraction == 1.0),
                 "attn_window": ("null", c.attn_window is None), "qk_norm": ("false", not c.qk_norm),
                 "attn_softcap": ("null", c.attn_softcap is None), "nope_layers": ("null", c.nope_layers is None),
@@ -84,7 +89,6 @@ class Projection:
     d_in: int
     d_out: int
     bias: bool
-    role: str       # what it computes, in a few words
 
 
 @dataclass(frozen=True)
@@ -106,14 +110,13 @@ class MLALayout:
 def mla_layout(cfg: ModelConfig) -> MLALayout:
     d, H, r, rq = cfg.d_model, cfg.n_heads, cfg.kv_lora_rank, cfg.q_lora_rank
     dn, dr, dv = cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim
-    query = ((Projection("q_proj", d, H * (dn + dr), False, "full query projection"),) if rq is None else
-             (Projection("q_a", d, rq, cfg.bias, "query down-projection"),
-              Projection("q_b", rq, H * (dn + dr), False, "query up-projection")))
+    query = ((Projection("q_proj", d, H * (dn + dr), False),) if rq is None else     # one full query projection,
+             (Projection("q_a", d, rq, cfg.bias), Projection("q_b", rq, H * (dn + dr), False)))   # or down, up
     return MLALayout(
         heads=H, q_lora_rank=rq, kv_lora_rank=r, rope_dim=dr, nope_dim=dn, v_dim=dv,
-        projections=query + (Projection("kv_a", d, r + dr, cfg.bias, "down-projection: latent and rotary key"),
-                             Projection("kv_b", r, H * (dn + dv), False, "up-projection: keys and values per head"),
-                             Projection("o_proj", H * dv, d, cfg.bias, "output projection")),
+        projections=query + (Projection("kv_a", d, r + dr, cfg.bias),          # down: latent and rotary key
+                             Projection("kv_b", r, H * (dn + dv), False),     # up: keys and values per head
+                             Projection("o_proj", H * dv, d, cfg.bias)),
         norms=(() if rq is None else (("q_norm", rq),)) + (("kv_norm", r),),
         cached=(("latent", r), ("rotary key", dr)))
 
@@ -132,10 +135,10 @@ class MLA(nn.Module):
         else:
             self.q_proj = None
             self.q_a = nn.Linear(d, cfg.q_lora_rank, bias=cfg.bias)
-            self.q_norm = make_norm(cfg, cfg.q_lora_rank)
+            self.q_norm = make_norm(cfg, cfg.q_lora_rank, eps=cfg.mla_norm_eps)
             self.q_b = nn.Linear(cfg.q_lora_rank, H * cfg.qk_head_dim, bias=False)
         self.kv_a = nn.Linear(d, self.r + self.dr, bias=cfg.bias)       # latent and shared rotary key
-        self.kv_norm = make_norm(cfg, self.r)
+        self.kv_norm = make_norm(cfg, self.r, eps=cfg.mla_norm_eps)
         self.kv_b = nn.Linear(self.r, H * (self.dn + self.dv), bias=False)
         self.o_proj = nn.Linear(H * self.dv, d, bias=cfg.bias)
         self.cache_kind = "latent"  # what a decode cache holds: "latent" (c, k_rot) or "expanded" (k, v)
@@ -151,7 +154,9 @@ class MLA(nn.Module):
         init_norm(self.q_norm)
         init_norm(self.kv_norm)
 
-    def _rope(self, x: torch.Tensor, rope: tuple) -> torch.Tensor:
+    def _rope(self, x: torch.Tensor, rope: tuple | None) -> torch.Tensor:
+        if rope is None:      # position none: the shared key part is not rotated (Kimi Linear's NoPE MLA)
+            return x
         if self.interleave:   # pairs (x0, x1), (x2, x3), ... -> halves; q and k alike, so q.k is unchanged
             x = torch.cat([x[..., 0::2], x[..., 1::2]], dim=-1)
         return apply_rope(x, *rope)

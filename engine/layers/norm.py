@@ -79,10 +79,12 @@ def has_bias(cfg: ModelConfig) -> bool:
     return NORMS[cfg.norm].has_bias if cfg.norm_bias is None else cfg.norm_bias
 
 
-def make_norm(cfg: ModelConfig, dim: int | None = None, affine: bool | None = None) -> nn.Module:
-    """The config's norm of width `dim` (d_model); `affine` False drops the gain whatever norm_affine says."""
+def make_norm(cfg: ModelConfig, dim: int | None = None, affine: bool | None = None,
+              eps: float | None = None) -> nn.Module:
+    """The config's norm of width `dim` (d_model); `affine` False drops the gain whatever norm_affine says; `eps`
+    replaces norm_eps (MLA's latent norms)."""
     affine = cfg.norm_affine if affine is None else affine
-    return NORMS[cfg.norm](dim or cfg.d_model, cfg.norm_eps, affine, has_bias(cfg))
+    return NORMS[cfg.norm](dim or cfg.d_model, cfg.norm_eps if eps is None else eps, affine, has_bias(cfg))
 
 
 def norm_params(cfg: ModelConfig, dim: int, affine: bool | None = None) -> int:
