@@ -52,7 +52,7 @@ def test_every_mixture_cell_is_its_layer_spec():
     for name, cfg in hybrid_configs().items():
         m = layer_map(cfg)
         assert [c.mixer for c in m.cells] == list(cfg.layer_types), name
-        want_ffn = list(cfg.ffn_types) if cfg.ffn_types else ["moe" if cfg.n_experts else "dense"] * cfg.n_layers
+        want_ffn = list(cfg.ffn_types) if cfg.ffn_types else ["moe" if m else "dense" for m in cfg.moe_layers]
         assert [c.ffn for c in m.cells] == want_ffn, name
         assert sorted(i for r in m.mixers for i in r.layers) == list(range(1, cfg.n_layers + 1))
     labels = {r.key: r.label for r in layer_map(hybrid_configs()["attention beside gdn (falcon-h1)"]).mixers}
