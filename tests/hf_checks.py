@@ -60,11 +60,12 @@ def convert_cases(cases: dict, vocab: int, seq: int) -> dict:
 
 
 def assert_same_weights(ref: dict, got: dict, family: str) -> None:
-    """Two HF state dicts hold the same tensors, bit for bit (Gemma's norm gains up to one ulp of 1 + w)."""
+    """Two HF state dicts hold the same tensors, bit for bit (Gemma's and Qwen3-Next's / Qwen3.5's norm gains
+    up to one ulp of 1 + w)."""
     import torch
     assert got.keys() == ref.keys()
     for key in ref:
-        if family.startswith("gemma") and "norm" in key:
+        if family.startswith(("gemma", "qwen3_next", "qwen3_5")) and "norm" in key:
             # Gemma stores w for a gain of (1 + w): (1 + w) - 1 is exact up to one ulp of 1 + w (< 4 here)
             assert ref[key].abs().max() < 3
             torch.testing.assert_close(got[key], ref[key], rtol=0, atol=2 ** -22)

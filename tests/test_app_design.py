@@ -211,7 +211,7 @@ def test_bad_sidebar_values_get_a_message_naming_the_field_and_what_is_allowed(n
     assert errors() == ["name: empty; give the config a label (any text)"]
     at.sidebar.text_input(key="field_name").input("gpt2").run()
     at.sidebar.text_input(key="field_layer_types").input(", ".join(["full"] * 11 + ["local"])).run()
-    assert errors() == ["layer_types: entry 12 of 12, 'local', is not one of full, sliding, chunked, gdn, mamba2, "
-                        "mamba1, none, or A+B side by side (A one of full, sliding, chunked; B one of gdn, mamba2, "
-                        "mamba1)"]
+    assert errors() == ["layer_types: entry 12 of 12, 'local', is not one of full, sliding, chunked, gdn, kda, "
+                        "lightning, mamba2, mamba1, none, or A+B side by side (A one of full, sliding, chunked; B one "
+                        "of gdn, kda, lightning, mamba2, mamba1)"]
     assert not at.exception and metrics(at)["Total parameters"] == "124,439,808"   # the last valid config

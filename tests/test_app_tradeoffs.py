@@ -32,8 +32,8 @@ def test_editing_the_sweep_writes_the_url_and_equal_params_holds(new_app):
     assert not at.exception
     assert at.query_params["knob"] == "ffn" and at.query_params["hold"] == "d_ff"
     rows = table(at)
-    assert len(rows) == 9 and {r["total parameters"] for r in rows} == {"8,030,261,248"}   # exact for llama-3-8b
-    assert [r["d_ff"] for r in rows[:1] + rows[4:5]] == [21504, 14336]
+    assert len(rows) == 10 and {r["total parameters"] for r in rows} == {"8,030,261,248"}   # one per FFN choice
+    assert [r["d_ff"] for r in rows[:1] + rows[5:6]] == [21504, 14336]   # relu, then swiglu after the 5 dense
 
 
 def test_bad_link_values_are_named_and_the_rest_applies(new_app):

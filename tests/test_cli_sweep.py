@@ -39,7 +39,7 @@ def test_equal_parameter_rows_within_one_ffn_multiple_of_step(capsys):
     assert rc == 0
     data = json.loads(out)
     base = get_preset("llama-3-8b").config
-    assert data["target"] == 8_030_261_248 and len(data["rows"]) == 9   # 4 dense + 5 gated FFN choices
+    assert data["target"] == 8_030_261_248 and len(data["rows"]) == 10   # 5 dense (relu2 too) + 5 gated FFNs
     for r in data["rows"]:
         cfg = base.replace(ffn=r["ffn"], d_ff=r["d_ff"])
         step = base.ffn_multiple_of * base.n_layers * (3 if cfg.gated else 2) * base.d_model   # no biases

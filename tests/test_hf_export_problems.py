@@ -27,6 +27,10 @@ EXPECTED = {
     "gpt_neox": [*_LAYERNORM, ("n_kv_heads", "2", "one key/value head per query head"), _FFN, _LEARNED],
     "falcon": [*_LAYERNORM, _DROPOUT, ("n_kv_heads", "2", "a serial Falcon block has MHA or MQA only"), _FFN,
                _LEARNED],
+    # MiniMax-01 is post-norm with an embedding norm and no final norm (engine/interop/hf_minimax.py): ODD's layout
+    "minimax": [*_SHARED[3:], ("bias", "True", ""), ("qkv_bias", "True", ""),
+                ("layer_types", "None", "each layer is lightning or softmax attention, the window (if any) on every "
+                                        "attention layer"), _DROPOUT, _LEARNED],
 }
 
 
@@ -43,8 +47,8 @@ def test_each_writer_names_every_field_it_cannot_express(family):
 def test_the_error_leads_with_the_closest_family():
     with pytest.raises(ConfigError) as e:
         to_hf_config(ODD)
-    lead = "odd: no Hugging Face family we support computes this model; closest is llama:"
-    assert e.value.problems == [lead, *_messages("llama", EXPECTED["llama"])]
+    lead = "odd: no Hugging Face family we support computes this model; closest is minimax:"   # 7 problems, llama 8
+    assert e.value.problems == [lead, *_messages("minimax", EXPECTED["minimax"])]
 
 
 def test_mistral_needs_the_window_on_every_layer():

@@ -21,7 +21,7 @@ from engine.budget.params import count_params
 from engine.config import ConfigError
 from engine.interop import FAMILIES, from_hf_config
 from engine.interop.hf_defaults import INERT
-from tests.helpers import hf_meta
+from tests.hf_checks import hf_meta
 
 transformers = pytest.importorskip("transformers", minversion="5.0")
 
@@ -37,8 +37,17 @@ EXTRA = {   # families without a file in tests/data/hf_configs: their published 
                   "layer_norm_epsilon": 1e-05, "multi_query": True, "new_decoder_architecture": False,
                   "num_attention_heads": 71, "num_hidden_layers": 32, "parallel_attn": True, "vocab_size": 65024},
 }
-PUBLISHED = {p.stem: json.loads(p.read_text()) for p in sorted(DATA.glob("*.json")) if p.name != "index.json"}
+# the files of index.json (the 2025-26 collection of recent.json is held by its exact counts instead:
+# tests/test_hf_recent_configs.py)
+INDEX = json.loads((DATA / "index.json").read_text())
+PUBLISHED = {Path(name).stem: json.loads((DATA / name).read_text()) for name in sorted(INDEX)}
 PUBLISHED.update(EXTRA)
+FILES = [json.loads(p.read_text()) for p in DATA.glob("*.json") if p.name not in ("index.json", "recent.json")]
+ANYWHERE = {d["model_type"] for d in FILES} | {d["text_config"].get("model_type") for d in FILES
+                                                if isinstance(d.get("text_config"), dict)}
+# families with no published config.json here: parity tests against transformers hold them (bloom and falcon
+# at published shapes through EXTRA below; qwen3_5_text through its multimodal file's text_config)
+NO_FILE = {"bamba", "falcon_h1", "kimi_k25", "qwen3_5_text"}
 
 
 def completed(d: dict) -> dict | None:
@@ -58,7 +67,7 @@ def ours(d: dict):
 
 
 def test_every_family_is_checked_at_a_published_shape():
-    assert {d["model_type"] for d in PUBLISHED.values()} == set(FAMILIES)
+    assert set(FAMILIES) - ANYWHERE - {d["model_type"] for d in PUBLISHED.values()} == NO_FILE
 
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))

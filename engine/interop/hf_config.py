@@ -106,8 +106,7 @@ def import_hf(d: dict[str, Any]) -> Imported:
         raise ConfigError([f"config.json: expected a JSON object, got {type(d).__name__}"])
     if problems := type_problems(d):
         raise ConfigError(problems)
-    family = outer = d.get("model_type")
-    named = d.get("_name_or_path")
+    family = d.get("model_type")
     source, not_counted, ignored, where = f"{family} config.json", [], [], ""
     if family in WRAPPERS:
         try:
@@ -132,6 +131,6 @@ def import_hf(d: dict[str, Any]) -> Imported:
     problems = r.problems + r.unknown()
     if problems:
         raise ConfigError([where + p for p in problems])
-    name = str(named or d.get("_name_or_path") or outer).rstrip("/").rsplit("/", 1)[-1] or outer
+    name = str(d.get("_name_or_path") or family).rstrip("/").rsplit("/", 1)[-1] or family
     config = ModelConfig.from_dict({**NEUTRAL, **fields, "name": name})
     return Imported(config, family, ignored + [where + line for line in r.ignored], source, not_counted)
