@@ -14,6 +14,7 @@ from torch import nn
 from engine.config import ModelConfig
 from engine.layers.attention import Attention, LayerKV
 from engine.layers.block import Block
+from engine.layers.indexer import Chosen
 from engine.layers.init import init_linear, init_norm
 from engine.layers.moe import MoE
 from engine.layers.norm import make_norm
@@ -23,8 +24,10 @@ from engine.layers.position import model_rope_tables, plain_inv_freq, sinusoidal
 class KVCache:
     """Per-layer keys/values for incremental decoding; `pos` is the number of tokens seen so far."""
 
-    def __init__(self, n_layers: int):
-        self.layers = [LayerKV() for _ in range(n_layers)]
+    def __init__(self, n_layers: int, index_keys: str = "fp8"):
+        """index_keys: how sparse-attention layers hold their indexer keys, "fp8" (DeepSeek's kernels: FP8 with
+        an fp32 scale per 128 values) or "dtype" (the model's dtype, as transformers holds them)."""
+        self.layers = [LayerKV(index_keys) for _ in range(n_layers)]
         self.pos = 0
 
     def nbytes(self) -> int:
@@ -44,7 +47,8 @@ class DecoderLM(nn.Module):
         self.tok_emb = _embedding(cfg.vocab_size, cfg.d_model)
         self.pos_emb = _embedding(cfg.context_length, cfg.d_model) if cfg.position == "learned" else None
         self.emb_norm = make_norm(cfg) if cfg.embed_norm else None
-        self.blocks = nn.ModuleList(Block(cfg, w, m) for w, m in zip(cfg.layer_windows, cfg.moe_layers))
+        self.blocks = nn.ModuleList(Block(cfg, w, m, i) for w, m, i in zip(cfg.layer_windows, cfg.moe_layers,
+                                                                             cfg.indexer_layers))
         self.final_norm = make_norm(cfg) if cfg.final_norm else None
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=cfg.head_bias)
         self.tie()
@@ -118,8 +122,9 @@ class DecoderLM(nn.Module):
             tables["global"] = model_rope_tables(cfg, pos, start + T)   # cos, sin [T, r] each
         if "local" in kinds:
             tables["local"] = tables_from(pos, plain_inv_freq(cfg.rotary_dim, cfg.rope_local_base, pos.device))
+        chosen = Chosen() if cfg.sparse_attention else None   # the indexer's choice, for shared layers
         for i, block in enumerate(self.blocks):
-            x = block(x, pos, tables[kinds[i]], cache.layers[i] if cache is not None else None)
+            x = block(x, pos, tables[kinds[i]], cache.layers[i] if cache is not None else None, chosen)
         if self.final_norm is not None:
             x = self.final_norm(x)
         logits = self.head(x)                            # [B, T, vocab]

@@ -9,7 +9,10 @@ Training state (bytes per parameter, by precision policy; optimizer states: Adam
   mixed-fp16      2       2      4       4
 Activations (what autograd saves for forward + cross-entropy) and the KV cache use `dtype`; see
 engine/budget/activations.py for the per-op derivation. KV cache = 2 * sum over layers of min(T, window_l) * B *
-kv_heads * head_dim * e (each layer's term: engine/layers/attention.py kv_bytes). Inference total = P * e + KV cache at B, T.
+kv_heads * head_dim * e (each layer's term: engine/layers/attention.py kv_bytes); MLA holds its latent and rotary
+key instead (engine/layers/mla.py), and with sparse attention each indexer layer its indexer key per token too
+(engine/layers/indexer.py: FP8 with its scales, 132 B a token at width 128, or in the cache dtype).
+Inference total = P * e + KV cache at B, T.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from engine.budget.activations import activation_estimate
 from engine.budget.params import count_params
 from engine.config import ModelConfig
 from engine.layers.attention import ATTENTION_IMPLS, kv_bytes
+from engine.layers.indexer import INDEX_KEY_FORMATS, index_key_bytes
 from engine.layers.mla import mla_kv_bytes
 from engine.runtime import DTYPE_BYTES
 from engine.validation import choice_problem, require, size_problems
@@ -50,6 +54,7 @@ class MemoryBudget:
     embedding_bytes: int                 # token ids, embedding norm/dropout, rotary tables
     formulas: dict[str, str] = field(default_factory=dict)
     kv_cache_expanded_bytes: int | None = None   # MLA: the per-head K/V a plain cache would hold instead
+    kv_cache_index_bytes: int | None = None      # sparse attention: the indexer keys' part of kv_cache_bytes
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -66,21 +71,42 @@ def pure_policy(dtype: str) -> str:
     return "fp32" if dtype == "fp32" else "bf16"
 
 
-def kv_cache_bytes(cfg: ModelConfig, batch: int, tokens: int, dtype: str = "bf16", kind: str = "latent") -> int:
+def kv_cache_bytes(cfg: ModelConfig, batch: int, tokens: int, dtype: str = "bf16", kind: str = "latent",
+                   index_keys: str = "fp8") -> int:
     """Keys and values of every layer after `tokens` positions; window layers hold only the last `window`.
     MLA holds the latent and the shared rotary key (kind "latent") or, for comparison, the expanded per-head
-    keys and values (kind "expanded")."""
+    keys and values (kind "expanded"); with sparse attention, plus index_key_cache_bytes."""
     require(choice_problem("dtype", dtype, DTYPE_BYTES), *size_problems(batch, tokens))
     if cfg.mla:
-        return cfg.n_layers * mla_kv_bytes(cfg, batch, tokens, DTYPE_BYTES[dtype], kind)
+        return (cfg.n_layers * mla_kv_bytes(cfg, batch, tokens, DTYPE_BYTES[dtype], kind)
+                + index_key_cache_bytes(cfg, batch, tokens, dtype, index_keys))
     return sum(kv_bytes(cfg, batch, tokens, w, DTYPE_BYTES[dtype]) for w in cfg.layer_windows)
+
+
+def index_key_cache_bytes(cfg: ModelConfig, batch: int, tokens: int, dtype: str = "bf16",
+                          index_keys: str = "fp8") -> int:
+    """Sparse attention's indexer keys, every token of every layer running an indexer: "fp8" as DeepSeek's
+    kernels hold them (132 B a token at width 128), "dtype" in the cache's dtype (as transformers holds them);
+    0 without sparse attention."""
+    require(choice_problem("dtype", dtype, DTYPE_BYTES), choice_problem("index_keys", index_keys, INDEX_KEY_FORMATS),
+            *size_problems(batch, tokens))
+    if not (cfg.mla and cfg.sparse_attention):
+        return 0
+    return sum(cfg.indexer_layers) * index_key_bytes(cfg, batch, tokens, DTYPE_BYTES[dtype], index_keys)
+
+
+def _index_formula(cfg: ModelConfig, batch: int, tokens: int) -> str:
+    return (f"{sum(cfg.indexer_layers)} indexer layers * T={tokens} * B={batch} * (index_head_dim="
+            f"{cfg.index_head_dim} FP8 bytes + 4 B fp32 scale per 128 of them) (the lightning indexer's key per "
+            f"token, as DeepSeek's kernels cache it)")
 
 
 def _kv_formula(cfg: ModelConfig, batch: int, tokens: int, e: int) -> str:
     if cfg.mla:
+        index = f" + {_index_formula(cfg, batch, tokens)}" if cfg.sparse_attention else ""
         return (f"L={cfg.n_layers} * T={tokens} * B={batch} * (kv_lora_rank={cfg.kv_lora_rank} + "
                 f"qk_rope_head_dim={cfg.qk_rope_head_dim}) * {e} B (MLA caches the latent and one shared "
-                f"rotary key per token)")
+                f"rotary key per token){index}")
     windows = cfg.layer_windows
     local = sum(w is not None for w in windows)
     held = (f"{len(windows) - local}*{tokens} + {local}*min({tokens}, {cfg.attn_window})" if local
@@ -118,11 +144,16 @@ def memory_budget(cfg: ModelConfig, batch: int, seq: int, dtype: str = "bf16", p
         "infer_total_bytes": f"P * {e} B ({dtype} weights) + KV cache at B={batch}, T={seq}",
     }
     expanded = kv_cache_bytes(cfg, batch, seq, dtype, "expanded") if cfg.mla else None
+    index = index_key_cache_bytes(cfg, batch, seq, dtype) if cfg.mla and cfg.sparse_attention else None
     if cfg.mla:
         formulas["kv_cache_expanded_bytes"] = (
             f"L={cfg.n_layers} * T={seq} * B={batch} * n_heads={cfg.n_heads} * (qk_head_dim={cfg.qk_head_dim} "
-            f"+ v_head_dim={cfg.v_head_dim}) * {e} B (per-head keys and values rebuilt from the latent)")
+            f"+ v_head_dim={cfg.v_head_dim}) * {e} B (per-head keys and values rebuilt from the latent)"
+            + (" + the indexer keys" if index is not None else ""))
+    if index is not None:
+        formulas["kv_cache_index_bytes"] = _index_formula(cfg, batch, seq)
     return MemoryBudget(weights_bytes=weights, grads_bytes=grads, optimizer_bytes=opt, master_bytes=master,
                         activations_bytes=act.total, kv_cache_bytes=kv, train_total_bytes=train,
                         infer_total_bytes=infer, activations_per_layer=act.per_layer, logits_bytes=act.head,
-                        embedding_bytes=act.embedding, formulas=formulas, kv_cache_expanded_bytes=expanded)
+                        embedding_bytes=act.embedding, formulas=formulas, kv_cache_expanded_bytes=expanded,
+                        kv_cache_index_bytes=index)

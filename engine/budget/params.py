@@ -6,6 +6,8 @@ Per layer, with d = d_model, A = n_heads*head_dim, K = kv_heads*head_dim, f = d_
   attention   q: d*A (+A)   k, v: d*K (+K each)   o: A*d (+d)        (q/k/v biases: bias or qkv_bias; o: bias)
   QK-norm     2 norms of width head_dim
   sinks       H (one learned logit per query head)
+  MLA         latent projections and norms (engine/layers/mla.py); with sparse attention each layer running
+              its own lightning indexer adds `indexer` (engine/layers/indexer.py)
   FFN         dense 2*d*f (+f+d)   gated 3*d*f (+2f+d); an MoE layer instead has router, shared_experts and
               routed_experts (engine/layers/moe.py)
   norms       1-4 per block (placement, layout), plus embedding and final norms
@@ -19,6 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from collections import Counter
+
 from engine.budget.mtp import mtp_params
 from engine.config import ModelConfig
 from engine.layers.block import block_params
@@ -27,7 +31,7 @@ from engine.layers.norm import norm_params
 from engine.layers.position import position_params
 
 COMPONENTS = ("token_embedding", "positions", "attention_q", "attention_k", "attention_v", "attention_o",
-              "qk_norm", "attention_sinks", "ffn", "router", "shared_experts", "routed_experts", "norms", "output_head")
+              "qk_norm", "attention_sinks", "indexer", "ffn", "router", "shared_experts", "routed_experts", "norms", "output_head")
 
 
 @dataclass(frozen=True)
@@ -50,10 +54,11 @@ class ParamCount:
 
 
 def count_params(cfg: ModelConfig) -> ParamCount:
-    L, d, V = cfg.n_layers, cfg.d_model, cfg.vocab_size
+    d, V = cfg.d_model, cfg.vocab_size
     n_moe = sum(cfg.moe_layers)
-    dense, moe = block_params(cfg), block_params(cfg, moe=True) if n_moe else {}
-    comps = {name: (L - n_moe) * dense.get(name, 0) + n_moe * moe.get(name, 0) for name in COMPONENTS}
+    kinds = Counter(zip(cfg.moe_layers, cfg.indexer_layers))   # blocks differ by MoE and by an own indexer
+    blocks = {kind: block_params(cfg, *kind) for kind in kinds}
+    comps = {name: sum(n * blocks[kind].get(name, 0) for kind, n in kinds.items()) for name in COMPONENTS}
     skipped = n_moe * moe_skipped_params(cfg) if n_moe else 0
     comps["token_embedding"] = V * d
     comps["positions"] = position_params(cfg)
@@ -62,6 +67,7 @@ def count_params(cfg: ModelConfig) -> ParamCount:
     total = sum(comps.values())
     head = 0 if cfg.tie_embeddings else comps["output_head"]   # tied: only a head bias is left, counted as a layer
     non_embedding = total - comps["token_embedding"] - comps["positions"] - head
-    return ParamCount(components=comps, per_layer=sum((moe if cfg.moe_layers[0] else dense).values()), total=total,
+    first = blocks[cfg.moe_layers[0], cfg.layer_indexer(0)]
+    return ParamCount(components=comps, per_layer=sum(first.values()), total=total,
                       non_embedding=non_embedding, tying_saves=V * d, tied=cfg.tie_embeddings,
                       active=total - skipped, active_non_embedding=non_embedding - skipped, mtp=mtp_params(cfg))

@@ -305,6 +305,10 @@ from engine.interop.hf_deepseek import READERS as _DEEPSEEK_READERS  # noqa: E40
 
 _READERS.update(_DEEPSEEK_READERS)
 FAMILIES += tuple(_DEEPSEEK_READERS)
+from engine.interop.hf_dsa import READERS as _DSA_READERS  # noqa: E402
+
+_READERS.update(_DSA_READERS)   # kimi_k2 (a DeepSeek-V3 alias) and deepseek_v4 (refused by field) read too
+FAMILIES += ("deepseek_v32", "glm_moe_dsa")
 from engine.interop.hf_gpt_oss import READERS as _GPT_OSS_READERS  # noqa: E402
 
 _READERS.update(_GPT_OSS_READERS)
@@ -319,7 +323,7 @@ NEUTRAL: dict[str, Any] = dict(
     rope_original_context=None, rope_low_freq_factor=1.0, rope_high_freq_factor=4.0, rope_beta_fast=32.0,
     rope_beta_slow=1.0, rope_truncate=True, rope_attention_factor=None, rope_short_factor=None,
     rope_long_factor=None, layer_types=None, attn_scale=None, rope_local_base=None, nope_layers=None,
-    head_bias=False, logit_scale=1.0)
+    head_bias=False, logit_scale=1.0, mla_norm_eps=None, index_topk=None, indexer_types=None)
 
 
 def from_hf_config(d: dict[str, Any]) -> ModelConfig:

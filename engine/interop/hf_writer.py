@@ -32,13 +32,15 @@ class _Writer:
 
     def common(self, norm: str, placement: str = "pre", *, embed_scale: bool = False, qk_norm: bool = False,
                softcaps: bool = False, moe: bool = False, qk_scope: str = "head", mla: bool = False,
-               sinks: bool = False, mtp: bool = False) -> None:
+               sinks: bool = False, mtp: bool = False, dsa: bool = False) -> None:
         """What every supported family shares (a final norm, no embedding norm, learned gains) and the
         features only some have, off unless the family passes them."""
         if not moe:
             self.need("n_experts", None, "a dense family")
         if not mla:
             self.need("kv_lora_rank", None, "no latent attention (MLA)")
+        if not dsa:
+            self.need("index_topk", None, "dense attention (no lightning indexer)")
         if not mtp:
             self.need("mtp_depth", None, "no multi-token-prediction modules")
         if self.cfg.qk_norm:

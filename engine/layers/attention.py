@@ -112,15 +112,24 @@ class AttentionKnobs(Knobs):
 
 class LayerKV:
     """One layer's cached keys and values [B, kv_heads, S, hd] and the absolute position of the first key.
-    A sliding-window layer keeps only the last `window` positions, so its cache really is smaller."""
+    A sliding-window layer keeps only the last `window` positions, so its cache really is smaller. A sparse-
+    attention (DSA) layer also keeps its indexer's keys, in `index_format` (engine/layers/indexer.py)."""
 
-    def __init__(self) -> None:
+    def __init__(self, index_format: str = "fp8") -> None:
         self.k: torch.Tensor | None = None
         self.v: torch.Tensor | None = None
         self.start = 0
+        self.index_format = index_format
+        self.index_keys: torch.Tensor | None = None     # [B, S, D], FP8 or the model's dtype
+        self.index_scales: torch.Tensor | None = None   # [B, S, blocks] fp32 beside FP8 keys
 
     def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in (self.k, self.v) if t is not None)
+        return sum(t.numel() * t.element_size() for t in (self.k, self.v, self.index_keys, self.index_scales)
+                   if t is not None)
+
+    def index_nbytes(self) -> int:
+        """The indexer keys (and their scales) alone."""
+        return sum(t.numel() * t.element_size() for t in (self.index_keys, self.index_scales) if t is not None)
 
 
 def visible(q_pos: torch.Tensor, k_pos: torch.Tensor, window: int | None) -> torch.Tensor:
@@ -235,7 +244,7 @@ def attention_variants(cfg: ModelConfig) -> dict[str, ModelConfig]:
     """The same config as MHA, one GQA (kv_head_choices) and MQA: fewer key/value heads mean a smaller cache
     to hold and to read at every decode step. For an MLA config, the same model with plain attention."""
     if cfg.mla:   # plain attention beside MLA: same heads, each v_head_dim wide (keys and values alike)
-        cfg = cfg.replace(kv_lora_rank=None, head_dim=cfg.v_head_dim)
+        cfg = cfg.replace(kv_lora_rank=None, head_dim=cfg.v_head_dim, index_topk=None)
     return {kind: cfg.replace(n_kv_heads=None if k == cfg.n_heads else k)
             for kind, k in kv_head_choices(cfg.n_heads, cfg.kv_heads).items()}
 

@@ -16,6 +16,7 @@ from torch import nn
 from engine.layers.attention import (Attention, LayerKV, attention_matmul_params, attention_params,
                                      attention_saved_bytes)
 from engine.layers.ffn import GATE_ACTIVATION, ffn_matmul_params, ffn_params, ffn_saved_bytes, make_ffn
+from engine.layers.indexer import Chosen, IndexerLayout, indexer_layout, indexer_params
 from engine.layers.init import init_norm
 from engine.layers.mla import MLA, MLALayout, mla_layout, mla_matmul_params, mla_params, mla_saved_bytes
 from engine.layers.moe import MoE, moe_matmul_params, moe_params, moe_saved_bytes
@@ -61,6 +62,7 @@ class BlockLayout:
     shared_experts: int = 0
     attn_sinks: bool = False    # a learned logit per head in the softmax (gpt-oss)
     mla: MLALayout | None = None  # latent attention: its projections, latent norms and cached tensors
+    indexer: IndexerLayout | None = None   # sparse attention: the lightning indexer choosing MLA's keys
 
     @property
     def norm_count(self) -> int:
@@ -68,7 +70,9 @@ class BlockLayout:
         return self.input_norms + 2 * self.branch_norms + self.residual_norms
 
 
-def block_layout(cfg: ModelConfig) -> BlockLayout:
+def block_layout(cfg: ModelConfig, layer: int = 0) -> BlockLayout:
+    """The structure of block `layer` (0-based; blocks differ only in their window and, with sparse attention,
+    whether they run their own indexer)."""
     parallel, placement = cfg.block == "parallel", cfg.norm_placement
     post = placement == "post"
     inputs = 0 if placement in ("post", "post_branch") else (1 if parallel and cfg.parallel_shared_norm else 2)
@@ -82,7 +86,8 @@ def block_layout(cfg: ModelConfig) -> BlockLayout:
         ffn=cfg.ffn, gated=cfg.gated, activation=GATE_ACTIVATION[cfg.ffn] if cfg.gated else cfg.ffn,
         experts=cfg.n_experts, experts_per_token=cfg.experts_per_token if cfg.n_experts else 0,
         shared_experts=(cfg.n_shared_experts or 0) if cfg.n_experts else 0, attn_sinks=cfg.attn_sinks,
-        mla=mla_layout(cfg) if cfg.mla else None)
+        mla=mla_layout(cfg) if cfg.mla else None,
+        indexer=indexer_layout(cfg, layer) if cfg.mla and cfg.sparse_attention else None)
 
 
 def block_norm_count(cfg: ModelConfig) -> int:
@@ -100,11 +105,11 @@ class Block(nn.Module):
     serial post_branch:   x = x + P1(A(x));  x = x + P2(F(x))      (OLMo-2: no norm on the way in)
     parallel post_branch: x = x + P1(A(x)) + P2(F(x))"""
 
-    def __init__(self, cfg: ModelConfig, window: int | None, moe: bool = False):
+    def __init__(self, cfg: ModelConfig, window: int | None, moe: bool = False, indexer: bool = True):
         super().__init__()
         lay = block_layout(cfg)
         self.parallel, self.placement, self.p = lay.parallel, lay.placement, cfg.dropout
-        self.attn = MLA(cfg) if cfg.mla else Attention(cfg, window)
+        self.attn = MLA(cfg, indexer) if cfg.mla else Attention(cfg, window)
         self.ffn = MoE(cfg) if moe else make_ffn(cfg)
         self.norm1 = make_norm(cfg) if lay.input_norms or lay.residual_norms else None
         self.norm2 = make_norm(cfg) if 2 in (lay.input_norms, lay.residual_norms) else None
@@ -117,8 +122,8 @@ class Block(nn.Module):
         for norm in (self.norm1, self.norm2, self.post_attn_norm, self.post_ffn_norm):
             init_norm(norm)
 
-    def _attn(self, h, pos, rope, cache):
-        y = self.attn(h, pos, rope, cache)
+    def _attn(self, h, pos, rope, cache, chosen):
+        y = self.attn(h, pos, rope, cache) if chosen is None else self.attn(h, pos, rope, cache, chosen)
         y = self.post_attn_norm(y) if self.post_attn_norm is not None else y
         return F.dropout(y, self.p, self.training)
 
@@ -127,32 +132,36 @@ class Block(nn.Module):
         y = self.post_ffn_norm(y) if self.post_ffn_norm is not None else y
         return F.dropout(y, self.p, self.training)
 
-    def forward(self, x: torch.Tensor, pos: torch.Tensor, rope: tuple | None,
-                cache: LayerKV | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, pos: torch.Tensor, rope: tuple | None, cache: LayerKV | None = None,
+                chosen: Chosen | None = None) -> torch.Tensor:
         # x: [B, T, d] residual stream in and out; every branch (attention, FFN, norms) reads and returns [B, T, d]
+        # chosen: sparse attention's kept keys, passed from an indexer layer to the shared layers after it
         if self.placement == "post":
             if self.parallel:
-                return self.norm1(x + self._attn(x, pos, rope, cache) + self._ffn(x))
-            x = self.norm1(x + self._attn(x, pos, rope, cache))
+                return self.norm1(x + self._attn(x, pos, rope, cache, chosen) + self._ffn(x))
+            x = self.norm1(x + self._attn(x, pos, rope, cache, chosen))
             return self.norm2(x + self._ffn(x))
         if self.parallel:
             h1 = x if self.norm1 is None else self.norm1(x)
             h2 = h1 if self.norm2 is None else self.norm2(x)
-            return x + self._attn(h1, pos, rope, cache) + self._ffn(h2)
+            return x + self._attn(h1, pos, rope, cache, chosen) + self._ffn(h2)
         if self.norm1 is None:                          # post_branch
-            x = x + self._attn(x, pos, rope, cache)
+            x = x + self._attn(x, pos, rope, cache, chosen)
             return x + self._ffn(x)
-        x = x + self._attn(self.norm1(x), pos, rope, cache)
+        x = x + self._attn(self.norm1(x), pos, rope, cache, chosen)
         return x + self._ffn(self.norm2(x))
 
 
 # Closed forms of one block, summed from the attention, FFN and norm families.
 
-def block_params(cfg: ModelConfig, moe: bool = False) -> dict[str, int]:
+def block_params(cfg: ModelConfig, moe: bool = False, indexer: bool = False) -> dict[str, int]:
     """Parameters of one block by component (the names of engine.budget.params.COMPONENTS); an MoE block
-    has router, shared_experts and routed_experts instead of ffn."""
+    has router, shared_experts and routed_experts instead of ffn; a sparse-attention block running its own
+    lightning indexer (indexer=True) adds `indexer`."""
     ffn = moe_params(cfg) if moe else {"ffn": ffn_params(cfg)}
-    return {**(mla_params(cfg) if cfg.mla else attention_params(cfg)), **ffn, "norms": block_norm_count(cfg) * norm_params(cfg, cfg.d_model)}
+    own = {"indexer": indexer_params(cfg)} if indexer and cfg.mla and cfg.sparse_attention else {}
+    return {**(mla_params(cfg) if cfg.mla else attention_params(cfg)), **own, **ffn,
+            "norms": block_norm_count(cfg) * norm_params(cfg, cfg.d_model)}
 
 
 def block_matmul_params(cfg: ModelConfig, moe: bool = False) -> int:

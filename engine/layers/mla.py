@@ -5,7 +5,9 @@ non-rotary key part and the value are up-projections of c (kv_b). Position enter
 k_rot = RoPE(x W_kr) of width qk_rope_head_dim, one head shared by every query head. A query head is
 [q_nope | RoPE(q_rot)], from x directly or through its own latent (q_lora_rank). So a decode step needs only
 c and k_rot per past token: the latent cache. The expanded cache keeps the per-head keys and values instead
-(what a plain attention cache would hold); both give the same logits. Below the module: the closed forms.
+(what a plain attention cache would hold); both give the same logits. With sparse attention (index_topk, DeepSeek-
+V3.2 and GLM-5) each query attends only to the keys a lightning indexer keeps (engine/layers/indexer.py).
+Below the module: the closed forms.
 """
 from __future__ import annotations
 
@@ -18,8 +20,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.layers.attention import LayerKV, keys_held, visible
+from engine.layers.indexer import Chosen, LightningIndexer
 from engine.layers.init import init_linear, init_norm
-from engine.layers.norm import STAT, make_norm, norm_params, norm_saved_bytes
+from engine.layers.norm import NORMS, STAT, has_bias, norm_params, norm_saved_bytes
 from engine.layers.position import apply_rope, rope_saved_bytes
 from engine.validation import Knobs, declare, shown
 
@@ -43,6 +46,9 @@ class MLAKnobs(Knobs):
     v_head_dim: int = declare(128, "attention", "MLA: width of each value head.", lo=1)
     mla_rope_interleave: bool = declare(True, "attention", "MLA: the rotary dimensions rotate in adjacent pairs "
                                          "(x0, x1), (x2, x3), ... as DeepSeek's weights expect, instead of halves.")
+    mla_norm_eps: float | None = declare(None, "attention", "MLA: eps of the RMSNorms on the query and key/value "
+                                          "latents (transformers fixes it at 1e-6 whatever rms_norm_eps says, e.g. "
+                                          "GLM-5's 1e-5).", lo=0, lo_open=True, null="norm_eps")
 
     @property
     def mla(self) -> bool:
@@ -116,8 +122,16 @@ def mla_layout(cfg: ModelConfig) -> MLALayout:
         cached=(("latent", r), ("rotary key", dr)))
 
 
+def _latent_norm(cfg: ModelConfig, width: int) -> nn.Module:
+    """The norm of a latent: the config's norm, with mla_norm_eps when set."""
+    eps = cfg.norm_eps if cfg.mla_norm_eps is None else cfg.mla_norm_eps
+    return NORMS[cfg.norm](width, eps, cfg.norm_affine, has_bias(cfg))
+
+
 class MLA(nn.Module):
-    def __init__(self, cfg: ModelConfig):
+    def __init__(self, cfg: ModelConfig, indexer: bool = True):
+        """indexer: with sparse attention (index_topk), whether this layer runs its own lightning indexer or
+        reuses the previous indexer layer's choice (a shared layer)."""
         super().__init__()
         d, H = cfg.d_model, cfg.n_heads
         self.H, self.r, self.dn, self.dr, self.dv = H, cfg.kv_lora_rank, cfg.qk_nope_head_dim, \
@@ -130,12 +144,14 @@ class MLA(nn.Module):
         else:
             self.q_proj = None
             self.q_a = nn.Linear(d, cfg.q_lora_rank, bias=cfg.bias)
-            self.q_norm = make_norm(cfg, cfg.q_lora_rank)
+            self.q_norm = _latent_norm(cfg, cfg.q_lora_rank)
             self.q_b = nn.Linear(cfg.q_lora_rank, H * cfg.qk_head_dim, bias=False)
         self.kv_a = nn.Linear(d, self.r + self.dr, bias=cfg.bias)       # latent and shared rotary key
-        self.kv_norm = make_norm(cfg, self.r)
+        self.kv_norm = _latent_norm(cfg, self.r)
         self.kv_b = nn.Linear(self.r, H * (self.dn + self.dv), bias=False)
         self.o_proj = nn.Linear(H * self.dv, d, bias=cfg.bias)
+        self.sparse = cfg.index_topk is not None
+        self.indexer = LightningIndexer(cfg) if self.sparse and indexer else None
         self.cache_kind = "latent"  # what a decode cache holds: "latent" (c, k_rot) or "expanded" (k, v)
         self.impl = "sdpa"          # "sdpa" or "explicit" (explicit can keep the probabilities for plots)
         self.keep_probs = False
@@ -148,6 +164,8 @@ class MLA(nn.Module):
         init_linear(self.o_proj, out_std, generator)
         init_norm(self.q_norm)
         init_norm(self.kv_norm)
+        if self.indexer is not None:
+            self.indexer.init_weights(std, generator)
 
     def _rope(self, x: torch.Tensor, rope: tuple) -> torch.Tensor:
         if self.interleave:   # pairs (x0, x1), (x2, x3), ... -> halves; q and k alike, so q.k is unchanged
@@ -161,10 +179,11 @@ class MLA(nn.Module):
         k_nope, v = kv.split([self.dn, self.dv], dim=-1)
         return torch.cat([k_nope, k_rot.expand(B, self.H, S, self.dr)], dim=-1), v
 
-    def forward(self, x: torch.Tensor, pos: torch.Tensor, rope: tuple,
-                cache: LayerKV | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, pos: torch.Tensor, rope: tuple, cache: LayerKV | None = None,
+                chosen: Chosen | None = None) -> torch.Tensor:
         B, T, _ = x.shape                                                  # x: [B, T, d_model]
-        q = self.q_proj(x) if self.q_proj is not None else self.q_b(self.q_norm(self.q_a(x)))
+        q_latent = None if self.q_proj is not None else self.q_norm(self.q_a(x))   # [B, T, rq]
+        q = self.q_proj(x) if q_latent is None else self.q_b(q_latent)
         q = q.view(B, T, self.H, self.dn + self.dr).transpose(1, 2)       # [B, H, T, dn + dr]
         q_nope, q_rot = q.split([self.dn, self.dr], dim=-1)
         c, k_rot = self.kv_a(x).split([self.r, self.dr], dim=-1)           # [B, T, r], [B, T, dr]
@@ -181,16 +200,26 @@ class MLA(nn.Module):
                 k, v = torch.cat([cache.k, k], dim=2), torch.cat([cache.v, v], dim=2)
             cache.k, cache.v = k, v
         k_pos = torch.arange(k.shape[2], device=x.device) if cache is not None else pos
+        allowed = visible(pos, k_pos, None)                                # [T, S]
+        if self.sparse:   # only the keys the indexer kept (this layer's, or the last indexer layer's)
+            if self.indexer is not None:
+                keep = self.indexer(x, q_latent, allowed, rope, cache)     # [B, T, S]
+                if chosen is not None:
+                    chosen.keep = keep
+            else:
+                keep = chosen.keep
+            allowed = keep[:, None]                                        # [B, 1, T, S]
         if self.impl == "explicit" or self.keep_probs:
             scores = (q @ k.transpose(-2, -1)) * self.scale                # [B, H, T, S]
-            scores = scores.masked_fill(~visible(pos, k_pos, None), float("-inf"))
+            scores = scores.masked_fill(~allowed, float("-inf"))
             probs = torch.softmax(scores, dim=-1, dtype=torch.promote_types(q.dtype, torch.float32)).to(q.dtype)
             if self.keep_probs:
                 self.probs = probs.detach()
             y = F.dropout(probs, self.dropout, self.training) @ v
         else:
-            mask = None if cache is None else visible(pos, k_pos, None)
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=cache is None, scale=self.scale,
+            causal = cache is None and not self.sparse
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=None if causal else allowed, is_causal=causal,
+                                               scale=self.scale,
                                                dropout_p=self.dropout if self.training else 0.0)
         return self.o_proj(y.transpose(1, 2).reshape(B, T, self.H * self.dv))   # [B, T, d_model]
 
@@ -244,25 +273,36 @@ def mla_kv_bytes(cfg: ModelConfig, batch: int, tokens: int, e: int, kind: str = 
 
 def mla_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, impl: str, add) -> None:
     """Saved tensors of one MLA layer beyond its input (the normed residual), by term (`add(term, bytes)`).
-    Measured for SDPA without dropout (held by tests/test_mla.py against saved-tensor hooks):
-      latent norms  the kv latent's RMSNorm (its input is a slice of the kv_a output, so in fp32 the whole
-                    [N, r + dr] storage is held) and the up-projection's input [N, r]; with a query latent the
+    Measured without dropout (held by tests/test_mla.py and the variant grid against saved-tensor hooks):
+      latent norms  the kv latent's norm (its input is a slice of the kv_a output, so where the norm saves its
+                    input itself, in fp32 or as a LayerNorm, the whole [N, r + dr] storage is held) and the up-projection's input [N, r]; with a query latent the
                     same for the q norm ([N, rq], whole) and q_b's input; outside fp32 the rotary tables
                     cast for this layer
       attention     qk_head_dim != v_head_dim: SDPA's math path, in fp32 on CPU: q, k^T [B*H, ., dqk],
                     v [B*H, S, dv] and the fp32 probabilities; equal widths: the flash kernel keeps q, k, the
                     value slice of the up-projection (its [N, H*(dn + dv)] storage), its output and the fp32
-                    logsumexp; then o_proj's input [N, H*dv] either way"""
-    if impl != "sdpa" or cfg.dropout > 0:
+                    logsumexp, and with sparse attention its top-k mask as an additive float mask
+                    [B, 1, T, T] (the math path saves none); then o_proj's input [N, H*dv] either way;
+                    the explicit path keeps q, k^T, a contiguous copy of v, the bool mask ([T, S], or
+                    [B, 1, T, S] with sparse attention), the fp32 softmax (and its cast outside fp32)
+    The lightning indexer runs without gradients: it saves nothing."""
+    if cfg.dropout > 0:
         raise ValueError(f"attention: the MLA activation estimate covers sdpa without dropout; got {impl}"
                          f"{' with dropout' if cfg.dropout > 0 else ''}")
     N, H, r, dr, rq = B * T, cfg.n_heads, cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.q_lora_rank
     dqk, dv = cfg.qk_head_dim, cfg.v_head_dim
-    latent = norm_saved_bytes(cfg, N, r, e) + N * r * e + (N * dr * e if e == STAT else 0)
+    own_copy = cfg.norm == "rmsnorm" and e != STAT   # the norm saves its own fp32 copy, not the kv_a slice
+    latent = norm_saved_bytes(cfg, N, r, e) + N * r * e + (0 if own_copy else N * dr * e)
     if rq is not None:
         latent += norm_saved_bytes(cfg, N, rq, e) + N * rq * e
     add("latent_norms", latent)
     add("rope_tables", rope_saved_bytes(cfg, T, e)[1])
+    if impl == "explicit":
+        add("attn_qkv", B * H * T * (2 * dqk + dv) * e)
+        add("attn_mask", B * T * T if cfg.sparse_attention else T * T)
+        add("attn_scores", B * H * T * T * STAT + (B * H * T * T * e if e != STAT else 0))
+        add("attn_out", N * H * dv * e)
+        return
     if dqk != dv:
         add("attn_qkv", B * H * T * (2 * dqk + dv) * STAT)
         add("attn_scores", B * H * T * T * STAT)
@@ -270,4 +310,5 @@ def mla_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, impl: str, add) ->
         add("attn_qkv", B * H * T * 2 * dqk * e + N * H * (cfg.qk_nope_head_dim + dv) * e)
         add("attn_out", N * H * dv * e)
         add("attn_lse", B * H * T * STAT)
+        add("attn_mask", B * T * T * e if cfg.sparse_attention else 0)
     add("attn_out", N * H * dv * e)
