@@ -2,7 +2,8 @@
 
 The block is drawn from engine/layers/block.py's block_layout (the structure the Block module is built from):
 serial or parallel layout, norms pre, post or sandwich; the attention box shows MHA/GQA/MQA, QK-norm, RoPE,
-soft-capping and windows, or MLA's latent projections and cache (app/diagram_mla.py); the FFN box shows dense or
+soft-capping and windows, or MLA's latent projections and cache with, for sparse attention, its lightning indexer
+(app/diagram_mla.py); the FFN box shows dense or
 gated wiring.
 Pure string building, so tests read the DOT directly.
 """
@@ -66,7 +67,7 @@ def attention_label(cfg: ModelConfig) -> str:
     lay = block_layout(cfg)
     kind = lay.attention
     heads = f"{cfg.n_heads} q heads" + ("" if kind == "MHA" else f", {cfg.kv_heads} kv heads")
-    lines = mla_label(lay.mla) if lay.mla else [f"Attention ({kind})", f"{heads} x {cfg.head_width}"]
+    lines = mla_label(lay.mla, lay.indexer) if lay.mla else [f"Attention ({kind})", f"{heads} x {cfg.head_width}"]
     if lay.qk_norm:
         lines.append("QK-norm on q and k")
     if lay.rope_fraction is not None:
@@ -165,7 +166,7 @@ def _block(d: _Dot, cfg: ModelConfig) -> tuple[str, str]:
     """One block wired as its layout says; returns (input, output) node ids."""
     lay = block_layout(cfg)
     x = d.node("x_in", "x (residual stream)")
-    a_in, a_out = (mla_attention(d, "b_", cfg, lay.mla, attention_label(cfg), NORM_COLOR) if lay.mla else
+    a_in, a_out = (mla_attention(d, "b_", cfg, lay.mla, attention_label(cfg), NORM_COLOR, lay.indexer) if lay.mla else
                    _attention(d, "b_", cfg, lay))
     f_in, f_out = (_moe if lay.experts else _ffn)(d, "b_", cfg, lay)
     norm = norm_label(cfg)

@@ -64,7 +64,11 @@ st.caption(f"Closed form: 2 x layers x tokens x kv_heads x head_dim x {DTYPE_BYT
            "proportionally; a window caps it." + (
                f" MLA holds layers x tokens x (kv_lora_rank {cfg.kv_lora_rank:,} + qk_rope_head_dim "
                f"{cfg.qk_rope_head_dim:,}) x {DTYPE_BYTES[infer_dtype]} bytes: the latent and the shared rotary "
-               "key; the expanded line is the per-head keys and values a plain cache would keep." if cfg.mla else ""))
+               "key; the expanded line is the per-head keys and values a plain cache would keep." if cfg.mla else "")
+           + (f" Sparse attention adds the lightning indexer's key per token in {sum(cfg.indexer_layers):,} layers: "
+              f"{cfg.index_head_dim:,} FP8 bytes and an fp32 scale per 128 of them, as DeepSeek's kernels cache it "
+              "(its own part above; transformers keeps it in the cache dtype instead)."
+              if cfg.mla and cfg.sparse_attention else ""))
 
 st.header("FLOPs")
 causal = url_view.bound("b_causal", url_view.flag("causal"), True, st.toggle,
