@@ -41,12 +41,8 @@ if cfg.n_experts is not None:
             f"stored), FLOPs further down from the **{pc.active:,} active** ones (router, shared experts and "
             f"{cfg.experts_per_token} of {cfg.n_experts} routed experts per token), because each token is "
             "computed by k experts but any token may pick any of them.", icon=":material/info:")
-try:
-    train = compute.policy_memories(cfg, batch, seq, optimizer, recompute, attention)
-    infer = compute.memory(cfg, batch, seq, infer_dtype, pure_policy(infer_dtype), optimizer, recompute, attention)
-except ValueError as e:   # a valid config one closed form does not cover (MLA's activations on the explicit kernel)
-    st.error(md(e), icon=":material/block:")
-    st.stop()
+train = compute.policy_memories(cfg, batch, seq, optimizer, recompute, attention)
+infer = compute.memory(cfg, batch, seq, infer_dtype, pure_policy(infer_dtype), optimizer, recompute, attention)
 export.chart(charts.memory_figure(train, infer, f"inference ({infer_dtype})", optimizer), "b_memory",
              f"{cfg.name}-memory")
 st.caption("Closed forms from engine/budget/memory.py; activations are what autograd saves for one forward + "

@@ -188,7 +188,7 @@ def _build(choices: list[dict], base: dict | None = None) -> list[ModelConfig]:
 
 # ---- the MLA grid: latent attention and DeepSeek Sparse Attention crossed with every knob MLA takes ----------
 # MLA fixes the knobs below (rope on a decoupled key, one key/value head per query head, full causal attention
-# before the indexer's choice, no QK-norm, soft-cap, sinks or dropout); every other axis of AXES is crossed with
+# before the indexer's choice, no QK-norm, soft-cap or sinks); every other axis of AXES is crossed with
 # its own: sparse or dense, an indexer in every layer or a shared second one (GLM-5.2), value heads as wide as
 # the query/key heads (SDPA's flash kernel) or not (its math path), the latent norms' own eps. index_topk 3 binds
 # at the closed-form tests' 6 tokens.
@@ -196,7 +196,7 @@ MLA_BASE = dict(position="rope", kv_lora_rank=6, q_lora_rank=8, qk_rope_head_dim
                 index_n_heads=2, index_head_dim=6)
 MLA_FIXED = {"position", "n_kv_heads", "head_dim", "rope_fraction", "attn_window", "global_every", "qk_norm",
              "qk_norm_scope", "attn_softcap", "nope_layers", "attn_sinks", "layer_types", "rope_local_base",
-             "dropout", "qkv_bias"}
+             "qkv_bias"}
 MLA_AXES = {k: v for k, v in AXES.items() if k not in MLA_FIXED} | {
     "index_topk": [3, None], "indexer_types": [None, ("full", "shared")], "v_head_dim": [6, 8],
     "mla_norm_eps": [None, 1e-3]}
@@ -333,3 +333,28 @@ def pairs_missing_from(hf, pairs: list) -> list[str]:
     sd = hf.state_dict()
     modules = set(sd) | {k.rsplit(".", 1)[0] for k in sd}
     return [p.hf for p in pairs if p.hf not in modules]
+
+
+def hooked_outputs(modules: dict, run) -> dict:
+    """{key: output} of each module in `modules` ({key: nn.Module}) during `run()` (no grad), hooks removed after."""
+    import torch
+    got = {}
+    hooks = [m.register_forward_hook(lambda _m, _a, out, k=k: got.__setitem__(k, out)) for k, m in modules.items()]
+    try:
+        with torch.no_grad():
+            run()
+    finally:
+        for h in hooks:
+            h.remove()
+    return got
+
+
+def assert_counts_match(hf) -> None:
+    """Our closed form == our built model == the transformers model `hf`, for the config imported from it."""
+    from engine.budget.params import count_params
+    from engine.interop import from_hf_config
+    from engine.model import build_model
+    cfg = from_hf_config(hf.config.to_dict())
+    built = build_model(cfg, device="meta")
+    assert count_params(cfg).total == sum(p.numel() for p in built.parameters()) == sum(
+        p.numel() for p in hf.parameters())

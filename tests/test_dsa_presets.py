@@ -77,3 +77,24 @@ def test_sparse_flops_stop_growing_with_context_but_the_indexer_does(capsys):
     assert main(["flops", "--preset", "deepseek-v3.2", "--batch", "1", "--seq", "8192", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["indexer_flops"] > 0 and out["backward_flops"] == 2 * (out["matmul_flops"] + out["attention_flops"])
+
+
+def test_kimi_k2_reads_as_the_deepseek_v3_it_is():
+    """The same dict as deepseek_v3 gives the same model; the text config a Kimi-K2.5 wrapper carries is one too."""
+    published = _published("kimi-k2")
+    as_v3 = import_hf_config(dict(published, model_type="deepseek_v3"))[0]
+    assert import_hf_config(published)[0] == as_v3.replace(name="kimi_k2")
+    text = {k: v for k, v in published.items() if k not in ("auto_map", "architectures")}
+    assert count_params(import_hf_config(text)[0]).total == MODELS["kimi-k2"][1]
+
+
+def test_import_hf_check_builds_kimi_k2_as_deepseek_v3(tmp_path, capsys):
+    """--check on a shrunk kimi_k2 config.json: transformers builds it as deepseek_v3, the logits agree."""
+    small = dict(_published("kimi-k2"), hidden_size=32, intermediate_size=48, moe_intermediate_size=16,
+                 num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4, kv_lora_rank=12, q_lora_rank=20,
+                 qk_rope_head_dim=6, qk_nope_head_dim=10, v_head_dim=8, n_routed_experts=8, vocab_size=97,
+                 max_position_embeddings=64, bos_token_id=None, eos_token_id=None)
+    small["rope_scaling"] = dict(small["rope_scaling"], original_max_position_embeddings=16)
+    (tmp_path / "config.json").write_text(json.dumps(small))
+    assert main(["import-hf", str(tmp_path), "--check", "--tokens", "24"]) == 0
+    assert "check:" in capsys.readouterr().out

@@ -20,6 +20,7 @@ from engine.model import KVCache, build_model
 transformers = pytest.importorskip("transformers", minversion="5.0")
 from engine.interop import (from_hf_config, from_transformers, hf_model_from_config, scramble_,  # noqa: E402
                             to_hf_config, to_transformers)
+from tests.helpers import assert_counts_match, assert_same_weights, hooked_outputs  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 V, T, TOPK = 97, 24, 5
@@ -49,32 +50,17 @@ def _ids(seed: int = 3) -> torch.Tensor:
     return torch.randint(0, V, (2, T), generator=torch.Generator().manual_seed(seed))
 
 
-def _kept(model, idx) -> tuple[dict[int, torch.Tensor], torch.Tensor]:
-    """Our model's kept keys per indexer layer (bool [B, T, S]) and its logits."""
-    kept, hooks = {}, []
-    for i, block in enumerate(model.blocks):
-        if block.attn.indexer is not None:
-            hooks.append(block.attn.indexer.register_forward_hook(
-                lambda _m, _a, out, i=i: kept.__setitem__(i, out)))
-    with torch.no_grad():
-        logits = model(idx)
-    for h in hooks:
-        h.remove()
-    return kept, logits
+def _kept(model, idx) -> dict[int, torch.Tensor]:
+    """Our model's kept keys per indexer layer (bool [B, T, S])."""
+    indexers = {i: b.attn.indexer for i, b in enumerate(model.blocks) if b.attn.indexer is not None}
+    return hooked_outputs(indexers, lambda: model(idx))
 
 
 def _hf_topk(hf, idx) -> dict[int, torch.Tensor]:
     """transformers' top-k indices per indexer layer ([B, T, topk])."""
-    got, hooks = {}, []
-    for i, layer in enumerate(hf.model.layers):
-        if getattr(layer.self_attn, "indexer", None) is not None:
-            hooks.append(layer.self_attn.indexer.register_forward_hook(
-                lambda _m, _a, out, i=i: got.__setitem__(i, out)))
-    with torch.no_grad():
-        hf(input_ids=idx)
-    for h in hooks:
-        h.remove()
-    return got
+    indexers = {i: layer.self_attn.indexer for i, layer in enumerate(hf.model.layers)
+                if getattr(layer.self_attn, "indexer", None) is not None}
+    return hooked_outputs(indexers, lambda: hf(input_ids=idx))
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -82,9 +68,9 @@ def test_logits_and_kept_keys_match_transformers(name):
     hf = _hf(name)
     ours = from_transformers(hf)
     idx = _ids()
-    kept, got = _kept(ours, idx)
+    kept = _kept(ours, idx)
     with torch.no_grad():
-        want = hf(input_ids=idx).logits
+        want, got = hf(input_ids=idx).logits, ours(idx)
     assert ours.cfg.index_topk == TOPK and ours.cfg.index_rope_interleave == name.startswith("glm")
     assert (got - want).abs().max().item() < 1e-5
     causal = torch.ones(T, T, dtype=torch.bool).tril()
@@ -111,10 +97,8 @@ def test_the_top_k_and_the_indexer_rope_decide_the_logits(change):
 @pytest.mark.parametrize("name", CASES)
 def test_param_count_matches_transformers_and_closed_form(name):
     hf = _hf(name)
+    assert_counts_match(hf)
     cfg = from_hf_config(hf.config.to_dict())
-    built = build_model(cfg, device="meta")
-    n_hf = sum(p.numel() for p in hf.parameters())
-    assert count_params(cfg).total == sum(p.numel() for p in built.parameters()) == n_hf
     own = 2 if name == "glm_shared" else 3
     # wq_b 20*8*16 + wk 32*16 + k_norm 2*16 + weights_proj 32*8 per indexer layer
     assert count_params(cfg).components["indexer"] == own * (2560 + 512 + 32 + 256) == own * indexer_params(cfg)
@@ -125,8 +109,7 @@ def test_round_trip_to_transformers_gives_the_same_state_dict(name):
     hf = _hf(name)
     back = to_transformers(from_transformers(hf))
     assert back.config.model_type == CASES[name][0]
-    want, got = hf.state_dict(), back.state_dict()
-    assert got.keys() == want.keys() and all(torch.equal(got[k], want[k]) for k in want)
+    assert_same_weights(hf.state_dict(), back.state_dict(), CASES[name][0])
 
 
 def _tiny(**kw) -> ModelConfig:

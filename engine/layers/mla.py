@@ -1,4 +1,6 @@
 """Multi-head latent attention (MLA, DeepSeek-V2/V3), as transformers' DeepseekV2/V3Attention computes it.
+(This file is longer than 300 lines: the family's declared fields, its module, its layout for the diagram and its
+closed forms stay in one place.)
 
 Each token's keys and values come from one latent c = RMSNorm(x W_dkv) of width r = kv_lora_rank: per head, the
 non-rotary key part and the value are up-projections of c (kv_b). Position enters through a decoupled rotary key
@@ -273,7 +275,10 @@ def mla_kv_bytes(cfg: ModelConfig, batch: int, tokens: int, e: int, kind: str = 
 
 def mla_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, impl: str, add) -> None:
     """Saved tensors of one MLA layer beyond its input (the normed residual), by term (`add(term, bytes)`).
-    Measured without dropout (held by tests/test_mla.py and the variant grid against saved-tensor hooks):
+    Measured (held by tests/test_mla.py and the MLA variant grid against saved-tensor hooks), with dropout:
+      SDPA falls back to its math path in fp32 (q, k^T, v, the probabilities, the noise and the dropped
+      probabilities); the explicit path keeps the noise and the dropped probabilities instead of the cast.
+    Without dropout:
       latent norms  the kv latent's norm (its input is a slice of the kv_a output, so where the norm saves its
                     input itself, in fp32 or as a LayerNorm, the whole [N, r + dr] storage is held) and the up-projection's input [N, r]; with a query latent the
                     same for the q norm ([N, rq], whole) and q_b's input; outside fp32 the rotary tables
@@ -286,9 +291,6 @@ def mla_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, impl: str, add) ->
                     the explicit path keeps q, k^T, a contiguous copy of v, the bool mask ([T, S], or
                     [B, 1, T, S] with sparse attention), the fp32 softmax (and its cast outside fp32)
     The lightning indexer runs without gradients: it saves nothing."""
-    if cfg.dropout > 0:
-        raise ValueError(f"attention: the MLA activation estimate covers sdpa without dropout; got {impl}"
-                         f"{' with dropout' if cfg.dropout > 0 else ''}")
     N, H, r, dr, rq = B * T, cfg.n_heads, cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.q_lora_rank
     dqk, dv = cfg.qk_head_dim, cfg.v_head_dim
     own_copy = cfg.norm == "rmsnorm" and e != STAT   # the norm saves its own fp32 copy, not the kv_a slice
@@ -297,13 +299,18 @@ def mla_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, impl: str, add) ->
         latent += norm_saved_bytes(cfg, N, rq, e) + N * rq * e
     add("latent_norms", latent)
     add("rope_tables", rope_saved_bytes(cfg, T, e)[1])
+    scores = B * H * T * T
     if impl == "explicit":
         add("attn_qkv", B * H * T * (2 * dqk + dv) * e)
         add("attn_mask", B * T * T if cfg.sparse_attention else T * T)
-        add("attn_scores", B * H * T * T * STAT + (B * H * T * T * e if e != STAT else 0))
+        drop = 2 * scores * e if cfg.dropout > 0 else (scores * e if e != STAT else 0)
+        add("attn_scores", scores * STAT + drop)
         add("attn_out", N * H * dv * e)
         return
-    if dqk != dv:
+    if cfg.dropout > 0:   # SDPA falls back to its math path, in fp32 on CPU
+        add("attn_qkv", B * H * T * (2 * dqk + dv) * STAT)
+        add("attn_scores", 3 * scores * STAT)
+    elif dqk != dv:
         add("attn_qkv", B * H * T * (2 * dqk + dv) * STAT)
         add("attn_scores", B * H * T * T * STAT)
     else:
