@@ -5,10 +5,15 @@ VENV := .venv
 BIN := $(VENV)/bin
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run test bench mutate clean check-runtime
+.PHONY: run serve test bench mutate clean check-runtime
 
 run: $(VENV)/.runtime
 	$(BIN)/streamlit run streamlit_app.py
+
+# The app as a class server runs it (app/serve.py): headless, ADDRESS:PORT from the environment (0.0.0.0:8501),
+# no file watcher; heavy-job limits from EXPLORER_* variables or SERVE_ARGS, e.g. SERVE_ARGS='--jobs 1 --max-steps 200'.
+serve: $(VENV)/.runtime
+	$(BIN)/python -m app.serve $(SERVE_ARGS)
 
 test: $(VENV)/.dev system-deps
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -8,9 +8,11 @@ from pathlib import Path
 import streamlit as st
 
 from app import editor, state
+from app.shared import freeze_startup_objects
 from app.text import md
 
 ROOT = Path(__file__).parent
+freeze_startup_objects()   # after new imports only: the first run, a page's first visit (app/shared.py says why)
 PAGES = [  # (file, title, icon)
     ("pages/design.py", "Design", ":material/architecture:"),
     ("pages/budgets.py", "Budgets", ":material/memory:"),

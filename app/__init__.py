@@ -4,6 +4,9 @@
   present.py              present mode and the view params of the URL
   widgets.py              page_header and metric_row: how every page opens
   compute.py              engine results cached per config (st.cache_data)
+  shared.py               server-wide caches: the config's canonical key, drawing functions replayed across sessions
+  heavy.py, policy.py     the server's one queue for heavy jobs and the teacher's limits on them
+  serve.py                `make serve`: the app as a class server
   charts/                 Plotly figure builders, one module per page family, and the shared palette
   diagram.py, tables.py   the block as Graphviz DOT; dataframes for st.dataframe
   export.py               chart downloads and the offline handout

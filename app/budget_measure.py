@@ -14,6 +14,7 @@ from engine.units import fmt_bytes, fmt_flops
 
 MEASURE_MAX_TOKENS = 4096  # batch x seq of a real model built on the Budgets page: seconds, not minutes, on a CPU
 MEASURE_MAX_LAYERS = 256   # FlopCounterMode on meta costs ~20 ms a layer here: 1,000 layers stalled the page 30 s
+MEASURE_ESTIMATE_S = 10.0  # what the job queue expects a press of Measure to take (seconds, capped sizes above)
 
 
 def measure_sizes(batch: int, seq: int, device: str) -> tuple[int, int, str | None]:

@@ -1,4 +1,4 @@
-"""Engine results cached per config (st.cache_data keyed by the frozen config's fields), so a rerun after a
+"""Engine results cached per config (st.cache_data keyed by the config's canonical key, app.shared), so a rerun after a
 knob change recomputes only what that config has never seen. Pages call these instead of the engine directly
 when the result is shown on every rerun."""
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app.budget_view import kv_variants, token_grid
+from app.shared import HASH_FUNCS
 from engine.activation_grid import Curve, Surface, activation_curves, gated_surface
 from engine.budget.devices import Roofline, roofline
 from engine.budget.flops import FlopBudget, flops_budget
@@ -16,11 +17,7 @@ from engine.config import ModelConfig
 from engine.measure.stats import ModelStats, model_stats
 
 
-def _key(cfg: ModelConfig) -> tuple:
-    return tuple(cfg.to_dict().items())
-
-
-CACHE = dict(show_spinner=False, max_entries=512, hash_funcs={ModelConfig: _key})
+CACHE = dict(show_spinner=False, max_entries=512, hash_funcs=HASH_FUNCS)   # configs hashed by their canonical key
 
 
 @st.cache_data(**CACHE)

@@ -16,6 +16,7 @@ from engine.presets import PRESETS
 from engine.units import fmt_count
 
 PICK, UPLOAD, UPLOAD_PROBLEMS, EDIT_PROBLEMS = "preset_pick", "yaml_upload", "upload_problems", "edit_problems"
+SHOWN = "editor_groups_shown"   # the groups whose widgets the last run drew
 GROUP_TITLES = {"sizes": "Sizes", "attention": "Attention", "position": "Position", "ffn": "Feed-forward",
                 "moe": "Mixture of experts", "normalization": "Normalization", "block": "Block", "output": "Output"}
 
@@ -52,9 +53,11 @@ def _load_yaml() -> None:
 
 
 def _raw_values() -> dict[str, Any]:
-    """What the editor's widgets hold right now (before they are drawn in this run)."""
-    return {name: st.session_state.get(state.widget_key(name), state.widget_value(name, spec.default))
-            for name, spec in FIELDS.items()}
+    """What the editor's widgets hold right now (before they are drawn in this run). Only the groups drawn in the
+    last run have widgets; every other field holds the current valid config's value."""
+    cfg, shown = state.current_config(), st.session_state.get(SHOWN, {"sizes"})
+    return {name: st.session_state.get(state.widget_key(name), state.widget_value(name, getattr(cfg, name)))
+            if spec.group in shown else state.widget_value(name, getattr(cfg, name)) for name, spec in FIELDS.items()}
 
 
 def _apply_couplings(raw: dict[str, Any]) -> dict[str, str]:
@@ -141,15 +144,32 @@ def _field_widget(spec: FieldSpec, disabled: bool, raw: dict[str, Any]) -> None:
                       placeholder=f"null: {spec.null}" if spec.optional else None)
 
 
+def group_key(group: str) -> str:
+    return f"editor_group_{group}"
+
+
 def _editor(problems: list[str], why: dict[str, str], notes: dict[str, str], raw: dict[str, Any]) -> None:
+    """One expander per group. Only an open group draws its widgets (about 80 in all: drawing every one on each
+    rerun was most of a knob change's server time); opening one reruns with its widgets filled from the config.
+    A group with an invalid value opens itself."""
     by_field: dict[str, list[str]] = {}
     for p in problems:
         by_field.setdefault(p.split(":", 1)[0], []).append(p)
+    shown_before, shown = st.session_state.get(SHOWN, {"sizes"}), set()
     for group in GROUPS:
         specs = [s for s in FIELDS.values() if s.group == group]
         bad = any(s.name in by_field for s in specs)
-        with st.expander(GROUP_TITLES[group] + (" — check values" if bad else ""), expanded=group == "sizes" or bad):
+        if bad:
+            st.session_state[group_key(group)] = True
+        box = st.expander(GROUP_TITLES[group] + (" — check values" if bad else ""), expanded=group == "sizes",
+                          key=group_key(group), on_change="rerun")
+        if not box.open:
+            continue
+        shown.add(group)
+        with box:
             for spec in specs:
+                if group not in shown_before:   # its widgets start from the values the editor holds
+                    st.session_state[state.widget_key(spec.name)] = raw[spec.name]
                 _field_widget(spec, spec.name in why and spec.name not in by_field, raw)
                 if spec.name in why or spec.name in notes:
                     st.caption(why.get(spec.name) or notes[spec.name])
@@ -158,14 +178,16 @@ def _editor(problems: list[str], why: dict[str, str], notes: dict[str, str], raw
     for p in problems:
         if p.split(":", 1)[0] not in FIELDS:
             st.error(md(p))
+    st.session_state[SHOWN] = shown
 
 
 def _yaml_io(cfg: ModelConfig) -> None:
-    st.download_button("Download YAML", cfg.to_yaml(), file_name=f"{cfg.name}.yaml", mime="application/x-yaml",
+    st.download_button("Download YAML", cfg.to_yaml, file_name=f"{cfg.name}.yaml", mime="application/x-yaml",
                        on_click="ignore", width="stretch",
                        help="The current valid config as YAML; upload it here or pass it to "
                             "`python -m engine ... --config FILE`.")
     st.file_uploader("Upload YAML", type=["yaml", "yml"], key=UPLOAD, on_change=_load_yaml,
+                     max_upload_size=1,   # MiB, Streamlit's smallest bound; read_yaml refuses more than 64 KiB
                      help=f"A YAML mapping of field: value (at most {MAX_CONFIG_BYTES // 1024} KiB); missing fields "
                           "take their defaults.")
     for p in st.session_state.get(UPLOAD_PROBLEMS, []):

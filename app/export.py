@@ -10,6 +10,7 @@ import html
 import re
 import shutil
 import subprocess
+from typing import Any, Callable
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -17,6 +18,7 @@ from markdown_it import MarkdownIt
 
 from app.charts import LABELS
 from app.diagram import block_dot
+from app.shared import drawn
 from app.tables import config_value
 from app.text import md, plain_figure
 from engine.budget.flops import flops_budget
@@ -48,9 +50,30 @@ def chart(fig: go.Figure, key: str, name: str | None = None, download: bool = Tr
     (built only on click). The Design, Budgets, Activations, Compare and Lecture pages draw every chart with it."""
     st.plotly_chart(plain_figure(fig), key=f"{key}_chart")
     if download:
-        st.download_button(CHART_DOWNLOAD, data=lambda: figure_html(fig), file_name=f"{name or key}.html",
-                           mime="text/html", key=f"{key}_download", on_click="ignore", type="tertiary",
-                           icon=":material/download:", help="Interactive, plotly.js inlined: opens without network.")
+        _download_button(fig, key, name)
+
+
+def _download_button(fig: go.Figure, key: str, name: str | None) -> None:
+    st.download_button(CHART_DOWNLOAD, data=lambda: figure_html(fig), file_name=f"{name or key}.html",
+                       mime="text/html", key=f"{key}_download", on_click="ignore", type="tertiary",
+                       icon=":material/download:", help="Interactive, plotly.js inlined: opens without network.")
+
+
+@drawn(max_entries=1024)
+def _drawn_chart(build: Callable[..., go.Figure], args: tuple, key: str) -> go.Figure:
+    fig = plain_figure(build(*args))
+    st.plotly_chart(fig, key=f"{key}_chart")
+    return fig
+
+
+def shared_chart(build: Callable[..., go.Figure], *args: Any, key: str, name: str | None = None,
+                 download: bool = True) -> None:
+    """`chart` for a figure that is a function of its arguments (configs and plain values): built and turned
+    into its message once per server (app.shared.drawn), replayed for every other session and rerun; the
+    download button stays per session (a widget), its file built only on click."""
+    fig = _drawn_chart(build, args, key)
+    if download:
+        _download_button(fig, key, name)
 
 
 def dot_to_svg(dot: str) -> str | None:

@@ -1,12 +1,19 @@
 """Small Streamlit building blocks shared by every page."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Callable
+
 import streamlit as st
 
 from app import compute, export
+from app.diagram import block_dot
+from app.shared import drawn
 from app.text import md
 from engine.config import ModelConfig
 from engine.units import fmt_bytes, fmt_count, fmt_flops
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -26,23 +33,44 @@ def diagram(dot: str, container=st) -> None:
         container.image(svg, width="stretch")
 
 
+@drawn(max_entries=512)
+def config_diagram(cfg: ModelConfig) -> None:
+    """The config's block diagram (app.diagram.block_dot), drawn once per config on this server."""
+    diagram(block_dot(cfg))
+
+
+@drawn(max_entries=1024)
+def shared_dataframe(build: Callable[..., "pd.DataFrame"], *args: Any) -> None:
+    """st.dataframe of `build(*args)` (a table builder of app.tables), built and serialized once per server."""
+    st.dataframe(build(*args), hide_index=True, width="stretch")
+
+
 def page_header(title: str, cfg: ModelConfig, reference: ModelConfig | None = None) -> None:
     """How every page opens: its title (a config name in it stays plain text), then the metric row of the current
-    config (deltas against `reference`)."""
+    config (deltas against `reference`). Drawn once per (title, config, reference) on this server and replayed;
+    the metrics' font style is drawn here (Streamlit sends a style-only st.html to a container of its own,
+    which a cached replay cannot address)."""
+    st.html(_header(title, cfg, reference))
+
+
+@drawn(max_entries=1024)
+def _header(title: str, cfg: ModelConfig, reference: ModelConfig | None) -> str:
     st.title(md(title))
-    metric_row(cfg, reference)
+    return metric_row(cfg, reference, style=False)
 
 
-def metric_row(cfg: ModelConfig, reference: ModelConfig | None = None) -> None:
+def metric_row(cfg: ModelConfig, reference: ModelConfig | None = None, style: bool = True) -> str:
     """The rows every page opens with: the parameter counts (total, non-embedding, active for a mixture of
     experts), then the budgets (bf16 weights, KV cache at the full context for batch 1 in bf16, training FLOPs
     per token). Two rows of three, so an exact count in the hundreds of billions shows whole at full size on a
-    1280-pixel screen with the sidebar open. With `reference`, each metric shows its delta."""
+    1280-pixel screen with the sidebar open. With `reference`, each metric shows its delta. Returns the style
+    that fits the values' font (drawn too unless `style` is False)."""
     values = _metrics(cfg)
     ref = _metrics(reference) if reference is not None else None
     counts = [label for label in values if label in COUNT_METRICS]
     rows = [counts, [label for label in values if label not in COUNT_METRICS]]
-    cols = fitted_columns([[values[label][1] for label in row] for row in rows], key="page_header_metrics")
+    texts = [[values[label][1] for label in row] for row in rows]
+    cols = fitted_columns(texts, key="page_header_metrics", style=style)
     for col, label in zip(cols, rows[0] + rows[1]):
         raw, text, fmt, how = values[label]
         delta, arrow = None, "auto"
@@ -50,6 +78,7 @@ def metric_row(cfg: ModelConfig, reference: ModelConfig | None = None) -> None:
             diff = raw - ref[label][0]
             delta, arrow = (("+" if diff > 0 else "-") + fmt(abs(diff)), "auto") if diff else ("same", "off")
         col.metric(label, text, delta=delta, delta_color="off", delta_arrow=arrow, help=how)
+    return fitted_style(texts, "page_header_metrics")
 
 
 COUNT_METRICS = ("Total parameters", "Non-embedding", "Active / token")
@@ -65,16 +94,22 @@ def text_em(text: str) -> float:
                0.56 if c.isalpha() else 0.5 for c in text) or 1.0
 
 
-def fitted_columns(rows: list[list[str]], key: str) -> list:
-    """Columns for metrics whose values (`rows` of their texts) must show whole, never cut with an ellipsis:
-    rows of equal columns (as many as the longest row), and each value's font at most its normal size and at
-    most what lets the longest text fit its column (CSS container units: 1cqi is 1% of the metric's width).
-    Returns the columns in reading order, one per text."""
-    per_row = max(len(row) for row in rows)
+def fitted_style(rows: list[list[str]], key: str) -> str:
+    """The style that sets the font of the metrics in container `key` to at most its normal size and at most what
+    lets the longest of `rows`' texts fit its column (CSS container units: 1cqi is 1% of the metric's width)."""
     fit = 96 / max(text_em(t) for row in rows for t in row)   # 4% to spare for rounding and kerning
+    return (f"<style>.st-key-{key} [data-testid='stMetric'] {{container-type: inline-size;}} "
+            f".st-key-{key} [data-testid='stMetricValue'] p {{font-size: min(1em, {fit:.2f}cqi);}}</style>")
+
+
+def fitted_columns(rows: list[list[str]], key: str, style: bool = True) -> list:
+    """Columns for metrics whose values (`rows` of their texts) must show whole, never cut with an ellipsis:
+    rows of equal columns (as many as the longest row), each value's font fitted (fitted_style; drawn here
+    unless `style` is False). Returns the columns in reading order, one per text."""
+    per_row = max(len(row) for row in rows)
     box = st.container(key=key)
-    box.html(f"<style>.st-key-{key} [data-testid='stMetric'] {{container-type: inline-size;}} "
-             f".st-key-{key} [data-testid='stMetricValue'] p {{font-size: min(1em, {fit:.2f}cqi);}}</style>")
+    if style:
+        box.html(fitted_style(rows, key))
     cols = []
     for row in rows:
         cols += box.columns(per_row)[:len(row)]

@@ -3,9 +3,12 @@
 - knob change: from typing a new n_layers into the sidebar to a settled Design page (the script run has ended,
   the metric row shows the new exact total, and the browser has painted twice since);
 - first page: a new browser context (a new Streamlit session) opening the app until the Design page is settled
-  (metrics, the Plotly chart and the block diagram drawn, no script running, no stale element).
+  (metrics, the Plotly chart and the block diagram drawn, no script running, no stale element);
+- the peer of the first page (issue #26): a bare Streamlit page with one metric and one Plotly chart
+  (bench/bare_app), served the same way, opened in the same rounds until both are drawn.
 
-Goals on an idle machine (issue #15): median knob change < 400 ms, first page < 3 s.
+Goals on an idle machine (issues #15, #26): median knob change < 400 ms, first page < 3 s and within 1.3x the bare
+page's. Every app is served as `make serve` serves it (app.serve.streamlit_command).
 `python -m bench browser` serves this checkout; BENCH_BROWSER_APPS=dir1,dir2 serves several checkouts side by
 side (e.g. an exported older commit) and interleaves their rounds, so machine load hits them equally.
 """
@@ -15,13 +18,13 @@ import os
 import socket
 import statistics
 import subprocess
-import sys
 import time
 import urllib.request
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from app.serve import streamlit_command
 from engine.budget.params import count_params
 from engine.presets import PRESETS
 
@@ -30,7 +33,8 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 ROUNDS, CHANGES = 5, 6            # first-page loads per app; knob changes per round
-GOAL_KNOB_S, GOAL_FIRST_S = 0.400, 3.0
+GOAL_KNOB_S, GOAL_FIRST_S, GOAL_BARE_RATIO = 0.400, 3.0, 1.3
+BARE = ROOT / "bench" / "bare_app"
 PRESET = "gpt2"
 
 SETTLED = """([total]) => {
@@ -42,6 +46,8 @@ SETTLED = """([total]) => {
     || [...document.querySelectorAll('[data-testid="stImage"] img')].some(i => i.complete && i.naturalWidth > 0);
   return !!document.querySelector('.js-plotly-plot .main-svg') && diagram;
 }"""
+BARE_SETTLED = """() => !document.querySelector('[data-testid="stStatusWidget"]')
+  && !!document.querySelector('[data-testid="stMetricValue"]') && !!document.querySelector('.js-plotly-plot .main-svg')"""
 PAINTED = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
 
 
@@ -53,13 +59,12 @@ def _free_port() -> int:
 
 @contextmanager
 def served(app_dir: Path) -> Iterator[str]:
-    """`streamlit run` of app_dir/streamlit_app.py on a free loopback port; yields the base URL."""
+    """app_dir/streamlit_app.py served as `make serve` serves it, on a free loopback port; yields the base URL."""
     port = _free_port()
-    cmd = [sys.executable, "-m", "streamlit", "run", str(app_dir / "streamlit_app.py"), "--server.headless", "true",
-           "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none"]
+    cmd = streamlit_command(app_dir / "streamlit_app.py", "127.0.0.1", port)
     env = {**os.environ, "PYTHONPATH": str(app_dir), "EXPLORER_HOME": f"/tmp/bench_browser_{port}"}
-    proc = subprocess.Popen(cmd, cwd=app_dir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cwd = ROOT if app_dir == BARE else app_dir   # the bare page reads this checkout's .streamlit/config.toml too
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(240):
@@ -90,6 +95,19 @@ def first_page(browser, url: str) -> tuple[float, object]:
     return time.perf_counter() - start, page
 
 
+def bare_first_page(browser, url: str) -> float:
+    """Seconds from navigation to the bare page's metric and chart drawn, in a new session."""
+    context = browser.new_context(viewport={"width": 1600, "height": 1000})
+    page = context.new_page()
+    start = time.perf_counter()
+    page.goto(url)
+    page.wait_for_function(BARE_SETTLED, timeout=120_000, polling="raf")
+    page.evaluate(PAINTED)
+    seconds = time.perf_counter() - start
+    context.close()
+    return seconds
+
+
 def knob_changes(page, n: int) -> list[float]:
     """Seconds from entering a new n_layers to the settled page, n times (alternating values)."""
     box = page.locator('[data-testid="stSidebar"] input[aria-label="n_layers"]')
@@ -108,15 +126,20 @@ def knob_changes(page, n: int) -> list[float]:
 def measure(apps: list[Path], rounds: int = ROUNDS, changes: int = CHANGES) -> dict[Path, dict[str, list[float]]]:
     """Interleaved rounds: each round opens every app once (first page) and changes its knob `changes` times."""
     from playwright.sync_api import sync_playwright
-    out = {app: {"first": [], "knob": []} for app in apps}
+    out = {app: {"first": [], "knob": []} for app in apps} | {BARE: {"first": [], "knob": []}}
     with ExitStack() as stack, sync_playwright() as pw:
-        urls = {app: stack.enter_context(served(app)) for app in apps}
+        urls = {app: stack.enter_context(served(app)) for app in (*apps, BARE)}
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        for app, url in urls.items():   # warm-up: the server's first script run imports torch and the pages
-            _, page = first_page(browser, url)
+        bare_first_page(browser, urls[BARE])   # warm-up: the servers' first script runs import their modules
+        for app in apps:
+            _, page = first_page(browser, urls[app])
             page.context.close()
         for r in range(rounds):
-            for app in (apps if r % 2 == 0 else apps[::-1]):
+            order = [BARE, *apps] if r % 2 == 0 else [*apps[::-1], BARE]
+            for app in order:
+                if app == BARE:
+                    out[BARE]["first"].append(bare_first_page(browser, urls[BARE]))
+                    continue
                 seconds, page = first_page(browser, urls[app])
                 out[app]["first"].append(seconds)
                 out[app]["knob"] += knob_changes(page, changes)
@@ -130,8 +153,15 @@ def main() -> None:
     load = os.getloadavg()[0]
     print(f"Browser timings, {PRESET}, Chromium headless 1600x1000, {ROUNDS} rounds x {CHANGES} knob changes, "
           f"interleaved; load average {load:.1f} on {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M')}")
-    for app, t in measure(apps).items():
+    results = measure(apps)
+    bare = results.pop(BARE)["first"]
+    print(f"  {'bare page (1 metric, 1 chart)':<24} first page median {statistics.median(bare):.2f} s "
+          f"(min {min(bare):.2f}, max {max(bare):.2f})")
+    for app, t in results.items():
         knob, first = statistics.median(t["knob"]), statistics.median(t["first"])
+        ratio = first / statistics.median(bare)
+        print(f"  {app.name:<24} first page / bare page: {ratio:.2f}x (goal <= {GOAL_BARE_RATIO}: "
+              f"{'met' if ratio <= GOAL_BARE_RATIO else 'MISSED'})")
         print(f"  {app.name:<24} knob change median {knob * 1e3:6.0f} ms (min {min(t['knob']) * 1e3:.0f}, "
               f"max {max(t['knob']) * 1e3:.0f}; goal < {GOAL_KNOB_S * 1e3:.0f})   first page median {first:.2f} s "
               f"(min {min(t['first']):.2f}, max {max(t['first']):.2f}; goal < {GOAL_FIRST_S:.0f})")

@@ -1,7 +1,7 @@
 """Activations: the FFN nonlinearities with their derivatives, and live statistics of the built model."""
 import streamlit as st
 
-from app import compute, export, url_view
+from app import compute, export, heavy, url_view
 from app.charts import activations as charts
 from app.state import current_config
 from app.text import md
@@ -10,6 +10,7 @@ from engine.config import DENSE_FFNS, GATED_FFNS
 from engine.measure.stats import CPU_PARAM_LIMIT, StatsRefusal, check_live
 from engine.runtime import default_device
 
+LIVE_ESTIMATE_S = 5.0   # what the job queue expects one build and sample to take (seconds)
 cfg = current_config()
 page_header(f"Activations: {cfg.name}", cfg)
 
@@ -51,11 +52,17 @@ try:
 except StatsRefusal as e:
     st.error(md(e), icon=":material/block:")
 else:
-    if st.button("Build and measure", type="primary") or st.session_state.get("stats_key") == key:
-        with st.status(f"Building {md(cfg.name)} on {device} and running {tokens} tokens…") as status:
-            stats = compute.live_stats(cfg, tokens, device)
-            status.update(label=f"Measured on {stats.device}: {stats.tokens} tokens", state="complete")
-        st.session_state["stats_key"] = key
+    stats = None
+    if st.button("Build and measure", type="primary"):
+        with heavy.turn(f"live statistics of {cfg.name}", LIVE_ESTIMATE_S, compute.params(cfg).total) as go:
+            if go:
+                with st.status(f"Building {md(cfg.name)} on {device} and running {tokens} tokens…") as status:
+                    stats = compute.live_stats(cfg, tokens, device)
+                    status.update(label=f"Measured on {stats.device}: {stats.tokens} tokens", state="complete")
+                st.session_state["stats_key"] = key
+    elif st.session_state.get("stats_key") == key:    # measured before in this session: from the cache
+        stats = compute.live_stats(cfg, tokens, device)
+    if stats is not None:
         a, b = st.columns(2)
         with a:
             export.chart(charts.residual_rms_figure(stats.residual_rms), "stats_rms", f"{cfg.name}-residual-rms")

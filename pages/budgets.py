@@ -1,7 +1,7 @@
 """Budgets: memory per precision policy, KV cache vs context, FLOPs split, roofline, and estimate vs measurement."""
 import streamlit as st
 
-from app import budget_measure, compute, export, tables, url_view
+from app import budget_measure, compute, export, heavy, tables, url_view
 from app.charts import budgets as charts
 from app.state import current_config
 from app.text import md
@@ -103,11 +103,16 @@ st.caption(f"Builds the model for real on **{dev}** at batch {m_batch:,}, sequen
 if capped:
     st.info(capped, icon=":material/compress:")
 if st.button("Measure", type="primary", key="b_measure"):
-    with st.status("Measuring…", expanded=True) as status:
-        result = budget_measure.measure_budgets(cfg, batch, seq, infer_dtype, attention, dev, st.write)
-        refused = [why for why in (result.skipped, result.refused) if why]
-        status.update(label=f"Measured {len(result.measured)} quantities" + (", the rest refused" if refused else ""),
-                      state="complete" if result.measured else "error", expanded=False)
-    for why in refused:         # outside the status box: a refusal is never shown as a completed measurement
-        st.warning(md(why), icon=":material/block:")
-    st.dataframe(tables.measurements_table(result.rows()), hide_index=True, width="stretch")
+    with heavy.turn(f"budget measurement of {cfg.name}", budget_measure.MEASURE_ESTIMATE_S,
+                    compute.params(cfg).total) as go:
+        if go:
+            with st.status("Measuring…", expanded=True) as status:
+                result = budget_measure.measure_budgets(cfg, batch, seq, infer_dtype, attention, dev, st.write)
+                refused = [why for why in (result.skipped, result.refused) if why]
+                status.update(label=f"Measured {len(result.measured)} quantities"
+                              + (", the rest refused" if refused else ""),
+                              state="complete" if result.measured else "error", expanded=False)
+    if go:
+        for why in refused:     # outside the status box: a refusal is never shown as a completed measurement
+            st.warning(md(why), icon=":material/block:")
+        st.dataframe(tables.measurements_table(result.rows()), hide_index=True, width="stretch")

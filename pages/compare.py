@@ -46,6 +46,7 @@ a.button("Pin the current config", on_click=pin, args=(f"{cfg.name} (current)", 
 preset = b.selectbox("Preset", list(PRESETS), key="cmp_preset", label_visibility="collapsed")
 b.button("Pin this preset", on_click=lambda: pin(preset, PRESETS[preset].config), width="stretch")
 c.file_uploader("Pin a YAML config", type=["yaml", "yml"], key="cmp_upload", on_change=pin_upload,
+                max_upload_size=1,   # MiB, Streamlit's smallest bound; the engine refuses more than 64 KiB
                 label_visibility="collapsed")
 if cfg.n_experts is not None and all(cfg.moe_layers):
     dense = dense_counterpart(cfg)

@@ -1,7 +1,7 @@
 """Design: the exact parameter count, where the parameters live, and the block diagram of the current config."""
 import streamlit as st
 
-from app import compute, diagram, export, tables
+from app import compute, export, tables
 from app.charts import design as charts
 from app.state import current_config, current_preset
 from app import widgets
@@ -29,14 +29,18 @@ st.markdown(f"**{fmt_count(pc.total)}** parameters in total, **{fmt_count(pc.non
 
 left, right = st.columns([3, 2])
 with left:
-    export.chart(charts.params_treemap(pc), "design_params", f"{cfg.name}-parameters")
-    st.dataframe(tables.params_table(pc), hide_index=True, width="stretch")
+    export.shared_chart(charts.params_treemap, pc, key="design_params", name=f"{cfg.name}-parameters")
+    # below the fold and the page's only table: its grid component loads when the reader opens it
+    table = st.expander("Every component: exact count and share", key="design_table", on_change="rerun")
+    if table.open:
+        with table:
+            widgets.shared_dataframe(tables.params_table, pc)
 with right:
     st.subheader("Block diagram")
     st.caption("Drawn from the config: it changes with serial/parallel blocks, norm placement, gated FFNs, "
                "mixtures of experts, GQA/MQA, MLA (latent projections and what the cache holds), QK-norm, RoPE, "
                "windows and soft-caps.")
-    widgets.diagram(diagram.block_dot(cfg))
+    widgets.config_diagram(cfg)
 
 if cfg.position == "rope":
     st.subheader("RoPE rotation frequencies")

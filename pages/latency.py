@@ -4,7 +4,7 @@ import time
 
 import streamlit as st
 
-from app import export, latency_plan, latency_view, url_view
+from app import compute, export, heavy, latency_plan, latency_view, url_view
 from app.charts import latency as charts
 from app.state import current_config
 from app.text import md
@@ -72,7 +72,9 @@ else:
                 st.session_state["lat_sweep"] = (sweep_key, so_far)     # a Stop keeps the rounds so far
                 bar.progress(latency_view.progress_share(p), text=latency_view.progress_text(p, "Sweep"))
 
-            lat.latency_sweep(cfg, sorted(batches), sorted(seqs), dtype, str(dev), mode, budget, on_round)
+            with heavy.turn(f"latency sweep of {cfg.name}", est.high_s, compute.params(cfg).total) as go:
+                if go:
+                    lat.latency_sweep(cfg, sorted(batches), sorted(seqs), dtype, str(dev), mode, budget, on_round)
             bar.empty()
             stop.empty()
 
@@ -111,7 +113,10 @@ if contexts and st.button("Measure decode: " + " vs ".join(variants), key="lat_d
                                                                           time.perf_counter() - started))
 
     try:
-        measure_decode(variants, contexts, 1, dtype, str(dev), latency_plan.DECODE_BUDGET_S, on_point=on_point)
+        with heavy.turn(f"decode comparison of {cfg.name}", est.high_s, compute.params(cfg).total) as go:
+            if go:
+                measure_decode(variants, contexts, 1, dtype, str(dev), latency_plan.DECODE_BUDGET_S,
+                               on_point=on_point)
     except MemoryRefusal as e:
         st.warning(md(e), icon=":material/block:")
     bar.empty()

@@ -8,7 +8,7 @@ from dataclasses import asdict
 
 import streamlit as st
 
-from app import export, present, state
+from app import export, heavy, present, state
 from app.charts import sweep as charts
 from app import sweep_view as view
 from app.image_export import PROJECTOR, figure_png, png_unavailable
@@ -147,10 +147,18 @@ with st.expander("Measured columns: forward latency and the val loss of a short 
                    "and tokens; the runs are stored and show on the Training page. A point too big for free memory "
                    "is refused with the numbers.")
     b1, b2, _ = c[4].columns([1, 1, 0.1])
-    if b1.button("Measure", type="primary", key="sw_start", disabled=running or ms is None):
-        st.session_state[JOB] = SweepJob(sweep, ms, store=RunStore()).start()
-        st.session_state["sweep_job_key"] = key
-        st.rerun()
+    off = heavy.refusal()
+    if off:
+        st.caption(off)
+    if b1.button("Measure", type="primary", key="sw_start", disabled=running or ms is None or bool(off)):
+        ticket = heavy.refusal(steps=ms.steps if "loss" in ms.what else None) or heavy.enter(
+            f"measured sweep of {cfg.name}", est.high_s)
+        if isinstance(ticket, str):
+            st.error(ticket, icon=":material/block:")
+        else:
+            st.session_state[JOB] = SweepJob(sweep, ms, store=RunStore(), ticket=ticket).start()
+            st.session_state["sweep_job_key"] = key
+            st.rerun()
     if b2.button("Stop", key="sw_stop", disabled=not running):
         job.stop.set()
 
@@ -161,6 +169,8 @@ def live() -> None:
     if job is None:
         return
     p = job.progress
+    if heavy.show_waiting(job, "measured"):
+        return
     if job.running:
         text = f"{p.what}: {p.elapsed_s:,.0f} s so far, about {p.seconds_left:,.0f} s left" if p else "starting…"
         st.progress(p.fraction if p else 0.0, text=text)

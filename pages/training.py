@@ -1,15 +1,17 @@
 """Training: short runs on offline data in a background thread, live curves, A/B comparisons, stored runs."""
 import streamlit as st
 
-from app import export, training_view, url_view
+from app import export, heavy, training_view, url_view
 from app.charts import moe as moe_charts
 from app.charts import training as charts
 from app.state import current_config
 from app.text import md
 from app.widgets import page_header
 from engine.runtime import resolve_device
-from engine.train.jobs import AB_CHOICES, TrainJob
-from engine.train.loop import TrainConfig
+from engine.budget.params import count_params
+from engine.limits import MAX_DATA_BYTES
+from engine.train.jobs import AB_CHOICES, TrainJob, run_estimate_s
+from engine.train.loop import TrainConfig, model_for
 from engine.train.store import RunningError, RunStore, StoreError, move_aside
 
 JOB = "train_job"
@@ -35,6 +37,7 @@ ab = url_view.bound("t_ab", url_view.choice(URL["t_ab"], ab_options), ab_options
                     help="A/B trains two configs that differ in one knob on the same data with the same seed, "
                          "one after the other, and overlays their curves.")
 upload = st.file_uploader("UTF-8 text file", type=["txt", "md", "py", "csv"], key="t_upload",
+                          max_upload_size=MAX_DATA_BYTES // 2**20,   # MiB: the engine's training-text limit
                           disabled=running) if source == "upload" else None
 
 d, ts = TrainConfig(), {}   # the run's settings: TrainConfig field -> widget value
@@ -68,13 +71,22 @@ def open_store(show: bool = True) -> RunStore | None:
 
 
 b1, b2, _ = st.columns([1, 1, 4])
-if b1.button("Start training", type="primary", key="t_start", disabled=running) and not running:
+off = heavy.refusal()
+if off:
+    st.caption(off)
+if b1.button("Start training", type="primary", key="t_start", disabled=running or bool(off)) and not running:
     prepared = training_view.plan_run(cfg, ts, source, size, ab,
                                       (upload.name, upload.getvalue()) if upload is not None else None, device)
+    if not isinstance(prepared, str):   # the server's limits, then a place in its queue
+        params = max(count_params(model_for(c, prepared.data, prepared.tc)).total for c in prepared.configs.values())
+        why = heavy.refusal(params, prepared.tc.steps)
+        ticket = why or heavy.enter(f"training {cfg.name}", run_estimate_s(*prepared, str(device)))
+        prepared = ticket if isinstance(ticket, str) else prepared
     if isinstance(prepared, str):
         st.error(md(prepared), icon=":material/error:")
     else:
-        st.session_state[JOB] = TrainJob(*prepared, store=open_store(show=False), device=str(device)).start()
+        st.session_state[JOB] = TrainJob(*prepared, store=open_store(show=False), device=str(device),
+                                         ticket=ticket).start()
         st.rerun()   # redraw with Start disabled, Stop enabled and the fragment polling
 if b2.button("Stop", key="t_stop", disabled=not running):
     job.stop.set()
@@ -97,6 +109,8 @@ def live() -> None:
     job = st.session_state.get(JOB)
     if job is None:
         st.info("Set the data and model above and press **Start training**.")
+        return
+    if heavy.show_waiting(job, "trained"):
         return
     runs = f" ({len(job.configs)} runs of {job.tc.steps:,}, one after the other)" if len(job.configs) > 1 else ""
     st.progress(job.progress, text=f"{'running…' if job.running else 'done:'} {job.steps_done:,} of "
@@ -161,7 +175,7 @@ elif store is not None:
         if first["samples"]:
             st.caption(training_view.samples_caption(f"run {first_id}", first["samples"]))
         a, b, _ = st.columns([1, 1, 3])
-        a.download_button(f"CSV of run {first_id}", store.export_csv(first_id), file_name=f"run-{first_id}.csv",
+        a.download_button(f"CSV of run {first_id}", lambda: store.export_csv(first_id), file_name=f"run-{first_id}.csv",
                           mime="text/csv", key="t_csv", on_click="ignore", icon=":material/download:")
         if b.button(f"Delete run {first_id}", key="t_delete", disabled=first["status"] == "running",
                     help="A run still being trained cannot be deleted; stop it first."):

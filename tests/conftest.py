@@ -1,6 +1,7 @@
 """Shared fixtures for the app tests.
 
-`new_app`: an AppTest of streamlit_app.py. AppTest re-detects a `pages/` folder next to the main script on every
+`new_app`: an AppTest of streamlit_app.py, every group of the sidebar editor open (editor_open=False: as a new
+session sees it, only Sizes). AppTest re-detects a `pages/` folder next to the main script on every
 run and then runs the page file alone (MPA v1), losing the sidebar; so the test entry is a one-line wrapper in a
 temporary folder that runs streamlit_app.py (whose st.Page paths are absolute).
 `served_app`: `streamlit run streamlit_app.py` on a free port for the session (base URL).
@@ -57,10 +58,15 @@ def new_app():
     """Factory: new_app(page=None, **query_params) -> AppTest (not yet run) of the whole app."""
     from streamlit.testing.v1 import AppTest
 
-    def make(page: str | None = None, timeout: float = 60, **query: str) -> AppTest:
+    from app.editor import group_key
+    from engine.config import GROUPS
+
+    def make(page: str | None = None, timeout: float = 60, editor_open: bool = True, **query: str) -> AppTest:
         at = AppTest.from_function(_entry, args=(str(APP),), default_timeout=timeout)
         for key, value in query.items():
             at.query_params[key] = value
+        for group in GROUPS if editor_open else ():   # the sidebar draws only open groups' widgets
+            at.session_state[group_key(group)] = True
         if page is not None:
             at.run()
             at.switch_page(str(ROOT / page))

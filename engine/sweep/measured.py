@@ -20,6 +20,7 @@ import torch
 from engine.budget.params import count_params
 from engine.config import ConfigError
 from engine.guard import MemoryRefusal, check_fits
+from engine.job_queue import QueuedJob, Ticket
 from engine.measure.estimate import BUILD_S_PER_PARAM, DurationEstimate, call_seconds
 from engine.measure.latency import prepare
 from engine.measure.rounds import MIN_ROUNDS, NOISY_SPREAD, interleaved, timing_session
@@ -203,14 +204,15 @@ def _loss(sweep, ms, valid, out, clock, report, stop, store) -> None:
             out.problems[i].append(f"loss: run {r.run_id} {r.status}: {r.message}")
 
 
-class SweepJob:
+class SweepJob(QueuedJob):
     """measure_sweep in a daemon thread, so a page stays responsive while it polls `progress`."""
 
-    def __init__(self, sweep: Sweep, ms: MeasureSettings, store=None):
+    def __init__(self, sweep: Sweep, ms: MeasureSettings, store=None, ticket: Ticket | None = None):
         self.sweep, self.ms, self.store = sweep, ms, store
         self.progress: Progress | None = None
         self.result: MeasuredSweep | None = None
         self.error: str | None = None
+        self.ticket = ticket   # a place in the server's job queue (engine.job_queue), or None: start at once
         self.stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="explorer-sweep")
 
@@ -219,10 +221,13 @@ class SweepJob:
         return self
 
     def _run(self) -> None:
-        try:
-            self.result = measure_sweep(self.sweep, self.ms, self.store, self._on_progress, self.stop)
-        except Exception as e:  # noqa: BLE001 -- shown on the page; a thread has nobody else to raise to
-            self.error = f"{type(e).__name__}: {e}"
+        with self.turn() as go:
+            if not go:
+                return
+            try:
+                self.result = measure_sweep(self.sweep, self.ms, self.store, self._on_progress, self.stop)
+            except Exception as e:  # noqa: BLE001 -- shown on the page; a thread has nobody else to raise to
+                self.error = f"{type(e).__name__}: {e}"
 
     def _on_progress(self, p: Progress) -> None:
         self.progress = p

@@ -2,15 +2,20 @@
 
 A TrainJob trains one or more configs one after another (same data, same seed, same settings) in a daemon
 thread, so the page stays responsive while it polls `records`, `progress` and `results`. One after another,
-not at once: two runs sharing the CPU would each report half the tokens/s.
+not at once: two runs sharing the CPU would each report half the tokens/s. With a ticket of the server's job
+queue (engine.job_queue) it first waits for its turn; Stop while it waits leaves the queue (`cancelled`).
 """
 from __future__ import annotations
 
 import threading
 
+import torch
+
 from engine.config import ModelConfig
+from engine.job_queue import QueuedJob, Ticket
+from engine.measure.estimate import call_seconds
 from engine.train.data import Dataset
-from engine.train.loop import RunResult, StepRecord, TrainConfig, train
+from engine.train.loop import RunResult, StepRecord, TrainConfig, model_for, train
 from engine.validation import choice_problem, require
 
 
@@ -41,13 +46,24 @@ def ab_configs(cfg: ModelConfig, choice: str) -> dict[str, ModelConfig]:
     return {label: c.replace(name=f"{cfg.name} {label}") for label, c in AB_CHOICES[choice](cfg).items()}
 
 
-class TrainJob:
+def run_estimate_s(configs: dict[str, ModelConfig], tc: TrainConfig, data: Dataset, device: str) -> float:
+    """Seconds the runs should take: per config, `steps` forward + backward passes and the evaluations' forward
+    passes, each from closed-form FLOPs at the device's measured peak (engine.measure.estimate.call_seconds)."""
+    dev = torch.device("cpu" if device == "auto" else device)
+    evals = (tc.steps // tc.eval_every + 2) * tc.eval_batches
+    return sum(tc.steps * call_seconds(m, tc.batch, tc.seq, "train", "fp32", dev)
+               + evals * call_seconds(m, tc.batch, tc.seq, "forward", "fp32", dev)
+               for m in (model_for(c, data, tc) for c in configs.values()))
+
+
+class TrainJob(QueuedJob):
     def __init__(self, configs: dict[str, ModelConfig], tc: TrainConfig, data: Dataset, store=None,
-                 device: str = "auto"):
+                 device: str = "auto", ticket: Ticket | None = None):
         self.configs, self.tc, self.data, self.store, self.device = configs, tc, data, store, device
         self.records: dict[str, list[StepRecord]] = {label: [] for label in configs}
         self.results: dict[str, RunResult] = {}
         self.error: str | None = None
+        self.ticket = ticket
         self.stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="explorer-train")
 
@@ -56,14 +72,17 @@ class TrainJob:
         return self
 
     def _run(self) -> None:
-        try:
-            for label, cfg in self.configs.items():
-                if self.stop.is_set():
-                    break
-                self.results[label] = train(cfg, self.tc, self.data, device=self.device,
-                                            on_step=self.records[label].append, stop=self.stop, store=self.store)
-        except Exception as e:  # noqa: BLE001 -- shown on the page; a thread has nobody else to raise to
-            self.error = f"{type(e).__name__}: {e}"
+        with self.turn() as go:
+            if not go:
+                return
+            try:
+                for label, cfg in self.configs.items():
+                    if self.stop.is_set():
+                        break
+                    self.results[label] = train(cfg, self.tc, self.data, device=self.device,
+                                                on_step=self.records[label].append, stop=self.stop, store=self.store)
+            except Exception as e:  # noqa: BLE001 -- shown on the page; a thread has nobody else to raise to
+                self.error = f"{type(e).__name__}: {e}"
 
     def join(self, timeout: float | None = None) -> None:
         self._thread.join(timeout)

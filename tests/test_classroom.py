@@ -1,0 +1,136 @@
+"""The app as a class server (issue #26), driven on Streamlit's own websocket protocol (bench/st_session.py):
+`make serve` answers; twenty sessions that each start a short training run share one queue (at most the limit
+train at once, every run finishes or is cancelled, none is lost) while a knob change in another session settles."""
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from bench.bench_classroom import served
+from bench.st_session import Session, run
+from engine.budget.params import count_params
+from engine.presets import PRESETS
+
+ROOT = Path(__file__).resolve().parents[1]
+LIMIT, STUDENTS, STOPPED = 2, 20, 4
+RUN = "preset=gpt2&train_steps=150&train_batch=4&train_seq=8&train_eval_every=50"   # a short run (small model)
+KNOB_SETTLES_S = 2.0
+
+
+def total(n_layers: int) -> str:
+    return f"{count_params(PRESETS['gpt2'].config.replace(n_layers=n_layers)).total:,}"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_make_serve_answers_with_the_app(tmp_path):
+    port = _free_port()
+    env = {**os.environ, "PORT": str(port), "ADDRESS": "127.0.0.1", "EXPLORER_HOME": str(tmp_path)}
+    proc = subprocess.Popen(["make", "-s", "serve"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            try:
+                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                    assert r.read() == b"ok"
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, f"make serve did not answer on {url}"
+                time.sleep(0.5)
+
+        async def first_page():
+            session, run = await Session.open(url, "preset=gpt2")
+            await session.close()
+            return run
+
+        page = run(first_page())
+        assert not page.exceptions and total(12) in page.texts
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+
+
+def test_serve_refuses_a_bad_option_by_name():
+    done = subprocess.run([sys.executable, "-m", "app.serve", "--jobs", "0"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2
+    assert "EXPLORER_JOBS (--jobs): 0 is below the minimum 1" in done.stderr
+
+
+def _runs(db: Path) -> list[tuple[int, str]]:
+    if not db.exists():
+        return []
+    with sqlite3.connect(db) as con:
+        try:
+            return con.execute("SELECT id, status FROM runs ORDER BY id").fetchall()
+        except sqlite3.OperationalError:   # the store is being created
+            return []
+
+
+async def _classroom(url: str, db: Path) -> None:
+    designer, _ = await Session.open(url, "preset=gpt2")
+    students = [s for s, _ in await asyncio.gather(*(Session.open(url, RUN, page="training")
+                                                     for _ in range(STUDENTS)))]
+    clicks = await asyncio.gather(*(s.click("Start training") for s in students))
+    assert not any(c.exceptions for c in clicks)
+    queued = [i for i, c in enumerate(clicks) if any("Waiting for a free slot" in t for t in c.texts)]
+    assert len(queued) >= STOPPED, "too few runs waited in the queue"
+    stopped = queued[-STOPPED:]                              # the last in line leave while they wait
+    await asyncio.gather(*(students[i].click("Stop") for i in stopped))
+
+    most, done = 0, asyncio.Event()
+
+    async def watch() -> None:   # the store as the runs go: never more than the limit training at once
+        nonlocal most
+        while not done.is_set():
+            most = max(most, sum(status == "running" for _, status in _runs(db)))
+            await asyncio.sleep(0.05)
+
+    watcher = asyncio.create_task(watch())
+    assert len(_runs(db)) < STUDENTS - STOPPED, "the queue emptied before the knob change"
+    change = await designer.set_widget("n_layers", 13)            # another session, while the queue works
+    assert change.seconds < KNOB_SETTLES_S and total(13) in change.texts and not change.exceptions
+    deadline = time.monotonic() + 1200
+    while True:   # every run that was not stopped in the queue is stored and over
+        rows = _runs(db)
+        if len(rows) >= STUDENTS - STOPPED and all(status != "running" for _, status in rows):
+            break
+        assert time.monotonic() < deadline, f"runs still not done: {rows}"
+        await asyncio.sleep(0.5)
+    done.set()
+    await watcher
+    assert most <= LIMIT
+    pages = await asyncio.gather(*(s.rerun() for s in students))
+    left_queue = [i for i in stopped if any("Stopped while waiting in the queue" in t for t in pages[i].texts)]
+    rows = _runs(db)
+    assert len(rows) + len(left_queue) == STUDENTS                 # none lost: stored, or left the queue
+    assert all(status in ("finished", "stopped") for _, status in rows), rows
+    assert sum(status == "finished" for _, status in rows) >= STUDENTS - STOPPED
+    for i, page in enumerate(pages):   # each student's page shows its own run's outcome
+        if i not in left_queue:
+            assert sum("(run " in t and " params):" in t for t in page.texts) == 1, page.texts
+    await asyncio.gather(*(s.close() for s in (designer, *students)))
+
+
+@pytest.mark.slow
+def test_twenty_sessions_train_through_one_queue(tmp_path):
+    home = tmp_path / "home"
+    with served({"EXPLORER_JOBS": str(LIMIT), "EXPLORER_HOME": str(home)}) as (_, url):
+        run(_classroom(url, home / "runs.sqlite"))
