@@ -275,21 +275,20 @@ def mla_kv_bytes(cfg: ModelConfig, batch: int, tokens: int, e: int, kind: str = 
 
 def mla_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, impl: str, add) -> None:
     """Saved tensors of one MLA layer beyond its input (the normed residual), by term (`add(term, bytes)`).
-    Measured (held by tests/test_mla.py and the MLA variant grid against saved-tensor hooks), with dropout:
-      SDPA falls back to its math path in fp32 (q, k^T, v, the probabilities, the noise and the dropped
-      probabilities); the explicit path keeps the noise and the dropped probabilities instead of the cast.
-    Without dropout:
+    Measured on CPU (held by tests/test_mla.py and the MLA variant grid against saved-tensor hooks):
       latent norms  the kv latent's norm (its input is a slice of the kv_a output, so where the norm saves its
-                    input itself, in fp32 or as a LayerNorm, the whole [N, r + dr] storage is held) and the up-projection's input [N, r]; with a query latent the
-                    same for the q norm ([N, rq], whole) and q_b's input; outside fp32 the rotary tables
-                    cast for this layer
-      attention     qk_head_dim != v_head_dim: SDPA's math path, in fp32 on CPU: q, k^T [B*H, ., dqk],
-                    v [B*H, S, dv] and the fp32 probabilities; equal widths: the flash kernel keeps q, k, the
-                    value slice of the up-projection (its [N, H*(dn + dv)] storage), its output and the fp32
-                    logsumexp, and with sparse attention its top-k mask as an additive float mask
-                    [B, 1, T, T] (the math path saves none); then o_proj's input [N, H*dv] either way;
-                    the explicit path keeps q, k^T, a contiguous copy of v, the bool mask ([T, S], or
-                    [B, 1, T, S] with sparse attention), the fp32 softmax (and its cast outside fp32)
+                    input itself, in fp32 or as a LayerNorm, the whole [N, r + dr] storage is held) and the
+                    up-projection's input [N, r]; with a query latent the same for the q norm ([N, rq], whole)
+                    and q_b's input; outside fp32 the rotary tables cast for this layer
+      SDPA          with dropout, or qk_head_dim != v_head_dim: its math path, in fp32: q, k^T [B*H, ., dqk],
+                    v [B*H, S, dv], the probabilities (with dropout also its noise and the dropped
+                    probabilities); equal widths without dropout: the flash kernel keeps q, k, the value slice
+                    of the up-projection (its [N, H*(dn + dv)] storage), its output, the fp32 logsumexp and,
+                    with sparse attention, the top-k mask as an additive float mask [B, 1, T, T]
+      explicit      q, k^T, a contiguous copy of v, the bool mask ([T, S], or [B, 1, T, S] with sparse
+                    attention), the fp32 softmax, then dropout's noise and dropped probabilities or the cast
+                    probabilities outside fp32
+      either        o_proj's input [N, H*dv]
     The lightning indexer runs without gradients: it saves nothing."""
     N, H, r, dr, rq = B * T, cfg.n_heads, cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.q_lora_rank
     dqk, dv = cfg.qk_head_dim, cfg.v_head_dim
@@ -307,12 +306,9 @@ def mla_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, impl: str, add) ->
         add("attn_scores", scores * STAT + drop)
         add("attn_out", N * H * dv * e)
         return
-    if cfg.dropout > 0:   # SDPA falls back to its math path, in fp32 on CPU
+    if cfg.dropout > 0 or dqk != dv:   # SDPA's math path, in fp32 on CPU (with dropout: noise, dropped probs)
         add("attn_qkv", B * H * T * (2 * dqk + dv) * STAT)
-        add("attn_scores", 3 * scores * STAT)
-    elif dqk != dv:
-        add("attn_qkv", B * H * T * (2 * dqk + dv) * STAT)
-        add("attn_scores", B * H * T * T * STAT)
+        add("attn_scores", (3 if cfg.dropout > 0 else 1) * scores * STAT)
     else:
         add("attn_qkv", B * H * T * 2 * dqk * e + N * H * (cfg.qk_nope_head_dim + dv) * e)
         add("attn_out", N * H * dv * e)
