@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run serve test bench mutate clean check-runtime
+.PHONY: run serve test test-fast test-loaded bench mutate mutate-sample clean check-runtime
 
 run: $(VENV)/.runtime
 	$(BIN)/streamlit run streamlit_app.py
@@ -15,8 +15,19 @@ run: $(VENV)/.runtime
 serve: $(VENV)/.runtime
 	$(BIN)/python -m app.serve $(SERVE_ARGS)
 
+# pytest-xdist: TEST_JOBS workers (default: one per core); the browser tests form one group on one worker (one
+# served app, one Chromium; tests/conftest.py). `make test-fast`: the engine tests only (`-m engine`: no app, no
+# browser, no timing, no subprocess files), the inner loop.
+TEST_JOBS ?= auto
 test: $(VENV)/.dev system-deps
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadgroup $(PYTEST_ARGS)
+
+test-fast: $(VENV)/.dev
+	$(BIN)/python -m pytest -n $(TEST_JOBS) -m engine $(PYTEST_ARGS)
+
+# The whole suite with the browser tests required, beside one CPU-burning process per core (.ci/loaded-run).
+test-loaded:
+	.ci/loaded-run
 
 # The app with requirements.txt alone, in a venv of its own (the dev requirements bring packages of their own and
 # would hide a runtime import missing from requirements.txt): import every module, run every page (AppTest).
@@ -32,9 +43,10 @@ $(RUNTIME_VENV)/.runtime: requirements.txt
 bench: $(VENV)/.dev
 	$(BIN)/python -m bench
 
-# Mutation testing (not part of `make test`): mutmut mutates engine/layers, budget, interop and train (see
-# [tool.mutmut] in pyproject.toml for the fast engine tests it runs) and bench/mutation.txt gets the score and the
-# survivors. MUTANTS narrows the run to name globs, e.g. MUTANTS='engine.budget.*'; MUTATE_JOBS sets the workers.
+# Mutation testing (not part of `make test`): mutmut mutates engine/layers, budget, interop, train and plan (see
+# [tool.mutmut] in pyproject.toml for the fast engine tests it runs) and bench/mutation-full.txt gets the score and
+# the survivors: every mutant, hours on two cores (`make mutate-sample` below estimates the score in well under
+# one). MUTANTS narrows the run to name globs, e.g. MUTANTS='engine.budget.*'; MUTATE_JOBS sets the workers.
 # One OpenMP thread: mutmut forks a child per mutant from a process that has run torch, and a forked child of a
 # multi-threaded OpenMP pool waits forever on a lock no thread holds (seen: every such mutant a bogus "timeout").
 # MUTATE_MINUTES stops the run after that long (SIGTERM; mutmut ignores SIGINT while children run, and it saves
@@ -47,7 +59,18 @@ mutate: $(VENV)/.dev requirements-mutate.txt
 	$(BIN)/python -m pip install -q -r requirements-mutate.txt
 	-OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(if $(MUTATE_MINUTES),timeout $(MUTATE_MINUTES)m) \
 		$(BIN)/mutmut run --max-children $(MUTATE_JOBS) $(MUTANTS)
-	$(BIN)/python -m bench.mutation_score | tee bench/mutation.txt
+	$(BIN)/python -m bench.mutation_score | tee bench/mutation-full.txt
+
+# The score of a seeded stratified sample (bench/mutation_run.py): SAMPLE mutants (default 400), at least 10 per
+# module, each run against the tests that call its function; score, Wilson interval, seed and the missed mutants
+# go to bench/mutation.txt. SEED=N draws that sample again (default: a new seed, printed); MUTATE_MINUTES starts
+# no mutant after that long (the rest are reported as not checked).
+SAMPLE ?= 400
+SEED ?=
+mutate-sample: $(VENV)/.dev requirements-mutate.txt
+	$(BIN)/python -m pip install -q -r requirements-mutate.txt
+	$(BIN)/python -m bench.mutation_run --n $(SAMPLE) --jobs $(MUTATE_JOBS) $(if $(SEED),--seed $(SEED)) \
+		$(if $(MUTATE_MINUTES),--minutes $(MUTATE_MINUTES))
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)

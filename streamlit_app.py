@@ -7,7 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from app import editor, state
+from app import editor, state, url_view
 from app.shared import freeze_startup_objects
 from app.text import md
 
@@ -38,7 +38,9 @@ with st.sidebar:
     editor.sidebar()
 state.sync_url()
 for problem in st.session_state.get(state.PROBLEMS, []):
-    st.warning(f"{md(problem)} — ignored; showing the rest of the link's config.")
+    st.warning(f"{md(problem)} — ignored and removed from the URL; showing the rest of the link's config.",
+               icon=":material/link_off:")
+url_view.notice_area()
 if st.session_state.get(editor.EDIT_PROBLEMS):
     st.warning("Some values in the sidebar are invalid (see the messages there); the pages show the last valid "
                f"config, **{md(state.current_config().name)}**.", icon=":material/error:")

@@ -3,7 +3,7 @@ refused and why, and the table rows. No Streamlit here: the page passes `progres
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from engine.config import ModelConfig
 from engine.guard import MemoryRefusal
@@ -14,7 +14,6 @@ from engine.units import fmt_bytes, fmt_flops
 
 MEASURE_MAX_TOKENS = 4096  # batch x seq of a real model built on the Budgets page: seconds, not minutes, on a CPU
 MEASURE_MAX_LAYERS = 256   # FlopCounterMode on meta costs ~20 ms a layer here: 1,000 layers stalled the page 30 s
-MEASURE_ESTIMATE_S = 10.0  # what the job queue expects a press of Measure to take (seconds, capped sizes above)
 
 
 def measure_sizes(batch: int, seq: int, device: str) -> tuple[int, int, str | None]:
@@ -29,6 +28,31 @@ def measure_sizes(batch: int, seq: int, device: str) -> tuple[int, int, str | No
     return b, s, (f"Real-model measurements on a CPU are capped at {MEASURE_MAX_TOKENS:,} tokens per step so they "
                   f"take seconds: building and running batch {b:,} x sequence {s:,} instead of the page's "
                   f"{batch:,} x {seq:,}. FLOPs are still counted at {batch:,} x {seq:,} (on the meta device).")
+
+
+class MeasurePlan(NamedTuple):
+    """What one press of Measure will do, known before it starts (so its duration can be estimated): (batch, seq)
+    of the FLOP count on the meta device and of the real builds, each None with the reason it is left out."""
+    flops_at: tuple[int, int] | None
+    built_at: tuple[int, int] | None
+    skipped: str | None = None
+    refused: str | None = None
+
+
+def measure_plan(cfg: ModelConfig, batch: int, seq: int, device: str) -> MeasurePlan:
+    """The FLOP count at batch x seq up to MEASURE_MAX_LAYERS layers; the real builds at measure_sizes when
+    check_live allows one on `device`."""
+    flops_at, skipped = (batch, seq), None
+    if cfg.n_layers > MEASURE_MAX_LAYERS:
+        flops_at, skipped = None, (f"n_layers: not counting FLOPs on the meta device for {cfg.n_layers:,} layers "
+                                   f"(at most {MEASURE_MAX_LAYERS:,}, each costs tens of ms); the closed form "
+                                   "above stands.")
+    b, s, _ = measure_sizes(batch, seq, device)
+    try:
+        check_live(cfg, device, s)
+    except StatsRefusal as e:
+        return MeasurePlan(flops_at, None, skipped, f"Not building a real model: {e}")
+    return MeasurePlan(flops_at, (b, s), skipped)
 
 
 @dataclass
@@ -46,22 +70,19 @@ class BudgetMeasurement:
 
 def measure_budgets(cfg: ModelConfig, batch: int, seq: int, dtype: str, attention: str, device: str,
                     progress: Callable[[str], None] | None = None) -> BudgetMeasurement:
-    """FLOPs counted on the meta device at batch x seq (up to MEASURE_MAX_LAYERS layers), then activation and
-    KV-cache bytes of a real model at measure_sizes(batch, seq) when check_live and the memory guard allow one
-    on `device`."""
-    out = BudgetMeasurement()
-    if cfg.n_layers <= MEASURE_MAX_LAYERS:
+    """What measure_plan says: FLOPs counted on the meta device, then activation and KV-cache bytes of a real
+    model (a MemoryRefusal from engine.guard on the way is reported the same)."""
+    plan = measure_plan(cfg, batch, seq, device)
+    out = BudgetMeasurement(skipped=plan.skipped, refused=plan.refused)
+    if plan.flops_at:
         try:
-            out.measured |= measure_config(cfg, batch, seq, dtype, attention, device, ("flops",), progress)
+            out.measured |= measure_config(cfg, *plan.flops_at, dtype, attention, device, ("flops",), progress)
         except MemoryRefusal as e:
             out.skipped = f"Not counting FLOPs on the meta device: {e}"
-    else:
-        out.skipped = (f"n_layers: not counting FLOPs on the meta device for {cfg.n_layers:,} layers (at most "
-                       f"{MEASURE_MAX_LAYERS:,}, each costs tens of ms); the closed form above stands.")
-    try:
-        b, s, _ = measure_sizes(batch, seq, device)
-        check_live(cfg, device, s)
-        out.measured |= measure_config(cfg, b, s, dtype, attention, device, ("activations", "kv_cache"), progress)
-    except (StatsRefusal, MemoryRefusal) as e:
-        out.refused = f"Not building a real model: {e}"
+    if plan.built_at:
+        try:
+            out.measured |= measure_config(cfg, *plan.built_at, dtype, attention, device, ("activations", "kv_cache"),
+                                           progress)
+        except MemoryRefusal as e:
+            out.refused = f"Not building a real model: {e}"
     return out

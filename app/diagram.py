@@ -10,9 +10,11 @@ Pure string building, so tests read the DOT directly.
 from __future__ import annotations
 
 from app.charts import COLORS
+from app.diagram_hybrid import block_title, drawn_spec, one_branch, recurrent_box
 from app.diagram_mla import mla_attention, mla_label
 from engine.config import ModelConfig
 from engine.layers.block import BlockLayout, block_layout
+from engine.layers.kinds import LayerSpec
 from engine.layers.norm import NORMS
 
 NORM_COLOR, ADD_COLOR, DATA_COLOR = COLORS["norms"], "#FFFFFF", "#EEEEEE"
@@ -69,7 +71,7 @@ def attention_label(cfg: ModelConfig) -> str:
     heads = f"{cfg.n_heads} q heads" + ("" if kind == "MHA" else f", {cfg.kv_heads} kv heads")
     lines = mla_label(lay.mla, lay.indexer) if lay.mla else [f"Attention ({kind})", f"{heads} x {cfg.head_width}"]
     if lay.qk_norm:
-        lines.append("QK-norm on q and k")
+        lines.append("QK-norm on q and k" + (" (no gain, RoPE layers only)" if lay.qk_norm_rope_only else ""))
     if lay.rope_fraction is not None:
         scaled = "" if cfg.rope_scaling == "none" else f", {cfg.rope_scaling} x{cfg.rope_factor:g}"
         part = (f" ({lay.mla.rope_dim:,} rotary dims)" if lay.mla else
@@ -81,8 +83,14 @@ def attention_label(cfg: ModelConfig) -> str:
         lines.append(f"scores soft-capped at {lay.attn_softcap:g}")
     if lay.attn_sinks:
         lines.append("sinks: one learned logit per head joins the softmax")
+    if lay.attn_gate:
+        lines.append(f"output gate: × sigmoid(x W_g), one per {'dimension' if lay.attn_gate == 'elementwise' else 'head'}")
     if lay.window is not None:
         lines.append(f"window {lay.window:,}" + (f", full every {lay.global_every}" if lay.global_every else ""))
+    if lay.chunk is not None:
+        lines.append(f"chunked layers: own block of {lay.chunk:,} only")
+    if lay.temperature is not None:
+        lines.append(lay.temperature)
     return "\\n".join(lines)
 
 
@@ -109,7 +117,7 @@ def _attention(d: _Dot, p: str, cfg: ModelConfig, lay: BlockLayout) -> tuple[str
         if lay.attn_softcap is not None:
             d.edge(s, d.node(f"{p}cap", f"{lay.attn_softcap:g}·tanh(s/{lay.attn_softcap:g})"))
             s = f"{p}cap"
-        mask = "causal mask" if lay.window is None else "causal + window mask"
+        mask = "causal mask" + (" + window" if lay.window is not None else "") + (" + chunk" if lay.chunk else "")
         softmax = "softmax with the sink\\n(its share dropped)" if lay.attn_sinks else "softmax"
         d.chain(s, d.node(f"{p}mask", mask), d.node(f"{p}softmax", softmax), d.node(f"{p}pv", "× v"))
         d.edge(v, f"{p}pv")
@@ -147,7 +155,7 @@ def _moe(d: _Dot, p: str, cfg: ModelConfig, lay: BlockLayout) -> tuple[str, str]
         router = d.node(f"{p}router", f"router ({cfg.router})\n{cfg.d_model:,}→{E:,} scores, keep top {k}", c)
         chosen = d.node(f"{p}experts", f"{k} of {E:,} routed experts\n(each {cfg.d_model:,}→{f:,}→{cfg.d_model:,})",
                         c, shape="box3d")
-        out = d.node(f"{p}wsum", "Σ weight × expert", ADD_COLOR, "circle")
+        out = d.node(f"{p}wsum", "Σ weight × expert", ADD_COLOR)   # a box: a circle grows around its text
         d.chain(router, chosen, out)
         if lay.shared_experts:
             gate = " × sigmoid gate" if cfg.shared_expert_gate else ""
@@ -162,14 +170,37 @@ def _moe(d: _Dot, p: str, cfg: ModelConfig, lay: BlockLayout) -> tuple[str, str]
     return f"{p}ffn_in", out
 
 
-def _block(d: _Dot, cfg: ModelConfig) -> tuple[str, str]:
+def _mixers(d: _Dot, cfg: ModelConfig, lay: BlockLayout, spec: LayerSpec) -> tuple[str, str]:
+    """The layer's mixer(s): attention (or MLA), a recurrent mixer, or both side by side, their outputs added."""
+    boxes = []
+    for kind in spec.mixers:
+        if kind != "attention":
+            boxes.append(recurrent_box(d, "b_", cfg, kind))
+        elif lay.mla:
+            boxes.append(mla_attention(d, "b_", cfg, lay.mla, attention_label(cfg), NORM_COLOR, lay.indexer))
+        else:
+            boxes.append(_attention(d, "b_", cfg, lay))
+    if len(boxes) == 1:
+        return boxes[0]
+    entry, total = d.node("b_mix_in", "", DATA_COLOR, shape="point"), d.add("b_mix_sum")
+    for b_in, b_out in boxes:
+        d.edge(entry, b_in)
+        d.edge(b_out, total)
+    return entry, total
+
+
+def _block(d: _Dot, cfg: ModelConfig, spec: LayerSpec) -> tuple[str, str]:
     """One block wired as its layout says; returns (input, output) node ids."""
-    lay = block_layout(cfg)
+    lay = block_layout(cfg, spec)
     x = d.node("x_in", "x (residual stream)")
-    a_in, a_out = (mla_attention(d, "b_", cfg, lay.mla, attention_label(cfg), NORM_COLOR, lay.indexer) if lay.mla else
-                   _attention(d, "b_", cfg, lay))
-    f_in, f_out = (_moe if lay.experts else _ffn)(d, "b_", cfg, lay)
     norm = norm_label(cfg)
+    if spec.mixers:
+        a_in, a_out = _mixers(d, cfg, lay, spec)
+    if spec.ffn != "none":
+        f_in, f_out = (_moe if spec.ffn == "moe" else _ffn)(d, "b_", cfg, lay)
+    if not spec.mixers or spec.ffn == "none":
+        b_in, b_out = (a_in, a_out) if spec.mixers else (f_in, f_out)
+        return one_branch(d, x, lay, b_in, b_out, norm, NORM_COLOR)
     if lay.branch_norms:
         d.edge(a_out, d.node("p1", "post-attn " + norm, NORM_COLOR))
         d.edge(f_out, d.node("p2", "post-FFN " + norm, NORM_COLOR))
@@ -212,9 +243,14 @@ def _block(d: _Dot, cfg: ModelConfig) -> tuple[str, str]:
     return x, add2
 
 
-def block_dot(cfg: ModelConfig) -> str:
-    """The whole model: embeddings, one block (x n_layers) in detail, final norm and output head."""
+def block_dot(cfg: ModelConfig, whole: bool = True) -> str:
+    """The whole model: embeddings, one block (x n_layers) in detail, final norm and output head; with
+    `whole=False` the block alone (the Lecture's serial / parallel pair)."""
     d = _Dot()
+    if not whole:
+        with d.cluster("block", f"transformer block ({cfg.block}, {cfg.norm_placement}-norm)"):
+            _block(d, cfg, drawn_spec(cfg))
+        return _digraph(d)
     emb = "token embedding" + (" × √d_model" if cfg.embed_scale else "")
     chain = [d.node("tokens", "token ids"), d.node("emb", f"{emb}\\n{cfg.vocab_size:,} × {cfg.d_model:,}",
                                                     COLORS["embeddings"])]
@@ -228,8 +264,11 @@ def block_dot(cfg: ModelConfig) -> str:
     n_moe = sum(cfg.moe_layers)
     mixed = f"; MoE in {n_moe} of {cfg.n_layers} layers, the others a dense FFN of d_ff {cfg.ffn_width:,}" if (
         0 < n_moe < cfg.n_layers) else ""
-    with d.cluster("block", f"transformer block × {cfg.n_layers} ({cfg.block}, {cfg.norm_placement}-norm{mixed})"):
-        x, out = _block(d, cfg)
+    spec = drawn_spec(cfg)
+    title = (block_title(cfg, spec) if cfg.hybrid else
+             f"transformer block × {cfg.n_layers} ({cfg.block}, {cfg.norm_placement}-norm{mixed})")
+    with d.cluster("block", title):
+        x, out = _block(d, cfg, spec)
     d.edge(chain[-1], x)
     tail = [out]
     if cfg.final_norm:
@@ -240,6 +279,10 @@ def block_dot(cfg: ModelConfig) -> str:
         tail.append(d.node("logit_cap", f"{cfg.logit_softcap:g}·tanh(z/{cfg.logit_softcap:g})"))
     tail.append(d.node("logits", "logits"))
     d.chain(*tail)
+    return _digraph(d)
+
+
+def _digraph(d: _Dot) -> str:
     body = "\n".join(d.lines)
     return ("digraph model {\n  rankdir=TB; nodesep=0.25; ranksep=0.3; newrank=true;\n"
             '  graph [fontname="Helvetica", fontsize=12]; node [fontname="Helvetica", fontsize=12]; edge [fontname="Helvetica", fontsize=10, color="#555555"];\n'

@@ -8,7 +8,7 @@ from typing import Any
 import streamlit as st
 from streamlit.runtime.uploaded_file_manager import UploadedFile
 
-from app import state
+from app import state, widgets
 from app.text import md
 from engine.config import FIELDS, GROUPS, ConfigError, FieldSpec, ModelConfig
 from engine.limits import MAX_CONFIG_BYTES
@@ -16,9 +16,13 @@ from engine.presets import PRESETS
 from engine.units import fmt_count
 
 PICK, UPLOAD, UPLOAD_PROBLEMS, EDIT_PROBLEMS = "preset_pick", "yaml_upload", "upload_problems", "edit_problems"
+NULL_LABELS = {"norm_bias": "follow the norm"}   # what null means, for the optional booleans
 SHOWN = "editor_groups_shown"   # the groups whose widgets the last run drew
-GROUP_TITLES = {"sizes": "Sizes", "attention": "Attention", "position": "Position", "ffn": "Feed-forward",
-                "moe": "Mixture of experts", "normalization": "Normalization", "block": "Block", "output": "Output"}
+GROUP_TITLES = {"sizes": "Sizes", "attention": "Attention", "layers": "Layer kinds (hybrids)",
+                "gdn": "Linear attention (Gated DeltaNet, KDA, lightning)", "ssm": "State space (Mamba)",
+                "position": "Position", "ffn": "Feed-forward", "moe": "Mixture of experts",
+                "normalization": "Normalization", "block": "Block", "output": "Output",
+                "checkpoint": "Checkpoint as shipped"}
 
 
 def _load_preset() -> None:
@@ -89,6 +93,8 @@ def _scaling_notes(raw: dict[str, Any]) -> dict[str, str]:
 def _unused_notes(raw: dict[str, Any]) -> dict[str, str]:
     """Captions on fields the current choices do not read: the RoPE scaling fields, the clamped SwiGLU's."""
     notes = _scaling_notes(raw) if raw["position"] == "rope" else {}
+    if raw["norm"] == "layernorm" and raw["norm_bias"] == "null":
+        notes["norm_bias"] = "Follows the norm: on for layernorm."
     if raw["ffn"] != "swiglu_clamped":
         notes.update(dict.fromkeys(("swiglu_limit", "swiglu_alpha"), "Only used with ffn = swiglu_clamped (gpt-oss)."))
     if raw["index_topk"] is None:
@@ -128,18 +134,18 @@ def _tooltip(spec: FieldSpec) -> str:
 def _field_widget(spec: FieldSpec, disabled: bool, raw: dict[str, Any]) -> None:
     key, tip = state.widget_key(spec.name), _tooltip(spec)
     if spec.type is bool and spec.optional:   # null, true, false: null takes the value another field implies
-        follows = {"norm_bias": raw["norm"] == "layernorm"}.get(spec.name)
-        auto = "null" if follows is None else f"follow the norm ({'on' if follows else 'off'})"
+        # The labels never depend on another field: Streamlit's selectbox sends its label back as the value, so a
+        # label that changed with the norm came back as "follow the norm (off)" and froze the editor. What null
+        # resolves to is the caption under the box (_unused_notes).
         st.selectbox(spec.name, ("null", "true", "false"), key=key, help=tip, disabled=disabled,
-                     format_func=lambda v: auto if v == "null" else v)
+                     format_func=lambda v: NULL_LABELS.get(spec.name, "null") if v == "null" else v)
     elif spec.type is bool:
         st.checkbox(spec.name, key=key, help=tip, disabled=disabled)
     elif spec.choices and spec.type is not tuple:   # a list field's choices are its items' (e.g. full, sliding)
         st.selectbox(spec.name, spec.choices, key=key, help=tip, disabled=disabled)
-    elif spec.type is int:
-        st.number_input(spec.name, step=1, format="%d", key=key, help=tip, disabled=disabled,
-                        placeholder=f"null: {spec.null}" if spec.optional else None)
-    else:  # floats as text so 1e-06 and 500000.0 round-trip exactly; lists as comma-separated text; names as text
+    else:  # numbers as text: every typed value reaches validation, which names the field and the allowed range
+        # (a number box refuses 1e20 in the browser with a red frame and no message); floats so 1e-06 and
+        # 500000.0 round-trip exactly; lists as comma-separated text; names as text
         st.text_input(spec.name, key=key, help=tip, disabled=disabled,
                       placeholder=f"null: {spec.null}" if spec.optional else None)
 
@@ -186,10 +192,8 @@ def _yaml_io(cfg: ModelConfig) -> None:
                        on_click="ignore", width="stretch",
                        help="The current valid config as YAML; upload it here or pass it to "
                             "`python -m engine ... --config FILE`.")
-    st.file_uploader("Upload YAML", type=["yaml", "yml"], key=UPLOAD, on_change=_load_yaml,
-                     max_upload_size=1,   # MiB, Streamlit's smallest bound; read_yaml refuses more than 64 KiB
-                     help=f"A YAML mapping of field: value (at most {MAX_CONFIG_BYTES // 1024} KiB); missing fields "
-                          "take their defaults.")
+    widgets.yaml_uploader("Upload YAML", key=UPLOAD, on_change=_load_yaml,
+                          help="A YAML mapping of field: value; missing fields take their defaults.")
     for p in st.session_state.get(UPLOAD_PROBLEMS, []):
         st.error(md(p))
 

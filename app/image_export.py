@@ -31,9 +31,12 @@ def for_projector(fig: go.Figure, width: int = PROJECTOR[0], height: int = PROJE
     """A copy sized for a projector: the given pixels, fonts large enough for the back row."""
     out = go.Figure(copy.deepcopy(fig))
     out.update_layout(width=width, height=height, font=dict(size=PROJECTOR_FONT),
-                      title_font=dict(size=PROJECTOR_FONT + 6), margin=dict(l=40, r=40, t=110, b=40))
+                      title_font=dict(size=PROJECTOR_FONT + 6), title_subtitle_font_size=PROJECTOR_FONT - 4,
+                      margin=dict(l=40, r=40, t=170 if fig.layout.title.subtitle.text else 110, b=40))
     out.update_annotations(font_size=PROJECTOR_FONT)            # subplot titles
     out.update_traces(textfont_size=PROJECTOR_FONT - 4, selector=dict(type="scatter"))
+    out.update_xaxes(automargin=True)   # the margins grow to hold the larger tick labels and titles, never clip them
+    out.update_yaxes(automargin=True)
     return out
 
 

@@ -39,8 +39,15 @@ def metrics(*items: tuple) -> None:
     labels, so two rows of one section never share it."""
     key = f"lecture_metrics_{zlib.crc32(repr([i[0] for i in items]).encode()):08x}"
     for col, (label, value, *more) in zip(fitted_columns([[str(i[1]) for i in items]], key), items):
-        col.metric(label, value, help=more[0] if more else None, delta=more[1] if len(more) > 1 else None,
-                   delta_color="off")
+        delta = more[1] if len(more) > 1 else None
+        col.metric(label, value, help=more[0] if more else None, delta=delta, delta_color="off",
+                   delta_arrow=delta_arrow(delta))
+
+
+def delta_arrow(delta: str | None) -> str:
+    """An arrow only on a signed change ("+33% vs dense" up, "-0.4%" down); a share or a note ("8.33% of MHA",
+    "finite") gets none: Streamlit would draw an up arrow on any text without a minus sign."""
+    return "auto" if delta and delta.lstrip()[:1] in ("+", "-") else "off"
 
 
 def nums(values: list[float], digits: int = 4) -> str:

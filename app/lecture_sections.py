@@ -70,10 +70,8 @@ def parallel() -> None:
                "the output changes.")
     chart(charts.serial_parallel_figure(r), "parallel")
     cfg = current_config().replace(norm_placement="pre")
-    cols = st.columns(2)
-    for col, layout in zip(cols, ("serial", "parallel")):
-        col.markdown(f"**{layout} block** (current config)")
-        widgets.diagram(block_dot(cfg.replace(block=layout, parallel_shared_norm=True)), col)
+    widgets.diagram_row({f"{layout} block (current config)": block_dot(
+        cfg.replace(block=layout, parallel_shared_norm=True), whole=False) for layout in ("serial", "parallel")})
 
 
 def tying() -> None:

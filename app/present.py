@@ -77,6 +77,9 @@ def scale(fig: go.Figure) -> go.Figure:
         axis = dict(tickfont=dict(size=PRESENT_FONT), title_font=dict(size=PRESENT_FONT))
         fig.update_xaxes(**axis)
         fig.update_yaxes(**axis)
+        fig.update_annotations(font_size=PRESENT_FONT + 2)   # subplot titles: the panels' names
+        if fig.layout.title.subtitle.text:                    # a second title line needs its room above the plot
+            fig.update_layout(title_subtitle_font_size=PRESENT_FONT - 4, margin_t=(fig.layout.margin.t or 80) + 60)
     return fig
 
 

@@ -101,9 +101,12 @@ def set_config(cfg: ModelConfig, preset: str | None = None, load_widgets: bool =
 
 
 def widget_value(name: str, value: Any) -> Any:
-    """The editor shows floats as text (so 1e-06 and 500000.0 round-trip exactly), lists as comma-separated
-    text and optional booleans as null/true/false choices; others as they are."""
+    """The editor shows floats as text (so 1e-06 and 500000.0 round-trip exactly), integers as text (so any
+    typed number reaches validation: a browser number box refuses 1e20 itself, with no message naming the
+    field), lists as comma-separated text and optional booleans as null/true/false choices; others as they are."""
     spec = FIELDS[name]
+    if spec.type is int:
+        return "" if value is None else str(value)
     if spec.type is float:
         return "null" if value is None else repr(value)
     if spec.type is tuple:

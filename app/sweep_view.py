@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 
 from engine.config import ConfigError, ModelConfig, parse_bool
-from engine.sweep import HOLD_FIELDS, HOLD_TARGETS, KNOBS, METRICS, Sweep, SweepSettings, parse_values, run_sweep
+from engine.sweep import (HOLD_FIELDS, HOLD_TARGETS, KNOBS, METRICS, Sweep, SweepSettings, d_ff_step, parse_values,
+                          run_sweep)
 from engine.sweep.measured import MEASURED
 from engine.train.small import small_version
 
@@ -95,3 +96,16 @@ def run_spec(cfg: ModelConfig, spec: SweepSpec) -> Sweep:
                 raise ConfigError([f"{key}: {e}"]) from None
     settings = SweepSettings(context=spec.context or None)
     return run_sweep(sweep_base(cfg, spec), knobs, settings, spec.hold or None, spec.hold_target)
+
+
+def held_text(sweep: Sweep) -> str:
+    """What an equal-parameter sweep holds and how closely ('' for sizes as given): d_ff is rounded to a multiple
+    of ffn_multiple_of, so the held count moves by up to half a step of it between points."""
+    if not sweep.hold:
+        return ""
+    what = f"{sweep.hold} solved at each point to keep {sweep.hold_target.replace('_', '-')} parameters at " \
+           f"{sweep.target:,}"
+    if sweep.hold == "d_ff":
+        step = max(d_ff_step(p.config, sweep.hold_target) for p in sweep.points if p.config is not None)
+        return f"{what} (d_ff is a multiple of {sweep.base.ffn_multiple_of:,}: within ±{step // 2:,})"
+    return f"{what} (the nearest d_model with whole heads)"

@@ -7,13 +7,15 @@ from typing import Any, Mapping, NamedTuple
 
 import torch
 
+from app.latency_view import NOISY_NOTE
 from app.text import md
 from engine.config import ConfigError, ModelConfig
 from engine.guard import MemoryRefusal, check_fits
 from engine.limits import MAX_DATA_BYTES
+from engine.measure.rounds import NOISY_SPREAD
 from engine.train.data import Dataset, load_data, load_text
 from engine.train.jobs import ab_configs
-from engine.train.loop import TrainConfig, model_for
+from engine.train.loop import RunResult, TrainConfig, model_for
 from engine.train.small import small_version
 
 DATA = {"names": "first names (character level)", "stdlib": "Python standard library source (byte level)",
@@ -98,6 +100,11 @@ def plan_run(cfg: ModelConfig, settings: Mapping[str, float], source: str, size:
     return PlannedRun(configs, tc, data)
 
 
+def is_noisy(spread: float | None) -> bool:
+    """A run's per-step tokens/s spread (IQR / median) too wide to compare runs by, as Latency flags a timing."""
+    return (spread or 0.0) > NOISY_SPREAD
+
+
 def stored_runs_rows(runs: list[dict[str, Any]]) -> list[dict[str, str | int]]:
     """One row per stored run (engine.train.store.RunStore.list_runs): counts with separators, the val loss
     before → after training ('—' where a run has none, e.g. diverged before its last evaluation)."""
@@ -105,12 +112,31 @@ def stored_runs_rows(runs: list[dict[str, Any]]) -> list[dict[str, str | int]]:
              "params": f"{r['params']:,}", "processes": r["world"],
              "val loss (nats)": " → ".join(f"{v:.3f}" if v is not None else "—"
                                            for v in (r["initial_loss"], r["final_loss"])),
-             "tokens/s": f"{r['tokens_per_s'] or 0:,.0f}"} for r in runs]
+             "tokens/s (median step)": f"{r['tokens_per_s'] or 0:,.0f}"
+                                        + (" (noisy)" if is_noisy(r.get("tokens_per_s_spread")) else "")}
+            for r in runs]
 
 
 def run_labels(runs: list[dict[str, Any]]) -> dict[int, str]:
-    """run id -> the picker's label: id, name, data and status."""
-    return {r["id"]: f"{r['id']}: {r['name']} on {r['data']} ({r['status']})" for r in runs}
+    """run id -> the picker's label: id, name and data. Not the status: it changes while the run is picked, and
+    Streamlit sends a picked option's old label back as its value."""
+    return {r["id"]: f"{r['id']}: {r['name']} on {r['data']}" for r in runs}
+
+
+def speed_text(results: Mapping[str, RunResult]) -> str:
+    """How the runs' tokens/s were obtained, the A/B ratio, and which runs were too noisy for it to be read."""
+    text = ("Tokens/s: the median over the training steps of batch x sequence tokens per second of the step "
+            "(evaluation and sampling not timed); a median, so a few steps slowed by another process do not decide "
+            "the comparison. ")
+    rates = [r.tokens_per_s for r in results.values()]
+    if len(rates) == 2 and min(rates) > 0:
+        (a, ra), (b, rb) = results.items()
+        text += f"{md(b)} / {md(a)} = {rb.tokens_per_s / ra.tokens_per_s:.2f}x. "
+    noisy = [f"{md(k)} (IQR {r.tokens_per_s_spread:.0%} of the median)" for k, r in results.items()
+             if is_noisy(r.tokens_per_s_spread)]
+    if noisy:
+        text += f"Noisy: {', '.join(noisy)}; {NOISY_NOTE.removeprefix('noisy: ')}."
+    return text
 
 
 def samples_caption(who: str, samples: list[str]) -> str:

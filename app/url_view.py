@@ -43,8 +43,23 @@ def restore(key: str, setting: Setting, default: Any) -> None:
     try:
         st.session_state[key] = setting.parse(raw)
     except ValueError as e:
-        st.warning(md(f"URL: {setting.param}: {e} — ignored"))
+        shown = setting.encode(default) if default not in (None, "", []) else "none"
+        warn(f"URL: {setting.param}: {e} — ignored and removed from the URL; the default ({shown}) applies.")
         set_view_param(setting.param, None)
+
+
+NOTICES = "_url_notices"
+
+
+def notice_area() -> None:
+    """The entry point calls this above every page: a problem a page finds in the link while drawing a widget that
+    sits in a collapsed expander or a narrow column shows here, at the top, where it is seen."""
+    st.session_state[NOTICES] = st.container()
+
+
+def warn(text: str) -> None:
+    """A warning about the link, in the notice area at the top of the page (in place where there is none)."""
+    (st.session_state.get(NOTICES) or st).warning(md(text), icon=":material/link_off:")
 
 
 def publish(key: str, setting: Setting, default: Any, always: bool = False) -> None:

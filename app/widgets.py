@@ -1,15 +1,20 @@
 """Small Streamlit building blocks shared by every page."""
 from __future__ import annotations
 
+import base64
+import html
+import re
 from typing import TYPE_CHECKING, Any, Callable
 
 import streamlit as st
 
-from app import compute, export
+from app import compute, export, present, state
 from app.diagram import block_dot
 from app.shared import drawn
+from app.tables import config_value
 from app.text import md
 from engine.config import ModelConfig
+from engine.limits import MAX_CONFIG_BYTES
 from engine.units import fmt_bytes, fmt_count, fmt_flops
 
 if TYPE_CHECKING:
@@ -21,8 +26,16 @@ def _svg(dot: str) -> str | None:
     return export.dot_to_svg(dot)
 
 
-def diagram(dot: str, container=st) -> None:
-    """A Graphviz diagram laid out here by the local `dot` (cached per DOT text) and shown as a static SVG image.
+def diagram_width(dot: str) -> int | None:
+    """The diagram's natural width in CSS pixels (Graphviz writes points, 3/4 of a pixel); None without Graphviz."""
+    svg = _svg(dot)
+    found = re.match(r'<svg width="([\d.]+)pt"', svg or "")
+    return round(float(found.group(1)) * 4 / 3) if found else None
+
+
+def diagram(dot: str, container=st, natural: bool = False) -> None:
+    """A Graphviz diagram laid out here by the local `dot` (cached per DOT text) and shown as a static SVG image,
+    stretched to its column or at its `natural` size (its 12-point text then 16 px).
     st.graphviz_chart lays it out in the browser and animates every change: on a knob change that animation
     was most of the browser's work (profiled: d3-graphviz path tweening, about half of the CPU time until the
     page settled). Without a local Graphviz it is still the fallback."""
@@ -30,32 +43,84 @@ def diagram(dot: str, container=st) -> None:
     if svg is None:
         container.graphviz_chart(dot, width="stretch")
     else:
-        container.image(svg, width="stretch")
+        container.image(svg, width=diagram_width(dot) if natural else "stretch")
+
+
+def diagram_row(dots: dict[str, str]) -> None:
+    """Diagrams side by side at one scale (titled by their keys): each takes a share of the row proportional to its
+    natural width, up to that width, so their text is the same size (two columns stretched a narrow diagram to
+    twice the scale of a wide one). Without Graphviz, one column each."""
+    widths = {title: diagram_width(dot) for title, dot in dots.items()}
+    if None in widths.values():
+        for col, (title, dot) in zip(st.columns(len(dots)), dots.items()):
+            col.markdown(f"**{md(title)}**")
+            diagram(dot, col)
+        return
+    cells = "".join(
+        f'<figure style="flex: {w} 1 0; max-width: {w}px; margin: 0"><figcaption style="font-weight: 600; '
+        f'font-size: {"1.7rem" if present.is_present() else "1rem"}">'
+        f'{html.escape(title)}</figcaption><img style="width: 100%" alt="{html.escape(title)}" '
+        f'src="data:image/svg+xml;base64,{base64.b64encode(_svg(dots[title]).encode()).decode()}"></figure>'
+        for title, w in widths.items())
+    st.html(f'<div style="display: flex; gap: 2rem; align-items: flex-start">{cells}</div>')
+
+
+def yaml_uploader(label: str, key: str, **kwargs) -> None:
+    """A YAML file uploader that states the limit the app applies (engine.limits.MAX_CONFIG_BYTES): Streamlit's
+    own line reads "1MB per file", its smallest setting, while a larger file is refused with a message."""
+    box = st.container(key=f"{key}_box")
+    limit = f"{MAX_CONFIG_BYTES // 1024} KiB per file • YAML, YML"
+    box.html(f"<style>.st-key-{key}_box [data-testid='stFileUploaderDropzoneInstructions'] span {{font-size: 0}} "
+             f".st-key-{key}_box [data-testid='stFileUploaderDropzoneInstructions'] span::after "
+             f"{{content: '{limit}'; font-size: 0.875rem}}</style>")
+    box.file_uploader(label, type=["yaml", "yml"], key=key, max_upload_size=1, **kwargs)
 
 
 @drawn(max_entries=512)
-def config_diagram(cfg: ModelConfig) -> None:
+def config_diagram(cfg: ModelConfig, natural: bool = False) -> None:
     """The config's block diagram (app.diagram.block_dot), drawn once per config on this server."""
-    diagram(block_dot(cfg))
+    diagram(block_dot(cfg), natural=natural)
 
 
 @drawn(max_entries=1024)
 def shared_dataframe(build: Callable[..., "pd.DataFrame"], *args: Any) -> None:
-    """st.dataframe of `build(*args)` (a table builder of app.tables), built and serialized once per server."""
-    st.dataframe(build(*args), hide_index=True, width="stretch")
+    """st.dataframe of `build(*args)` (a table builder of app.tables), built and serialized once per server;
+    every row shown (a fixed ten-row height hid the norms, output head and total of the larger models)."""
+    st.dataframe(build(*args), hide_index=True, width="stretch", height="content")
 
 
 def page_header(title: str, cfg: ModelConfig, reference: ModelConfig | None = None) -> None:
     """How every page opens: its title (a config name in it stays plain text), then the metric row of the current
-    config (deltas against `reference`). Drawn once per (title, config, reference) on this server and replayed;
-    the metrics' font style is drawn here (Streamlit sends a style-only st.html to a container of its own,
-    which a cached replay cannot address)."""
-    st.html(_header(title, cfg, reference))
+    config (deltas against `reference`). The session's config edited away from its preset says so: "(edited)"
+    after a name that is still the preset's, and a caption naming the preset and what changed. Drawn once per
+    (title, config, reference, caption) on this server and replayed; the metrics' font style is drawn here
+    (Streamlit sends a style-only st.html to a container of its own, which a cached replay cannot address)."""
+    changes = edits(cfg)
+    still_named = cfg.name == state.preset_config(state.current_preset()).name
+    shown = ", ".join(changes[:MAX_EDITS_SHOWN]) + (f" and {len(changes) - MAX_EDITS_SHOWN} more"
+                                                    if len(changes) > MAX_EDITS_SHOWN else "")
+    caption = f"Edited from the {state.current_preset()} preset: {shown}." if changes else ""
+    st.html(_header(title + (" (edited)" if changes and still_named else ""), cfg, reference, caption))
+
+
+MAX_EDITS_SHOWN = 6
+
+
+def edits(cfg: ModelConfig) -> list[str]:
+    """`field old → new` for each field (but the name) where `cfg`, when it is the session's config, differs from
+    the preset it was loaded from; [] for any other config."""
+    if cfg != state.current_config():
+        return []
+    base = state.preset_config(state.current_preset()).to_dict()
+    return [f"{k} {config_value(base[k])} → {config_value(v)}" for k, v in cfg.to_dict().items()
+            if k != "name" and v != base[k]]
 
 
 @drawn(max_entries=1024)
-def _header(title: str, cfg: ModelConfig, reference: ModelConfig | None) -> str:
+def _header(title: str, cfg: ModelConfig, reference: ModelConfig | None, caption: str = "") -> str:
     st.title(md(title))
+    if caption:
+        st.caption(md(caption))
     return metric_row(cfg, reference, style=False)
 
 

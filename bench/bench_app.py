@@ -35,7 +35,7 @@ def rerun_seconds(preset: str) -> tuple[float, float]:
     cached, uncached = [], []
 
     def flip(n: int) -> float:
-        knob = at.sidebar.number_input(key="field_n_layers").set_value(n)
+        knob = at.sidebar.text_input(key="field_n_layers").input(str(n))
         start = time.perf_counter()
         knob.run()
         if at.exception:

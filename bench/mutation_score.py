@@ -1,6 +1,6 @@
 """Mutation score from mutmut's results: detected / checked, per module, and how many mutants are not checked yet.
 
-Run by `make mutate` after `mutmut run`; prints the score and every surviving mutant (bench/mutation.txt).
+Run by `make mutate` after `mutmut run`; prints the score and every surviving mutant (bench/mutation-full.txt).
 Detected: killed, timeout (the mutant made the tests run past mutmut's limit, which a developer would notice;
 with one OpenMP thread a timeout is a real slowdown, not a forked child stuck on a lock), caught by the type
 check, segfault. Missed: survived, no tests (a mutant no selected test reaches counts against the score, as a

@@ -19,21 +19,29 @@ from typing import Any
 
 import yaml
 
+from engine.checkpoint import CheckpointKnobs
 from engine.layers.attention import AttentionKnobs
 from engine.layers.block import BlockKnobs
 from engine.layers.ffn import DENSE_FFNS, GATED_FFNS, FFNKnobs
+from engine.layers.gdn import GDNKnobs
 from engine.layers.indexer import IndexerKnobs
+from engine.layers.kda import KDAKnobs
+from engine.layers.mamba1 import Mamba1Knobs
+from engine.layers.mamba2 import Mamba2Knobs
+from engine.layers.mixers import LayerKnobs
 from engine.layers.mla import MLAKnobs
 from engine.layers.moe import MoEKnobs
 from engine.layers.norm import NormKnobs
 from engine.layers.position import PositionKnobs
+from engine.layers.ssm import SSMKnobs
 from engine.limits import MAX_INT, MAX_LAYERS, InputError, RefusedYAML, yaml_load
 from engine.validation import ConfigError, FieldSpec, Knobs, coerce_value, declare, field_problem, parse_bool
 
 __all__ = ["ConfigError", "DENSE_FFNS", "FAMILIES", "FIELDS", "FieldSpec", "GATED_FFNS", "GROUPS", "ModelConfig",
            "coerce", "field_names", "parse_bool"]
 
-GROUPS = ("sizes", "attention", "position", "ffn", "moe", "normalization", "block", "output")
+GROUPS = ("sizes", "attention", "layers", "gdn", "ssm", "position", "ffn", "moe", "normalization", "block", "output",
+          "checkpoint")
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,8 @@ class OutputKnobs(Knobs):
     """The output head and what happens to its logits."""
     tie_embeddings: bool = declare(True, "output", "The output head reuses the token-embedding matrix.")
     embed_scale: bool = declare(False, "output", "Multiply token embeddings by sqrt(d_model) (Gemma).")
+    embed_multiplier: float = declare(1.0, "output", "Multiply token embeddings by this factor (Granite, Falcon-H1 "
+                                      "embedding_multiplier).", lo=0, lo_open=True)
     logit_softcap: float | None = declare(None, "output", "Squash output logits smoothly into (-c, c) with "
                                            "c*tanh(z/c).", lo=0, lo_open=True, null="no cap")
     # output-head features of phi and cohere (issue #13)
@@ -65,8 +75,9 @@ class OutputKnobs(Knobs):
                                      "not built.", lo=1, null="no multi-token-prediction modules")
 
 
-FAMILIES: tuple[type[Knobs], ...] = (SizeKnobs, AttentionKnobs, MLAKnobs, IndexerKnobs, PositionKnobs, FFNKnobs,
-                                     MoEKnobs, NormKnobs, BlockKnobs, OutputKnobs)
+FAMILIES: tuple[type[Knobs], ...] = (SizeKnobs, AttentionKnobs, MLAKnobs, IndexerKnobs, LayerKnobs, GDNKnobs, KDAKnobs,
+                                     SSMKnobs, Mamba2Knobs, Mamba1Knobs, PositionKnobs, FFNKnobs, MoEKnobs, NormKnobs,
+                                     BlockKnobs, OutputKnobs, CheckpointKnobs)
 
 
 @dataclass(frozen=True)
@@ -202,6 +213,8 @@ def _problems(c: ModelConfig) -> list[str]:
         if p := field_problem(spec, getattr(c, spec.name)):
             problems.append(p)
             bad.add(spec.name)
+    if "name" not in bad and not c.name.strip():   # it labels pages, downloads, runs and pins
+        problems.append("name: empty; give the config a label (any text)")
     problems += _bounds(c, bad)
 
     def ok(*names: str) -> bool:

@@ -70,13 +70,15 @@ def _json_constant(s: str) -> Any:
     raise InputError(f"{s} is not a JSON number (only finite numbers are allowed)")
 
 
-def json_loads(text: str, what: str) -> Any:
-    """JSON with bounded nesting and integer length, no NaN/Infinity; InputError names `what`. A float literal
-    beyond the double range reads as inf: the caller's type check names the key (see interop/hf_types.py)."""
+def json_loads(text: str, what: str, constants: bool = False) -> Any:
+    """JSON with bounded nesting and integer length; InputError names `what`. NaN, Infinity and -Infinity are
+    refused unless `constants` (a config.json, read as Python's json and transformers read it: a published
+    Nemotron-H config carries Infinity); then, like a float literal beyond the double range (inf), the caller's
+    type check names any key whose number must be finite (see interop/hf_types.py)."""
     if (depth := json_depth(text)) > MAX_DEPTH:
         raise InputError(f"{what}: nested {depth:,} levels deep; at most {MAX_DEPTH} are allowed")
     try:
-        return json.loads(text, parse_int=_json_int, parse_constant=_json_constant)
+        return json.loads(text, parse_int=_json_int, parse_constant=float if constants else _json_constant)
     except InputError as e:
         raise InputError(f"{what}: {e}") from None
     except ValueError as e:

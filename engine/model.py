@@ -22,7 +22,8 @@ from engine.layers.position import model_rope_tables, plain_inv_freq, sinusoidal
 
 
 class KVCache:
-    """Per-layer keys/values for incremental decoding; `pos` is the number of tokens seen so far."""
+    """Per-layer decode cache: keys/values of attention layers, the fixed state of recurrent ones (LayerKV);
+    `pos` is the number of tokens seen so far."""
 
     def __init__(self, n_layers: int, index_keys: str = "fp8"):
         """index_keys: how sparse-attention layers hold their indexer keys, "fp8" (DeepSeek's kernels: FP8 with
@@ -32,6 +33,12 @@ class KVCache:
 
     def nbytes(self) -> int:
         return sum(layer.nbytes() for layer in self.layers)
+
+    def kv_nbytes(self) -> int:
+        return sum(layer.kv_nbytes() for layer in self.layers)
+
+    def state_nbytes(self) -> int:
+        return sum(layer.state_nbytes() for layer in self.layers)
 
 
 def _embedding(n: int, d: int) -> nn.Embedding:
@@ -47,8 +54,7 @@ class DecoderLM(nn.Module):
         self.tok_emb = _embedding(cfg.vocab_size, cfg.d_model)
         self.pos_emb = _embedding(cfg.context_length, cfg.d_model) if cfg.position == "learned" else None
         self.emb_norm = make_norm(cfg) if cfg.embed_norm else None
-        self.blocks = nn.ModuleList(Block(cfg, w, m, i) for w, m, i in zip(cfg.layer_windows, cfg.moe_layers,
-                                                                             cfg.indexer_layers))
+        self.blocks = nn.ModuleList(Block(cfg, spec) for spec in cfg.layer_specs)
         self.final_norm = make_norm(cfg) if cfg.final_norm else None
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=cfg.head_bias)
         self.tie()
@@ -91,7 +97,8 @@ class DecoderLM(nn.Module):
                 "regularizer": sum(m.regularizer() for m in layers) / n}
 
     def attention_layers(self) -> list[Attention]:
-        return [b.attn for b in self.blocks]
+        """The softmax-attention modules (Attention or MLA) of the layers that have one."""
+        return [b.attn for b in self.blocks if hasattr(b, "attn")]
 
     def set_attention(self, impl: str = "sdpa", keep_probs: bool = False) -> None:
         """Choose the attention path ('sdpa' or 'explicit') and whether to keep probabilities for plots."""
@@ -109,13 +116,16 @@ class DecoderLM(nn.Module):
         x = self.tok_emb(idx)                            # [B, T, d_model]
         if cfg.embed_scale:
             x = x * torch.tensor(math.sqrt(cfg.d_model), dtype=x.dtype)
+        if cfg.embed_multiplier != 1.0:                  # a Python scalar: autograd saves nothing for it
+            x = x * cfg.embed_multiplier
         if self.pos_emb is not None:
             x = x + self.pos_emb(pos)
         elif cfg.position == "sinusoidal":
             x = x + sinusoidal_table(pos, cfg.d_model).to(x.dtype)
         if self.emb_norm is not None:
             x = self.emb_norm(x)
-        x = F.dropout(x, cfg.dropout, self.training)
+        if cfg.embed_dropout:
+            x = F.dropout(x, cfg.dropout, self.training)
         kinds = cfg.layer_ropes
         tables = {None: None}   # only the table sets some layer uses are built (and saved for backward)
         if "global" in kinds:

@@ -1,4 +1,5 @@
 """Named real-model configurations, each with its reference parameter count and where that count comes from.
+(This file is longer than 300 lines: one table of every preset with its source, as litgpt's config.py keeps its models.)
 
 Counts from Hugging Face are `sum(p.numel() for p in model.parameters())` of the transformers model built on the
 meta device from the model's published config.json (a tied matrix counts once).
@@ -9,6 +10,7 @@ import difflib
 from dataclasses import dataclass
 
 from engine.config import ModelConfig
+from engine.interop.hf_ssm import nemotron_layers
 from engine.validation import choice_problem
 
 
@@ -21,6 +23,8 @@ class Preset:
 
 
 _LLAMA = dict(norm="rmsnorm", bias=False, position="rope", ffn="swiglu", tie_embeddings=False)
+_NOPE = dict(_LLAMA, position="none")             # the hybrids' attention: no positional encoding at all
+_NEMOTRON = dict(_NOPE, ffn="relu2")
 _GPT2 = dict(vocab_size=50257, context_length=1024, position="learned", ffn="gelu_tanh", tie_embeddings=True)
 
 # DeepSeek-V2/V3 extend 4,096 positions 40-fold with YaRN; mscale = mscale_all_dim gives cos/sin factor 1
@@ -51,6 +55,41 @@ _PHI35_LONG = (
     64.06999969482422, 64.08000183105469, 64.12000274658203, 64.41000366210938, 64.4800033569336,
     64.51000213623047, 64.52999877929688, 64.83999633789062)
 _HF = "Hugging Face transformers, meta-device count of config.json at huggingface.co/"
+
+# Hybrid models (engine/layers/mixers.py): recurrent layers beside attention. Sources: tests/data/hf_configs/SOURCES.md
+_QWEN_NEXT = dict(_LLAMA, qk_norm=True, norm_eps=1e-6, rope_base=1e7, rope_fraction=0.25, attn_gate="elementwise",
+                  head_dim=256, gdn_k_heads=16, gdn_v_heads=32, gdn_k_dim=128, gdn_v_dim=128, gdn_conv_kernel=4)
+HYBRID_PRESETS = [
+    Preset(ModelConfig(name="qwen3-next-80b-a3b", **_QWEN_NEXT, vocab_size=151936, context_length=262144,
+                       d_model=2048, n_layers=48, n_heads=16, n_kv_heads=2, d_ff=5120,
+                       layer_types=("gdn", "gdn", "gdn", "full") * 12, n_experts=512, experts_per_token=10,
+                       expert_d_ff=512, n_shared_experts=1, shared_d_ff=512, shared_expert_gate=True,
+                       aux_loss_coef=0.001), 79_674_391_296, _HF + "Qwen/Qwen3-Next-80B-A3B-Instruct",
+           "Three Gated DeltaNet layers beside every gated-attention layer: only 12 of 48 layers keep a KV cache "
+           "(24,576 bytes per token in bf16); 512 experts top-10 plus a gated shared one: 3,874,929,408 active."),
+    Preset(ModelConfig(name="qwen3.5-9b", **{**_QWEN_NEXT, "head_dim": None}, vocab_size=248320, context_length=262144, d_model=4096,
+                       n_layers=32, n_heads=16, n_kv_heads=4, d_ff=12288, layer_types=("gdn", "gdn", "gdn", "full") * 8,
+                       state_dtype="fp32"), 8_953_803_264, _HF + "Qwen/Qwen3.5-9B (text_config)",
+           "Dense Qwen3.5: 24 Gated DeltaNet and 8 gated-attention layers; the recurrent state is kept in fp32 "
+           "(mamba_ssm_dtype). Text model only (the vision tower and the MTP layer are not counted)."),
+    Preset(ModelConfig(name="qwen3.5-35b-a3b", **_QWEN_NEXT, vocab_size=248320, context_length=262144,
+                       d_model=2048, n_layers=40, n_heads=16, n_kv_heads=2, layer_types=("gdn", "gdn", "gdn", "full") * 10,
+                       n_experts=256, experts_per_token=8, expert_d_ff=512, n_shared_experts=1, shared_d_ff=512,
+                       shared_expert_gate=True, aux_loss_coef=0.001), 34_660_610_688,
+           _HF + "Qwen/Qwen3.5-35B-A3B (text_config)",
+           "Qwen3.5 MoE: 30 Gated DeltaNet and 10 gated-attention layers, 256 experts top-8 plus a gated shared "
+           "one in every layer: 3,454,988,928 active. Text model only."),
+    Preset(ModelConfig(name="kimi-linear-48b-a3b", **{k: v for k, v in _LLAMA.items() if k != "position"},
+                       position="none", vocab_size=163840, context_length=1048576, d_model=2304, n_layers=27,
+                       n_heads=32, d_ff=9216, kv_lora_rank=512, mla_norm_eps=1e-6, gdn_k_heads=32, gdn_k_dim=128,
+                       layer_types=("kda", "kda", "kda", "full") * 6 + ("kda", "kda", "full"), n_experts=256,
+                       experts_per_token=8, expert_d_ff=1024, n_shared_experts=1, moe_first_dense=1,
+                       router="sigmoid", router_selection_bias=True, routed_scale=2.446), 49_122_675_072,
+           _HF + "moonshotai/Kimi-Linear-48B-A3B-Instruct",
+           "Kimi Delta Attention (a decay per key channel) in 20 of 27 layers, NoPE MLA in the other 7 (the 4th, "
+           "8th, ... and the last): only 7 layers keep a (latent) KV cache; 256 experts top-8 plus a shared one "
+           "after one dense layer: 3,484,453,248 active."),
+]
 
 PRESETS: dict[str, Preset] = {p.config.name: p for p in [
     Preset(ModelConfig(name="gpt2", **_GPT2, d_model=768, n_layers=12, n_heads=12), 124_439_808,
@@ -156,16 +195,17 @@ PRESETS: dict[str, Preset] = {p.config.name: p for p in [
                        d_ff=2880, attn_window=128, global_every=2, attn_sinks=True, rope_base=150000.0,
                        rope_scaling="yarn", rope_factor=32.0, rope_original_context=4096, rope_truncate=False,
                        n_experts=32, experts_per_token=4, expert_d_ff=2880, router="topk_softmax", expert_bias=True,
-                       aux_loss_coef=0.9), 20_914_757_184, _HF + "openai/gpt-oss-20b",
+                       aux_loss_coef=0.9, ckpt_format="mxfp4"), 20_914_757_184, _HF + "openai/gpt-oss-20b",
            "Attention sinks, a 128-token window on every other layer, YaRN x32; 32 biased experts top-4 with the "
-           "clamped SwiGLU: 4,187,440,704 active. Experts are published in MXFP4; counted as transformers builds "
-           "them (bf16 shapes)."),
+           "clamped SwiGLU: 4,187,440,704 active. Experts are published in MXFP4 (ckpt_format); counted as "
+           "transformers builds them (bf16 shapes)."),
     Preset(ModelConfig(name="deepseek-v3", **_LLAMA, vocab_size=129280, context_length=163840, d_model=7168,
                        n_layers=61, n_heads=128, d_ff=18432, norm_eps=1e-6, kv_lora_rank=512, q_lora_rank=1536,
                        qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, n_experts=256,
                        experts_per_token=8, expert_d_ff=2048, n_shared_experts=1, moe_first_dense=3,
                        router="sigmoid", router_selection_bias=True, router_groups=8, router_group_topk=4,
-                       routed_scale=2.5, **_DEEPSEEK_YARN, rope_mscale_all_dim=1.0, mtp_depth=1), 671_026_404_352,
+                       routed_scale=2.5, **_DEEPSEEK_YARN, rope_mscale_all_dim=1.0, mtp_depth=1,
+                       ckpt_format="fp8_block", ckpt_group_size=128), 671_026_404_352,
            _HF + "deepseek-ai/DeepSeek-V3",
            "MLA (latent 512 + rotary key 64 cached per layer) and 256 sigmoid-routed experts top-8 in 8 groups "
            "(best 4) plus one shared: 37,552,282,624 active. YaRN x40 with DeepSeek's softmax correction. Its "
@@ -176,7 +216,8 @@ PRESETS: dict[str, Preset] = {p.config.name: p for p in [
                        qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, index_topk=2048, index_n_heads=64,
                        index_head_dim=128, n_experts=256, experts_per_token=8, expert_d_ff=2048, n_shared_experts=1,
                        moe_first_dense=3, router="sigmoid", router_selection_bias=True, router_groups=8,
-                       router_group_topk=4, routed_scale=2.5, **_DEEPSEEK_YARN, rope_mscale_all_dim=1.0, mtp_depth=1),
+                       router_group_topk=4, routed_scale=2.5, **_DEEPSEEK_YARN, rope_mscale_all_dim=1.0, mtp_depth=1,
+                       ckpt_format="fp8_block", ckpt_group_size=128),
            671_877_929_216, _HF + "deepseek-ai/DeepSeek-V3.2",
            "DeepSeek-V3 plus DeepSeek Sparse Attention: a lightning indexer (64 heads of 128, 13,959,424 parameters "
            "a layer) keeps the 2,048 best earlier keys of every query, so MLA's cost stops growing with the "
@@ -199,7 +240,7 @@ PRESETS: dict[str, Preset] = {p.config.name: p for p in [
                        n_shared_experts=1, moe_first_dense=1, router="sigmoid", router_selection_bias=True,
                        routed_scale=2.827, rope_base=50000.0, rope_scaling="yarn", rope_factor=32.0,
                        rope_original_context=4096, rope_beta_fast=1.0, rope_attention_factor=1.0,
-                       rope_mscale_all_dim=1.0), 1_026_408_209_408, _HF + "moonshotai/Kimi-K2-Instruct",
+                       rope_mscale_all_dim=1.0, ckpt_format="fp8_block", ckpt_group_size=128), 1_026_408_209_408, _HF + "moonshotai/Kimi-K2-Instruct",
            "DeepSeek-V3's architecture (its config.json says model_type kimi_k2) with half the heads (64), 384 "
            "experts top-8 in one group and one dense layer: 32,861,477,888 active. YaRN x32 from 4,096."),
     Preset(ModelConfig(name="deepseek-v2-lite", **_LLAMA, vocab_size=102400, context_length=163840, d_model=2048,
@@ -209,6 +250,78 @@ PRESETS: dict[str, Preset] = {p.config.name: p for p in [
                        rope_mscale_all_dim=0.707), 15_706_484_224, _HF + "deepseek-ai/DeepSeek-V2-Lite",
            "MLA without a query latent and 64 softmax-routed experts top-6 (not renormalised) plus two shared: "
            "2,661,150,208 active. YaRN x40 with DeepSeek's softmax correction (mscale_all_dim 0.707)."),
+    *HYBRID_PRESETS,
+    # 2025-26 models (issue #24), each re-derived from the published config.json in tests/data/hf_configs
+    Preset(ModelConfig(name="gemma-3-27b", norm="rmsnorm", bias=False, position="rope", ffn="geglu_tanh",
+                       tie_embeddings=True, vocab_size=262208, context_length=131072, d_model=5376, n_layers=62,
+                       n_heads=32, n_kv_heads=16, head_dim=128, d_ff=21504, norm_eps=1e-6, norm_placement="sandwich",
+                       attn_window=1024, global_every=6, qk_norm=True, embed_scale=True, attn_scale=168 ** -0.5,
+                       rope_base=1000000.0, rope_scaling="linear", rope_factor=8.0, rope_local_base=10000.0),
+           27_009_346_304, _HF + "google/gemma-3-27b-it (its text_config; the vision tower is not counted)",
+           "Five local layers (window 1,024, RoPE base 10,000) per global one (base 10^6, linear x8); QK-norm, "
+           "sandwich norms, scores scaled by 168^-0.5 (query_pre_attn_scalar), not head_dim^-0.5."),
+    Preset(ModelConfig(name="llama-4-scout-17b-16e", **_LLAMA, vocab_size=202048, context_length=262144, d_model=5120,
+                       n_layers=48, n_heads=40, n_kv_heads=8, d_ff=16384, nope_layers=tuple(range(4, 49, 4)),
+                       layer_types=("chunked", "chunked", "chunked", "full") * 12, attn_chunk=8192, qk_norm=True,
+                       qk_norm_scope="rope_heads", attn_temperature=0.1, attn_temperature_floor=8192,
+                       attn_temperature_one_based=True, attn_temperature_layers="nope", rope_base=500000.0,
+                       rope_scaling="llama3", rope_factor=16.0, rope_original_context=8192, rope_low_freq_factor=1.0,
+                       rope_high_freq_factor=1.0, norm_eps=1e-5, n_experts=16, experts_per_token=1, expert_d_ff=8192,
+                       n_shared_experts=1, router="sigmoid", router_renorm=False, router_scales_input=True,
+                       aux_loss_coef=0.001), 107_769_861_120,
+           _HF + "meta-llama/Llama-4-Scout-17B-16E (its text_config; the vision tower is not counted)",
+           "Every 4th layer NoPE with full attention and the query temperature 1 + 0.1 ln(1 + floor((p+1)/8192)); "
+           "the others rotate (llama3 x16) inside chunks of 8,192 with a gain-free QK RMS norm. 16 experts, the "
+           "top-1 sigmoid weight scaling its input, plus one shared: 17,172,894,720 active."),
+    Preset(ModelConfig(name="smollm3-3b", **{**_LLAMA, "tie_embeddings": True}, vocab_size=128256,
+                       context_length=65536, d_model=2048, n_layers=36, n_heads=16, n_kv_heads=4, d_ff=11008,
+                       norm_eps=1e-6, rope_base=5000000.0, nope_layers=tuple(range(4, 37, 4))), 3_075_098_624,
+           _HF + "HuggingFaceTB/SmolLM3-3B-Base", "Llama with every 4th layer NoPE (no_rope_layer_interval 4); tied."),
+    Preset(ModelConfig(name="glm-4.5-air", **_LLAMA, vocab_size=151552, context_length=131072, d_model=4096,
+                       n_layers=46, n_heads=96, n_kv_heads=8, head_dim=128, qkv_bias=True, rope_base=1000000.0,
+                       rope_fraction=0.5, d_ff=10944, n_experts=128, experts_per_token=8, expert_d_ff=1408,
+                       n_shared_experts=1, moe_first_dense=1, router="sigmoid", router_selection_bias=True,
+                       mtp_depth=1), 106_852_245_504, _HF + "zai-org/GLM-4.5-Air",
+           "GQA 96 / 8 heads of 128 with q/k/v biases, half of each head rotating; DeepSeek-V3's MoE, 128 experts "
+           "top-8 plus one shared: 13,424,123,904 active; one prediction module counted apart."),
+    Preset(ModelConfig(name="olmo-3-7b", **_LLAMA, vocab_size=100278, context_length=65536, d_model=4096, n_layers=32,
+                       n_heads=32, d_ff=11008, norm_eps=1e-6, norm_placement="post_branch", qk_norm=True,
+                       qk_norm_scope="all_heads", attn_window=4096, global_every=4, rope_base=500000.0,
+                       rope_local_base=500000.0, rope_scaling="yarn", rope_factor=8.0, rope_original_context=8192,
+                       rope_attention_factor=1.2079441541679836), 7_298_011_136, _HF + "allenai/Olmo-3-1025-7B",
+           "OLMo-2's norms after each branch and all-heads QK-norm; windows of 4,096 on three layers in four, "
+           "YaRN x8 on the full layers only."),
+    Preset(ModelConfig(name="ministral-3-3b", **{**_LLAMA, "tie_embeddings": True}, vocab_size=131072,
+                       context_length=262144, d_model=3072, n_layers=26, n_heads=32, n_kv_heads=8, head_dim=128,
+                       d_ff=9216, rope_base=1000000.0, rope_scaling="yarn", rope_factor=16.0,
+                       rope_original_context=16384, rope_attention_factor=1.0, attn_temperature=0.1,
+                       attn_temperature_floor=16384), 3_429_006_336,
+           _HF + "mistralai/Ministral-3-3B-Instruct-2512 (its text_config; the vision tower is not counted)",
+           "YaRN x16 and Llama 4's query temperature on every layer: 1 + 0.1 ln(1 + floor(p / 16,384))."),
+    Preset(ModelConfig(name="jamba-v0.1", **_NOPE, vocab_size=65536, context_length=262144, d_model=4096,
+                       n_layers=32, n_heads=32, n_kv_heads=8, d_ff=14336, norm_eps=1e-6,
+                       layer_types=tuple("full" if i % 8 == 4 else "mamba1" for i in range(32)),
+                       ffn_types=tuple("moe" if i % 2 else "dense" for i in range(32)), ssm_state=16,
+                       ssm_inner=8192, ssm_dt_rank=256, ssm_dt_norm=True, n_experts=16, experts_per_token=2,
+                       router_renorm=False, aux_loss_coef=0.001), 51_570_323_328, _HF + "ai21labs/Jamba-v0.1",
+           "Mamba-1 in 28 of 32 layers (attention every 8th from layer 4, no positional encoding), 16 SwiGLU "
+           "experts top-2 on every other layer: 12,110,311,296 active. KV cache at 256K tokens: 4 GiB in bf16."),
+    Preset(ModelConfig(name="nemotron-h-8b", **_NEMOTRON, vocab_size=131072, context_length=8192, d_model=4096,
+                       n_layers=52, n_heads=32, n_kv_heads=8, d_ff=21504,
+                       **nemotron_layers("M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-"),
+                       ssm_heads=128, ssm_groups=8, ssm_chunk=128, ssm_dt_min=0.001, state_dtype="fp32"),
+           8_100_852_736, _HF + "nvidia/Nemotron-H-8B-Base-8K",
+           "One mixer per layer, each with its own pre-norm: 24 Mamba-2 (128 heads of 64, 8 groups, state 128), "
+           "4 attention without RoPE, 24 squared-ReLU MLPs."),
+    Preset(ModelConfig(name="nemotron-3-nano-30b-a3b", **_NEMOTRON, vocab_size=131072, context_length=262144,
+                       d_model=2688, n_layers=52, n_heads=32, n_kv_heads=2, head_dim=128, d_ff=1856,
+                       **nemotron_layers("MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"), ssm_heads=64,
+                       ssm_groups=8, ssm_chunk=128, ssm_dt_min=0.001, state_dtype="fp32", n_experts=128,
+                       experts_per_token=6, expert_d_ff=1856, n_shared_experts=1, shared_d_ff=3712,
+                       router="sigmoid", router_selection_bias=True, routed_scale=2.5), 31_577_937_344,
+           _HF + "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+           "23 Mamba-2, 6 attention (GQA 32/2, no RoPE) and 23 MoE layers: 128 squared-ReLU experts top-6, "
+           "sigmoid-routed with a selection bias, plus a shared one: 3,580,073,408 active."),
     Preset(ModelConfig(name="microgpt", vocab_size=28, context_length=16, d_model=16, n_layers=1, n_heads=4,
                        norm="rmsnorm", norm_affine=False, embed_norm=True, final_norm=False,
                        ffn="relu", bias=False, position="learned", tie_embeddings=False), 4_224,

@@ -84,7 +84,7 @@ class FieldSpec:
             text = f"a comma-separated list, each {one.removeprefix('a ').removeprefix('an ')}"
             return text + (f", or null ({self.null})" if self.optional else "")
         if self.choices:
-            text = "one of " + ", ".join(self.choices)
+            text = "one of " + _choices_text(self.choices)
         elif self.type is bool:
             text = "true or false"
         elif self.lo is not None or self.hi is not None:
@@ -95,6 +95,18 @@ class FieldSpec:
         else:
             text = "a string" if self.type is str else f"a {self.type.__name__}"
         return text + (f", or null ({self.null})" if self.optional else "")
+
+
+def _choices_text(choices: tuple[str, ...]) -> str:
+    """The choices in words; every pairing "a+b" of two word lists (layer_types' attention beside a recurrent
+    mixer) is said once as the lists, not spelled out pair by pair."""
+    pairs = [c for c in choices if "+" in c]
+    firsts = list(dict.fromkeys(c.split("+")[0] for c in pairs))
+    seconds = list(dict.fromkeys(c.split("+")[1] for c in pairs))
+    if len(pairs) < 4 or len(pairs) != len(firsts) * len(seconds):
+        return ", ".join(choices)
+    singles = ", ".join(c for c in choices if "+" not in c)
+    return f"{singles}, or A+B side by side (A one of {', '.join(firsts)}; B one of {', '.join(seconds)})"
 
 
 def allowed_value(spec: FieldSpec, value: Any) -> bool:
@@ -122,7 +134,16 @@ def allowed_value(spec: FieldSpec, value: Any) -> bool:
 def field_problem(spec: FieldSpec, value: Any) -> str | None:
     if value is None:
         return None if spec.optional else f"{spec.name}: null is not allowed; expected {spec.allowed()}"
-    return None if allowed_value(spec, value) else f"{spec.name}: {shown(value)} is not {spec.allowed()}"
+    if allowed_value(spec, value):
+        return None
+    if spec.item is not None and isinstance(value, tuple) and value:   # name the entry, not a Python tuple
+        one = dataclasses.replace(spec, type=spec.item, item=None, optional=False)
+        bad = [(i, x) for i, x in enumerate(value, 1) if not allowed_value(one, x)]
+        if bad:
+            (i, x), more = bad[0], len(bad) - 1
+            return (f"{spec.name}: entry {i:,} of {len(value):,}, {shown(x)}, is not {one.allowed()}"
+                    + (f" ({more:,} more like it)" if more else ""))
+    return f"{spec.name}: {shown(value)} is not {spec.allowed()}"
 
 
 # ---- arguments that are not config fields (batch, seq, dtype, a chart's range...) -----------------------------

@@ -18,7 +18,8 @@ st.header("Activation functions")
 st.caption("Values and derivatives of the engine's own activation functions, derivatives by torch autograd. "
            "Gated rows show one unit whose gate and up inputs are equal (g = u = x): act(x)·x. "
            f"This config uses **{cfg.ffn}**.")
-c1, c2 = st.columns([3, 1])   # the controls above the chart, wide enough for all eight curve names
+# the curve names across the page (beside the range slider, the ninth was cut off at 1280 px), the range below
+c1, c2 = st.container(), st.columns([1, 2])[0]
 default = [n for n in DENSE_FFNS] + ([cfg.ffn] if cfg.gated else [])
 names = url_view.bound("act_names", url_view.choices("curves", DENSE_FFNS + GATED_FFNS), default, c1.pills, "Curves",
                        DENSE_FFNS + GATED_FFNS, selection_mode="multi",

@@ -1,5 +1,6 @@
 """Budgets: memory per precision policy, KV cache vs context, FLOPs split, roofline, and estimate vs measurement."""
 import streamlit as st
+import torch
 
 from app import budget_measure, compute, export, heavy, tables, url_view
 from app.charts import budgets as charts
@@ -10,6 +11,7 @@ from engine.budget.devices import DEVICE_PROFILES
 from engine.budget.flops import gap_note
 from engine.budget.memory import DTYPE_BYTES, OPTIMIZERS, RECOMPUTE, pure_policy
 from engine.layers.attention import ATTENTION_IMPLS
+from engine.measure.estimate import measure_estimate
 from engine.runtime import default_device
 from engine.units import fmt_bytes
 
@@ -102,11 +104,13 @@ st.caption(f"Builds the model for real on **{dev}** at batch {m_batch:,}, sequen
            f"up to {budget_measure.MEASURE_MAX_LAYERS:,} layers).")
 if capped:
     st.info(capped, icon=":material/compress:")
+plan = budget_measure.measure_plan(cfg, batch, seq, dev)
+est = measure_estimate(cfg, plan.flops_at, plan.built_at, infer_dtype, torch.device(dev))
+st.caption(f"Estimated duration: **{est.text}** ({est.how}).")
 if st.button("Measure", type="primary", key="b_measure"):
-    with heavy.turn(f"budget measurement of {cfg.name}", budget_measure.MEASURE_ESTIMATE_S,
-                    compute.params(cfg).total) as go:
+    with heavy.turn(f"budget measurement of {cfg.name}", est.high_s, compute.params(cfg).total) as go:
         if go:
-            with st.status("Measuring…", expanded=True) as status:
+            with st.status(f"Measuring… (estimated {est.text})", expanded=True) as status:
                 result = budget_measure.measure_budgets(cfg, batch, seq, infer_dtype, attention, dev, st.write)
                 refused = [why for why in (result.skipped, result.refused) if why]
                 status.update(label=f"Measured {len(result.measured)} quantities"

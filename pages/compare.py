@@ -8,7 +8,7 @@ from app.editor import read_yaml
 from app.present import set_view_param
 from app.state import current_config
 from app.text import md
-from app.widgets import page_header
+from app.widgets import page_header, yaml_uploader
 from engine.layers.moe import dense_counterpart
 from engine.presets import PRESETS
 
@@ -45,9 +45,8 @@ a, b, c = st.columns(3)
 a.button("Pin the current config", on_click=pin, args=(f"{cfg.name} (current)", cfg), width="stretch")
 preset = b.selectbox("Preset", list(PRESETS), key="cmp_preset", label_visibility="collapsed")
 b.button("Pin this preset", on_click=lambda: pin(preset, PRESETS[preset].config), width="stretch")
-c.file_uploader("Pin a YAML config", type=["yaml", "yml"], key="cmp_upload", on_change=pin_upload,
-                max_upload_size=1,   # MiB, Streamlit's smallest bound; the engine refuses more than 64 KiB
-                label_visibility="collapsed")
+with c:
+    yaml_uploader("Pin a YAML config", key="cmp_upload", on_change=pin_upload, label_visibility="collapsed")
 if cfg.n_experts is not None and all(cfg.moe_layers):
     dense = dense_counterpart(cfg)
     st.button("Pin the dense model with the same active parameters", key="cmp_dense_equal",

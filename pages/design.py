@@ -3,12 +3,15 @@ import streamlit as st
 
 from app import compute, export, tables
 from app.charts import design as charts
+from app.diagram import block_dot
 from app.state import current_config, current_preset
 from app import widgets
 from app.widgets import page_header
-from engine.layers.position import rope_frequency_profile
+from engine.layers.position import rope_frequency_profile, rope_scaling_text
 from engine.presets import PRESETS
 from engine.units import fmt_count
+
+SIDE_DIAGRAM_PX = 512   # natural width that keeps 12-point text >= 10 px in the 320 px side column at 1280
 
 cfg = current_config()
 pc = compute.params(cfg)
@@ -27,7 +30,10 @@ st.markdown(f"**{fmt_count(pc.total)}** parameters in total, **{fmt_count(pc.non
             f"embeddings. Tying the output head to the token embedding {verb} **{fmt_count(pc.tying_saves)}** "
             f"parameters (vocab_size × d_model); one block holds **{fmt_count(pc.per_layer)}**.")
 
-left, right = st.columns([3, 2])
+# Beside the table only while the diagram is narrow enough to keep its text readable there (2/5 of the page:
+# 320 px at 1280 with the sidebar open); a wider one (MLA, most MoE) goes below, at its own size.
+beside = (widgets.diagram_width(block_dot(cfg)) or 0) <= SIDE_DIAGRAM_PX
+left, right = st.columns([3, 2]) if beside else (st.container(), st.container())
 with left:
     export.shared_chart(charts.params_treemap, pc, key="design_params", name=f"{cfg.name}-parameters")
     # below the fold and the page's only table: its grid component loads when the reader opens it
@@ -40,13 +46,12 @@ with right:
     st.caption("Drawn from the config: it changes with serial/parallel blocks, norm placement, gated FFNs, "
                "mixtures of experts, GQA/MQA, MLA (latent projections and what the cache holds), QK-norm, RoPE, "
                "windows and soft-caps.")
-    widgets.config_diagram(cfg)
+    widgets.config_diagram(cfg, natural=not beside)
 
 if cfg.position == "rope":
     st.subheader("RoPE rotation frequencies")
     tokens = cfg.context_length
-    st.caption(f"Each pair of rotating dimensions turns by a fixed angle per token; scaling ({cfg.rope_scaling}) "
-               f"slows some of them so that {tokens:,} tokens stay within the angles seen in training.")
+    st.caption(f"Each pair of rotating dimensions turns by a fixed angle per token. {rope_scaling_text(cfg, tokens)}")
     original, scaled = rope_frequency_profile(cfg, tokens)
     export.chart(charts.rope_frequency_chart(original, scaled, cfg.rope_scaling, tokens), "design_rope",
                  f"{cfg.name}-rope-frequencies")

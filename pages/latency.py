@@ -12,7 +12,7 @@ from app.widgets import page_header
 from engine.guard import MemoryRefusal, check_fits
 from engine.layers.attention import attention_variants
 from engine.measure import latency as lat
-from engine.measure.decode import measure_decode
+from engine.measure.decode import check_decode_fits, measure_decode
 from engine.measure.estimate import decode_estimate, sweep_estimate
 from engine.runtime import TORCH_DTYPES, resolve_device
 
@@ -27,13 +27,14 @@ st.caption(latency_view.device_text(dev) + " The real model in the chosen dtype 
            "of its median or the time budget is spent. Median and interquartile range (IQR) after a warm-up call; "
            "one session times at a time on this machine.")
 
-c = st.columns(5)
+c = st.columns(5, vertical_alignment="bottom")
 dtypes = list(TORCH_DTYPES) if on_gpu else ["fp32", "bf16"]
 dtype = url_view.bound("lat_dtype", url_view.choice("dtype", dtypes), dtypes[0], c[0].selectbox, "dtype", dtypes,
                        help="Weights and activations in this precision. CPUs run bf16 mostly through conversions.")
 mode = url_view.bound("lat_mode", url_view.choice("mode", lat.MODES), lat.MODES[0], c[1].selectbox, "What is timed",
-                      lat.MODES, format_func=lambda m: {"forward": "forward (inference, no grad)",
-                                                        "train": "forward + backward"}[m])
+                      lat.MODES, format_func=lambda m: {"forward": "forward (no grad)", "train": "forward + backward"}[m],
+                      help="forward: inference, no gradients kept; forward + backward: one training step without "
+                           "the optimizer.")
 # the default grid depends on the measured peak and the load: fixed per session, so a rerun never resets a choice,
 # and always written into the link (another session could pick another default)
 defaults = st.session_state.setdefault("lat_defaults", {})
@@ -47,7 +48,8 @@ seqs = url_view.bound("lat_seqs", url_view.choices("seqs", latency_plan.seq_choi
                       help=f"At most context_length = {cfg.context_length:,}.")
 budget = url_view.bound("lat_budget", url_view.number("budget", 1.0, 600.0), latency_plan.SWEEP_BUDGET_S,
                         c[4].number_input, "Time budget (s)", 1.0, 600.0, step=5.0,
-                        help="Timing rounds stop when this is spent, or earlier once every point's spread is small.")
+                        help="Timing rounds stop when this is spent, or earlier once every point's spread is "
+                             "small; never before 5 rounds (a median and quartiles of fewer say little).")
 
 st.header("Batch x sequence sweep")
 sweep_key = (cfg, dtype, mode, tuple(sorted(batches)), tuple(sorted(seqs)))
@@ -60,7 +62,7 @@ else:
         st.error(md(e), icon=":material/block:")
     else:
         est = sweep_estimate(cfg, sorted(batches), sorted(seqs), mode, dtype, dev, budget)
-        st.caption(f"Estimated duration: **{est.text}** ({est.how}).")
+        st.caption(f"Estimated duration: **{est.text}** ({est.how})." + (f" **{est.note}.**" if est.note else ""))
         if st.button("Measure the sweep", type="primary", key="lat_run"):
             stop = st.empty()   # any click reruns the page, which ends the sweep after the current round
             stop.button("Stop", key="lat_stop", help="Stops after the current round; every point keeps its rounds.")
@@ -94,12 +96,18 @@ contexts = latency_plan.decode_contexts(cfg, dev.type)
 if not contexts:
     st.info(f"context_length = {cfg.context_length} leaves no cached token before the timed one.")
 else:
+    try:   # said before the button, as the sweep's refusal is (no estimate of a run that would be refused)
+        check_decode_fits(variants, contexts, 1, dtype, dev)
+    except MemoryRefusal as e:
+        st.error(md(e), icon=":material/block:")
+        contexts = []
+if contexts:
     est = decode_estimate(variants, contexts, 1, dtype, dev, latency_plan.DECODE_BUDGET_S)
     st.caption(f"Each step reads every cached key and value: {', '.join(variants)} keep "
                + ", ".join(str(v.kv_heads) for v in variants.values())
                + f" key/value heads. Batch 1, contexts {contexts[0]:,} to {contexts[-1]:,} tokens, {dtype}. The cache "
                "is filled once and the timed token's entry is dropped after each call, so every call sees the same "
-               f"cache. Estimated duration: **{est.text}** ({est.how}).")
+               f"cache. Estimated duration: **{est.text}** ({est.how})." + (f" {est.note}." if est.note else ""))
 decode_key = (cfg, dtype, tuple(contexts))
 if contexts and st.button("Measure decode: " + " vs ".join(variants), key="lat_decode"):
     stop = st.empty()

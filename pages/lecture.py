@@ -51,7 +51,7 @@ if not on_stage:
     widgets.page_header("Lecture: worked examples", cfg)
 
 st.session_state[PICK], st.session_state[TOGGLE] = section, on_stage
-prev_col, pick_col, next_col, toggle_col = st.columns([1.6, 3.4, 1.6, 1.6], vertical_alignment="bottom")
+prev_col, pick_col, next_col, toggle_col = st.columns([2, 3.4, 2, 1.8], vertical_alignment="bottom")
 prev_col.button("Previous", key="lecture_prev", on_click=_go, args=(-1,), disabled=index == 0, shortcut="PageUp",
                 icon=":material/arrow_back:", width="stretch")
 pick_col.selectbox("Section", IDS, key=PICK, on_change=_picked, label_visibility="collapsed",

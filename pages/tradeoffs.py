@@ -8,7 +8,7 @@ from dataclasses import asdict
 
 import streamlit as st
 
-from app import export, heavy, present, state
+from app import export, heavy, present, state, url_view
 from app.charts import sweep as charts
 from app import sweep_view as view
 from app.image_export import PROJECTOR, figure_png, png_unavailable
@@ -27,7 +27,7 @@ url = {k: v for k, v in st.query_params.to_dict().items() if k in view.URL_KEYS}
 if st.session_state.get(SEEN) != url:               # a new link (first visit, pasted, from Lecture): load it
     spec, problems = view.spec_from_params(url)
     for p in problems:
-        st.warning(f"URL: {p} — ignored; the rest of the link applies.")
+        url_view.warn(f"URL: {p} — ignored and removed from the URL; the rest of the link applies.")
     for key, value in asdict(spec).items():
         st.session_state[W[key]] = value
 _, bad_present = present.parse_present(present.view_param("present"))
@@ -44,7 +44,7 @@ if not on_stage:
     st.caption("Pick a knob (and optionally a second): every point is this config with the knob's value, its "
                "parameters, memory, KV cache and FLOPs computed exactly by the engine. Empty values: every allowed "
                "choice, or a grid that fits the knob.")
-controls = st.expander("Sweep settings", expanded=True) if on_stage else st.container()
+controls = st.expander("Sweep settings", expanded=False) if on_stage else st.container()   # on stage: the charts
 with controls:
     c = st.columns([2, 3, 2, 3])
     knob = c[0].selectbox("Knob", KNOBS, key=W["knob"], disabled=running)
@@ -58,17 +58,21 @@ with controls:
     c[2].selectbox("Second knob", ("", *KNOBS), key=W["knob2"], format_func=lambda k: k or NONE["knob2"],
                    disabled=running)
     c[3].text_input("Values of the second knob", key=W["values2"], disabled=running or not st.session_state[W["knob2"]])
-    c = st.columns([2, 2, 2, 2, 3, 3])
-    c[0].selectbox("Hold parameters fixed by solving", ("", *HOLD_FIELDS), key=W["hold"], disabled=running,
+    # two rows of four: six boxes in a row cut their labels and values at 1280 px ("Small traini…", "sizes as g")
+    c = st.columns([3, 2, 2, 3], vertical_alignment="bottom")
+    c[0].selectbox("Hold parameters fixed", ("", *HOLD_FIELDS), key=W["hold"], disabled=running,
                    format_func=lambda k: k or NONE["hold"],
-                   help="d_ff: exact solve, rounded to ffn_multiple_of. d_model: the nearest width with whole heads.")
+                   help="Solve this field at each point so the count stays the base's. d_ff: exact solve, rounded "
+                        "to ffn_multiple_of. d_model: the nearest width with whole heads.")
     c[1].selectbox("Count held", HOLD_TARGETS, key=W["hold_target"], disabled=running or not st.session_state[W["hold"]])
-    c[2].number_input("Context (tokens, 0 = each point's)", 0, 10**7, key=W["context"], disabled=running,
-                      help="KV cache, FLOPs per token and training memory at batch 1 x this many tokens.")
+    c[2].number_input("Context (tokens)", 0, 10**7, key=W["context"], disabled=running,
+                      help="KV cache, FLOPs per token and training memory at batch 1 x this many tokens; 0: each "
+                           "point's own context_length.")
     c[3].toggle("Small training size", key=W["small"], disabled=running,
                 help="This architecture at d_model 64, 2 layers, 4 heads: what a CPU measures in seconds.")
-    c[4].selectbox("Pareto x", view.AXES, key=W["x"], format_func=lambda k: charts.ALL_METRICS[k].label)
-    c[5].selectbox("Pareto y", view.AXES, key=W["y"], format_func=lambda k: charts.ALL_METRICS[k].label)
+    c = st.columns([3, 3, 4])
+    c[0].selectbox("Pareto x", view.AXES, key=W["x"], format_func=lambda k: charts.ALL_METRICS[k].label)
+    c[1].selectbox("Pareto y", view.AXES, key=W["y"], format_func=lambda k: charts.ALL_METRICS[k].label)
 spec = view.SweepSpec(**{key: st.session_state[W[key]] for key in view.URL_KEYS})
 wanted = view.spec_to_params(spec)
 for key in view.URL_KEYS:
@@ -88,14 +92,13 @@ bad = [r for r in rows if not r["valid"]]
 if bad:
     st.warning("Invalid points (no numbers): " + "; ".join(
         f"**{charts.point_label(r, sweep.knobs)}**: {', '.join(r['problems'])}" for r in bad))
-held = (f"; {sweep.hold} solved at each point to keep {sweep.hold_target.replace('_', '-')} parameters at "
-        f"{sweep.target:,}" if sweep.hold else "")
-title = f"{sweep.base.name}: {' x '.join(sweep.knobs)}{held}"
+held = view.held_text(sweep)
+title = f"{sweep.base.name}: {' x '.join(sweep.knobs)}"
 measured = [m for m in MEASURED if any(r.get(m) is not None for r in rows)]
 dense = all(r["active_params"] == r["total_params"] for r in rows)      # the active panel only says something for MoE
 shown = [m for m in (*METRICS, *measured) if m != "latency_iqr_ms" and not (dense and m == "active_params")]
-panels = charts.small_multiples(rows, sweep.knobs, shown, cols=4 if on_stage else 3, title=title)
-pareto = charts.pareto_figure(rows, sweep.knobs, spec.x, spec.y)
+panels = charts.small_multiples(rows, sweep.knobs, shown, cols=4 if on_stage else 3, title=title, note=held)
+pareto = charts.pareto_figure(rows, sweep.knobs, spec.x, spec.y, note=held)
 
 
 def png_button(fig, name: str) -> None:

@@ -134,11 +134,11 @@ def live() -> None:
             st.caption(training_view.samples_caption(name, r.samples))
     if job.results:
         st.caption(f"Val loss: mean cross-entropy over the same {job.tc.eval_batches} held-out batches before the "
-                   "first update and after the last. Tokens/s: batch x sequence tokens per second of the training "
-                   "steps only (evaluation and sampling not timed).")
+                   f"first update and after the last. {training_view.speed_text(job.results)}")
     if len(job.results) > 1:
-        export.chart(charts.speed_figure({k: r.tokens_per_s for k, r in job.results.items()}), "t_speed",
-                     "training-speed")
+        noisy = {k: training_view.is_noisy(r.tokens_per_s_spread) for k, r in job.results.items()}
+        export.chart(charts.speed_figure({k: r.tokens_per_s for k, r in job.results.items()}, noisy),
+                     "t_speed", "training-speed")
     if st.session_state.get("t_seen_done") is not job:   # once per job: show its runs below, refresh buttons
         st.session_state["t_seen_done"] = job
         st.session_state["t_chosen"] = [r.run_id for r in job.results.values() if r.run_id is not None]

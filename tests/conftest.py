@@ -7,9 +7,12 @@ temporary folder that runs streamlit_app.py (whose st.Page paths are absolute).
 `served_app`: `streamlit run streamlit_app.py` on a free port for the session (base URL).
 `browser`: Playwright driving Debian's /usr/bin/chromium (never `playwright install`); skips with the reason
 when Chromium or Playwright is missing, fails instead when REQUIRE_BROWSER=1.
+Under pytest-xdist (`make test` runs `-n auto --dist loadgroup`) every test that uses the served app or the
+browser joins one xdist group, so one worker starts one streamlit server and one Chromium for all of them.
 """
 from __future__ import annotations
 
+import fnmatch
 import os
 import socket
 import subprocess
@@ -20,11 +23,34 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import APP_WAIT_S, BROWSER_WAIT_MS
+
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "streamlit_app.py"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+BROWSER_FIXTURES = {"served_app", "browser"}
+# Files outside the engine's inner loop: the app (AppTest, the browser, the views), timing, and files that start
+# processes (the CLI, torchrun). Every other test is marked `engine`: `make test-fast` and the mutation runs
+# select `-m engine`, so a new engine test file joins them without a config change.
+NOT_ENGINE = ("test_app_*", "test_browser*", "test_hostile_app.py", "test_hostile_cli.py", "test_cli_*",
+              "test_interop_cli.py", "test_train_cli.py", "test_readme_commands.py", "test_ddp.py", "test_sharding.py",
+              "test_imports.py", "test_assertions.py", "test_lora_peft.py", "test_sweep_measured.py", "test_latency*.py",
+              "test_measure_peak.py", "test_peak_probe.py", "test_guard_peak.py", "test_compare_view.py",
+              "test_training_view.py", "test_charts.py", "test_lecture_charts.py", "test_sweep_charts.py",
+              "test_diagram.py", "test_plain_text.py", "test_export.py")
+
+
+@pytest.hookimpl(tryfirst=True)       # before pytest-xdist's worker reads the groups
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group("browser"))
+        if not any(fnmatch.fnmatch(item.path.name, g) for g in NOT_ENGINE):
+            item.add_marker(pytest.mark.engine)
 
 
 @pytest.fixture(autouse=True)
@@ -61,7 +87,7 @@ def new_app():
     from app.editor import group_key
     from engine.config import GROUPS
 
-    def make(page: str | None = None, timeout: float = 60, editor_open: bool = True, **query: str) -> AppTest:
+    def make(page: str | None = None, timeout: float = APP_WAIT_S, editor_open: bool = True, **query: str) -> AppTest:
         at = AppTest.from_function(_entry, args=(str(APP),), default_timeout=timeout)
         for key, value in query.items():
             at.query_params[key] = value
@@ -96,12 +122,13 @@ def served_app(tmp_path_factory):
     cmd = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
            "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
            "--server.fileWatcherType", "none"]
-    log = open(ROOT / ".pytest_cache" / "served_app.log" if (ROOT / ".pytest_cache").is_dir()
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    log = open(ROOT / ".pytest_cache" / f"served_app-{worker}.log" if (ROOT / ".pytest_cache").is_dir()
                else os.devnull, "w")
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 60
+        deadline = time.time() + APP_WAIT_S
         while True:
             try:
                 urllib.request.urlopen(url + "/_stcore/health", timeout=2)
@@ -120,16 +147,40 @@ def served_app(tmp_path_factory):
         log.close()
 
 
+class _Browser:
+    """The Playwright browser; every page and context it opens waits up to BROWSER_WAIT_MS by default, so a test
+    states what it waits for and never how long."""
+
+    def __init__(self, browser):
+        self._browser = browser
+
+    def new_page(self, **kwargs):
+        page = self._browser.new_page(**kwargs)
+        page.set_default_timeout(BROWSER_WAIT_MS)
+        page.set_default_navigation_timeout(BROWSER_WAIT_MS)
+        return page
+
+    def new_context(self, **kwargs):
+        context = self._browser.new_context(**kwargs)
+        context.set_default_timeout(BROWSER_WAIT_MS)
+        context.set_default_navigation_timeout(BROWSER_WAIT_MS)
+        return context
+
+    def __getattr__(self, name):
+        return getattr(self._browser, name)
+
+
 @pytest.fixture(scope="session")
 def browser():
     """A headless Chromium via Playwright's sync API."""
     if not os.access(CHROMIUM, os.X_OK):
         _skip_or_fail(f"no Chromium at {CHROMIUM} (install Debian's `chromium`; `make test` does when root)")
     try:
-        from playwright.sync_api import sync_playwright
+        from playwright.sync_api import expect, sync_playwright
     except ImportError:
         _skip_or_fail("playwright is not installed (pip install -r requirements-dev.txt)")
+    expect.set_options(timeout=BROWSER_WAIT_MS)
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
+        yield _Browser(b)
         b.close()

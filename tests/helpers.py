@@ -28,11 +28,12 @@ def moe_fields(draw) -> dict:
         shared_d_ff=draw(st.none() | st.integers(1, 12)), shared_expert_gate=draw(st.booleans()),
         moe_first_dense=draw(st.none() | st.integers(1, 1)), moe_every=draw(st.integers(1, 2)),
         router=draw(st.sampled_from(FIELDS["router"].choices)), router_renorm=draw(st.booleans()),
-        router_selection_bias=draw(st.booleans()), router_groups=groups,
+        router_selection_bias=draw(st.booleans()), selection_bias_parameter=draw(st.booleans()),
+        router_groups=groups,
         router_group_topk=draw(st.integers(1, groups)),
         router_group_score=draw(st.sampled_from(FIELDS["router_group_score"].choices)),
         routed_scale=draw(st.floats(0.5, 3)),
-        expert_bias=draw(st.booleans()), aux_loss_coef=draw(st.floats(0, 0.1)),
+        expert_bias=draw(st.booleans()), router_scales_input=draw(st.booleans()), aux_loss_coef=draw(st.floats(0, 0.1)),
         z_loss_coef=draw(st.floats(0, 0.01)))
 
 
@@ -52,13 +53,50 @@ def mla_fields(draw) -> dict:
     return dict(values, kv_lora_rank=None)
 
 
+@st.composite
+def gdn_fields(draw) -> dict:
+    """Gated DeltaNet sizes (used only when a layer_types entry is gdn): nv a multiple of nk."""
+    k_heads = draw(st.none() | st.integers(1, 3))
+    return dict(gdn_k_heads=k_heads, gdn_v_heads=None if k_heads is None else k_heads * draw(st.integers(1, 2)),
+                gdn_k_dim=draw(st.none() | st.integers(1, 6)), gdn_v_dim=draw(st.none() | st.integers(1, 6)),
+                gdn_conv_kernel=draw(st.integers(1, 4)), gdn_chunk=draw(st.integers(1, 8)))
+
+
+@st.composite
+def ssm_fields(draw) -> dict:
+    """Mamba-2 and Mamba-1 sizes (used only when a layer_types entry is mamba2 / mamba1): groups dividing the heads."""
+    heads = draw(st.integers(1, 4))
+    return dict(ssm_state=draw(st.integers(1, 5)), ssm_conv_kernel=draw(st.integers(1, 4)),
+                ssm_conv_bias=draw(st.booleans()), ssm_proj_bias=draw(st.booleans()), ssm_chunk=draw(st.integers(1, 8)),
+                ssm_heads=heads, ssm_head_dim=draw(st.integers(1, 4)),
+                ssm_groups=draw(st.sampled_from([g for g in range(1, heads + 1) if heads % g == 0])),
+                ssm_gate=draw(st.sampled_from(FIELDS["ssm_gate"].choices)), ssm_dt_min=draw(st.floats(0, 0.1)),
+                ssm_dt_max=draw(st.none() | st.floats(1, 10)), ssm_in_scale=draw(st.floats(0.5, 2)),
+                ssm_proj_scales=draw(st.none() | st.lists(st.floats(0.5, 2), min_size=5, max_size=5).map(tuple)),
+                ssm_out_scale=draw(st.floats(0.5, 2)), ssm_inner=draw(st.none() | st.integers(1, 12)),
+                ssm_dt_rank=draw(st.none() | st.integers(1, 4)), ssm_dt_norm=draw(st.booleans()))
+
+
 def _mla_compatible(values: dict) -> dict:
     if values["kv_lora_rank"] is None or values["q_lora_rank"] is None:   # sparse attention needs both latents
         values = dict(values, index_topk=None)
     if values["kv_lora_rank"] is None:
         return values
-    return dict(values, position="rope", n_kv_heads=None, head_dim=None, rope_fraction=1.0, attn_window=None,
-                qk_norm=False, attn_softcap=None, nope_layers=None, attn_sinks=False)
+    return dict(values, position=values["position"] if values["position"] == "none" else "rope", n_kv_heads=None,
+                head_dim=None, rope_fraction=1.0, attn_window=None, qk_norm=False, attn_softcap=None,
+                nope_layers=None, attn_sinks=False, attn_gate=None, attn_chunk=None, attn_temperature=None)
+
+
+@st.composite
+def checkpoint_fields(draw) -> dict:
+    """How the checkpoint ships (engine/checkpoint.py): any format, with the fields only its kind takes."""
+    fmt = draw(st.sampled_from(FIELDS["ckpt_format"].choices))
+    bits = draw(st.sampled_from([None, 2, 3, 4, 8])) if fmt in ("awq", "gptq") else None
+    return dict(ckpt_format=fmt, ckpt_bits=bits,
+                ckpt_group_size=draw(st.none() | st.integers(1, 256)),
+                ckpt_double_quant=fmt in ("bnb_nf4", "bnb_fp4") and draw(st.booleans()),
+                ckpt_keep=draw(st.none() | st.lists(st.sampled_from(FIELDS["ckpt_keep"].choices), min_size=1,
+                                                    max_size=3, unique=True).map(tuple)))
 
 
 @st.composite
@@ -68,7 +106,7 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
     divisors = [k for k in range(1, n_heads + 1) if n_heads % k == 0]
     opt = lambda s: st.none() | s  # noqa: E731
     values = dict(
-        name=draw(st.text(max_size=12)),
+        name=draw(st.text(min_size=1, max_size=12).filter(str.strip)),   # a config needs a label
         vocab_size=draw(st.integers(1, 40)), context_length=draw(st.integers(1, 12)),
         d_model=draw(st.integers(1, max_d)), n_layers=n_layers, n_heads=n_heads,
         n_kv_heads=draw(opt(st.sampled_from(divisors))), head_dim=draw(opt(st.integers(1, 8))),
@@ -91,18 +129,28 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
         rope_attention_factor=draw(opt(st.floats(0.5, 2))),
         rope_short_factor=draw(opt(st.lists(st.floats(0.5, 4), min_size=1, max_size=4).map(tuple))),
         rope_long_factor=draw(opt(st.lists(st.floats(0.5, 4), min_size=1, max_size=4).map(tuple))),
-        layer_types=draw(opt(st.lists(st.sampled_from(["full", "sliding"]), min_size=n_layers,   # one per layer
-                                      max_size=n_layers).map(tuple))),
+        layer_types=draw(opt(st.lists(st.sampled_from(FIELDS["layer_types"].choices), min_size=n_layers,
+                                      max_size=n_layers).map(tuple))),   # one per layer
+        ffn_types=draw(opt(st.lists(st.sampled_from(FIELDS["ffn_types"].choices), min_size=n_layers,
+                                    max_size=n_layers).map(tuple))),
+        state_dtype=draw(st.sampled_from((None,) + FIELDS["state_dtype"].choices)),
+        attn_gate=draw(st.sampled_from((None,) + FIELDS["attn_gate"].choices)),
+        attn_chunk=draw(st.integers(1, 6)), attn_temperature=draw(opt(st.floats(0.01, 1))),
+        attn_temperature_floor=draw(st.integers(1, 8)), attn_temperature_one_based=draw(st.booleans()),
+        attn_temperature_layers=draw(st.sampled_from(FIELDS["attn_temperature_layers"].choices)),
+        embed_dropout=draw(st.booleans()),
         attn_scale=draw(opt(st.floats(0.01, 2))), rope_local_base=draw(opt(st.floats(2, 1e6))),
         nope_layers=draw(opt(st.lists(st.integers(1, n_layers), min_size=1, max_size=3).map(tuple))),
         head_bias=draw(st.booleans()), logit_scale=draw(st.floats(0.01, 4)), attn_sinks=draw(st.booleans()),
         swiglu_limit=draw(st.floats(0.5, 10)), swiglu_alpha=draw(st.floats(0.5, 2)),
-        mtp_depth=draw(opt(st.integers(1, 2))),
+        mtp_depth=draw(opt(st.integers(1, 2))), attn_out_scale=draw(st.floats(0.25, 2)),
+        ffn_gate_scale=draw(st.floats(0.25, 2)), ffn_out_scale=draw(st.floats(0.25, 2)),
+        embed_multiplier=draw(st.floats(0.25, 4)), residual_alpha=draw(st.floats(0.25, 4)),
         indexer_types=draw(opt(st.lists(st.sampled_from(["full", "shared"]), min_size=n_layers - 1,
                                         max_size=n_layers - 1).map(lambda rest: ("full", *rest)))))
     values["norm_bias"] = values["norm"] == "layernorm" and draw(st.booleans())
     values.update(qk_norm_scope=draw(st.sampled_from(FIELDS["qk_norm_scope"].choices)), **draw(moe_fields()),
-                  **draw(mla_fields()))
+                  **draw(mla_fields()), **draw(gdn_fields()), **draw(ssm_fields()), **draw(checkpoint_fields()))
     values = _mla_compatible(values)
     assert set(values) == set(FIELDS), "a new field needs a strategy here"
     try:
@@ -117,13 +165,23 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
 # A greedy all-pairs construction then picks configs until each value of each knob has met each value of every
 # other knob at least once; the closed forms are held against measurements on this grid.
 GRID_SIZES = dict(vocab_size=13, context_length=16, d_model=16, n_layers=2, n_heads=4)
+# knobs every grid config sets: the chunk of the chunked layers, a temperature step within the 16 tokens
+GRID_FIXED = dict(attn_chunk=3, attn_temperature_floor=4)
 RANGE_VALUES: dict[str, list] = {"rope_fraction": [1.0, 0.5], "n_kv_heads": [None, 2, 1], "head_dim": [None, 8],
                                  "attn_window": [None, 3], "global_every": [None, 2], "attn_softcap": [None, 5.0],
                                  "logit_softcap": [None, 3.0], "dropout": [0.0, 0.1],
                                  # RoPE scaling: longrope needs lists sized to the head and dynamic a rotary width
                                  # of 4 (the 0.5 fraction here gives 2); both are held against transformers instead
                                  "rope_scaling": ["none", "linear", "llama3", "yarn"], "rope_factor": [1.0, 4.0],
-                                 "layer_types": [None, ("sliding", "full")], "attn_scale": [None, 0.3],
+                                 "layer_types": [None, ("sliding", "full"), ("gdn", "full"), ("full+gdn", "gdn"),
+                                                 ("chunked", "sliding"), ("mamba2", "full"), ("sliding+mamba2", "mamba1"),
+                                                 ("kda", "full+lightning"), ("lightning", "sliding+kda")],
+                                 "ssm_state": [128, 3], "ssm_head_dim": [64, 4], "ssm_chunk": [256, 3],
+                                 "attn_out_scale": [1.0, 0.5], "ffn_gate_scale": [1.0, 0.5],
+                                 "ffn_out_scale": [1.0, 2.0], "embed_multiplier": [1.0, 3.0], "residual_alpha": [1.0, 2.0],
+                                 "gdn_v_heads": [None, 8], "gdn_conv_kernel": [4, 1], "gdn_chunk": [64, 5],
+                                 "attn_temperature": [None, 0.5],
+                                 "attn_scale": [None, 0.3],
                                  "rope_local_base": [None, 100.0], "nope_layers": [None, (1,)],
                                  "logit_scale": [1.0, 0.5]}
 IMPLIED = {"norm_bias"}   # set by make() from norm (rmsnorm has no bias)
@@ -132,6 +190,8 @@ IMPLIED = {"norm_bias"}   # set by make() from norm (rmsnorm has no bias)
 def _axes() -> dict[str, list]:
     axes = {}
     for name, spec in FIELDS.items():
+        if spec.group == "checkpoint":    # how the files store the weights: no module or closed form changes
+            continue                      # (engine/checkpoint.py is held against the published files instead)
         if name in RANGE_VALUES:
             axes[name] = RANGE_VALUES[name]
         elif spec.choices and spec.type is not tuple:
@@ -146,7 +206,7 @@ AXES = _axes()
 
 def make(choice: dict) -> ModelConfig:
     """A tiny config with these choices (rmsnorm implies norm_bias=False)."""
-    return ModelConfig(**GRID_SIZES, **choice, norm_bias=choice.get("norm", "layernorm") == "layernorm")
+    return ModelConfig(**{**GRID_SIZES, **GRID_FIXED, **choice}, norm_bias=choice.get("norm", "layernorm") == "layernorm")
 
 
 def pairwise_variants(seed: int = 0, candidates: int = 30, axes: dict[str, list] | None = None) -> list[dict]:
@@ -193,10 +253,10 @@ def _build(choices: list[dict], base: dict | None = None) -> list[ModelConfig]:
 # the query/key heads (SDPA's flash kernel) or not (its math path), the latent norms' own eps. index_topk 3 binds
 # at the closed-form tests' 6 tokens.
 MLA_BASE = dict(position="rope", kv_lora_rank=6, q_lora_rank=8, qk_rope_head_dim=4, qk_nope_head_dim=4,
-                index_n_heads=2, index_head_dim=6)
+                index_n_heads=2, index_head_dim=6, attn_chunk=None)
 MLA_FIXED = {"position", "n_kv_heads", "head_dim", "rope_fraction", "attn_window", "global_every", "qk_norm",
              "qk_norm_scope", "attn_softcap", "nope_layers", "attn_sinks", "layer_types", "rope_local_base",
-             "qkv_bias"}
+             "qkv_bias", "attn_chunk", "attn_temperature", "attn_gate"}
 MLA_AXES = {k: v for k, v in AXES.items() if k not in MLA_FIXED} | {
     "index_topk": [3, None], "indexer_types": [None, ("full", "shared")], "v_head_dim": [6, 8],
     "mla_norm_eps": [None, 1e-3]}
@@ -238,12 +298,40 @@ LECTURE_NUMBERS = {
 }
 
 
-def settle(page, timeout_ms: int = 60000) -> None:
-    """Wait until the script run has finished (no 'Running...' status widget) and the app has drawn."""
+# ---- real-browser and AppTest waits: conditions, never sleeps; generous, for a loaded shared machine ----------
+# At load 20 on two cores a page took a minute to draw; a wait this long only ever costs time when something is
+# really stuck. conftest's `browser` makes it every page's default; `new_app` gives AppTest runs APP_WAIT_S.
+BROWSER_WAIT_MS = 300_000
+APP_WAIT_S = 300
+SUBPROCESS_WAIT_S = 900     # a CLI or torchrun test's child process: a stall guard, never a speed check
+QUIET_JS = """() => { const now = document.body.innerHTML; const same = window.__lastDom === now;
+    window.__lastDom = now; return same; }"""
+
+
+def quiet(page) -> None:
+    """Wait until the app is idle and drawn: its script run is over, no 'Running...' status widget, and the page
+    is the same at two looks half a second apart (charts drawn, late layout passes done)."""
+    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
+    page.wait_for_function('!document.querySelector(\'[data-testid="stStatusWidget"]\')')
+    page.wait_for_function(QUIET_JS, polling=500)
+
+
+def settle(page, timeout_ms: int = BROWSER_WAIT_MS) -> None:
+    """Wait until a page of the app has drawn its navigation and metric row, and is quiet."""
     page.wait_for_selector('[data-testid="stSidebarNav"]', timeout=timeout_ms)
     page.wait_for_selector('[data-testid="stMetric"]', timeout=timeout_ms)
-    page.wait_for_function('!document.querySelector(\'[data-testid="stStatusWidget"]\')', timeout=timeout_ms)
-    page.wait_for_timeout(1500)
+    quiet(page)
+
+
+# Text the page cuts: a box that clips (overflow not visible) and holds more than it shows, as Streamlit's ellipsis
+# containers do ("Small traini…"), a row of choices that scrolls sideways ("swiglu_cla" of the curve pills), and
+# inputs whose value is wider than the box ("sizes as g"). Charts and tables (which scroll by design) excluded.
+CUT_TEXT_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] *')].filter(e =>
+      !e.closest('.js-plotly-plot') && e.scrollWidth > e.clientWidth + 1 && (e.tagName === 'INPUT'
+        ? e.type !== 'hidden' && e.clientWidth > 0 && e.value
+        : e.innerText && e.innerText.trim() && (getComputedStyle(e).overflowX === 'hidden'
+          || (getComputedStyle(e).overflowX !== 'visible' && e.closest('[data-testid="stButtonGroup"]')))))
+    .map(e => [(e.tagName === 'INPUT' ? e.value : e.innerText).trim().slice(0, 60), e.scrollWidth, e.clientWidth])"""
 
 
 # ---- torchrun tests (test_ddp, test_sharding): a short training run and a free local port --------------------
@@ -256,105 +344,3 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-# ---- transformers' counts (used by the MoE and MLA preset tests; they importorskip transformers first) ----
-def hf_meta(config: dict):
-    """transformers' model of a config.json dict, built on the meta device (no memory)."""
-    import torch
-    import transformers
-
-    hf_config = transformers.AutoConfig.for_model(config["model_type"],
-                                                  **{k: v for k, v in config.items() if k != "model_type"})
-    with torch.device("meta"):
-        return transformers.AutoModelForCausalLM.from_config(hf_config)
-
-
-def hf_active(hf) -> int:
-    """transformers' total minus the routed-expert weights a token skips: (E - k) / E of each experts module."""
-    total = sum(p.numel() for p in hf.parameters())
-    k = hf.config.num_experts_per_tok
-    for layer in hf.model.layers:
-        experts = getattr(layer.mlp, "experts", None)
-        if experts is not None:
-            E = experts.num_experts
-            total -= sum(p.numel() for p in experts.parameters()) * (E - k) // E
-    return total
-
-
-# ---- HF parity: each case built once per module --------------------------------------------------------------
-class _Cases(dict):
-    """Builds a case when a test first asks for it, inside that test: a mutation tool that maps code to the tests
-    calling it then sees the conversion of case X under the first test that checks X (a module fixture building
-    every case up front ran all conversions under the module's first test, which checks only its own case)."""
-
-    def __init__(self, cases: dict, vocab: int, seq: int):
-        super().__init__()
-        self.cases, self.vocab, self.seq = cases, vocab, seq
-
-    def __missing__(self, name: str):
-        import torch
-
-        from engine.interop import from_transformers, hf_model_from_config, scramble_
-
-        i = list(self.cases).index(name)
-        model_type, config, *_ = self.cases[name]
-        torch.manual_seed(i)
-        hf = hf_model_from_config(model_type, config, attn_implementation="eager").eval()
-        scramble_(hf, seed=i)
-        idx = torch.randint(0, self.vocab, (2, self.seq), generator=torch.Generator().manual_seed(i))
-        self[name] = (hf, from_transformers(hf), idx)
-        return self[name]
-
-
-def convert_cases(cases: dict, vocab: int, seq: int) -> dict:
-    """name -> (HF model, our model, token ids) for cases {name: (model_type, config, ...)}: the HF model built
-    eager, every weight redrawn (seeded by the case's position), converted to ours, and a batch of 2 x `seq` ids;
-    each case built on first use."""
-    return _Cases(cases, vocab, seq)
-
-
-def assert_same_weights(ref: dict, got: dict, family: str) -> None:
-    """Two HF state dicts hold the same tensors, bit for bit (Gemma's norm gains up to one ulp of 1 + w)."""
-    import torch
-    assert got.keys() == ref.keys()
-    for key in ref:
-        if family.startswith("gemma") and "norm" in key:
-            # Gemma stores w for a gain of (1 + w): (1 + w) - 1 is exact up to one ulp of 1 + w (< 4 here)
-            assert ref[key].abs().max() < 3
-            torch.testing.assert_close(got[key], ref[key], rtol=0, atol=2 ** -22)
-        else:
-            assert torch.equal(got[key], ref[key]), key
-
-
-def pairs_missing_from(hf, pairs: list) -> list[str]:
-    """The HF modules a weight mapping names that the transformers model lacks (each would be skipped silently
-    both ways)."""
-    sd = hf.state_dict()
-    modules = set(sd) | {k.rsplit(".", 1)[0] for k in sd}
-    return [p.hf for p in pairs if p.hf not in modules]
-
-
-def hooked_outputs(modules: dict, run) -> dict:
-    """{key: output} of each module in `modules` ({key: nn.Module}) during `run()` (no grad), hooks removed after."""
-    import torch
-    got = {}
-    hooks = [m.register_forward_hook(lambda _m, _a, out, k=k: got.__setitem__(k, out)) for k, m in modules.items()]
-    try:
-        with torch.no_grad():
-            run()
-    finally:
-        for h in hooks:
-            h.remove()
-    return got
-
-
-def assert_counts_match(hf) -> None:
-    """Our closed form == our built model == the transformers model `hf`, for the config imported from it."""
-    from engine.budget.params import count_params
-    from engine.interop import from_hf_config
-    from engine.model import build_model
-    cfg = from_hf_config(hf.config.to_dict())
-    built = build_model(cfg, device="meta")
-    assert count_params(cfg).total == sum(p.numel() for p in built.parameters()) == sum(
-        p.numel() for p in hf.parameters())

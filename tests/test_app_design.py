@@ -20,7 +20,7 @@ def test_preset_in_url_and_knob_updates_total_and_url(new_app):
     at = new_app(preset="llama-3-8b")
     at.run()
     assert metrics(at)["Total parameters"] == "8,030,261,248"
-    at.sidebar.number_input(key="field_n_layers").set_value(16).run()
+    at.sidebar.text_input(key="field_n_layers").input("16").run()
     want = count_params(PRESETS["llama-3-8b"].config.replace(n_layers=16)).total
     assert metrics(at)["Total parameters"] == f"{want:,}"
     assert at.query_params["preset"] == "llama-3-8b" and at.query_params["n_layers"] == "16"
@@ -32,7 +32,7 @@ def test_url_overrides_open_that_config(new_app):
     at.run()
     want = count_params(PRESETS["llama-3-8b"].config.replace(n_layers=16)).total
     assert metrics(at)["Total parameters"] == f"{want:,}"
-    assert at.sidebar.number_input(key="field_n_layers").value == 16
+    assert at.sidebar.text_input(key="field_n_layers").value == "16"
 
 
 def test_bad_url_value_is_a_message(new_app):
@@ -46,11 +46,11 @@ def test_bad_url_value_is_a_message(new_app):
 def test_invalid_value_keeps_last_valid_view(new_app):
     at = new_app(preset="llama-3-8b")
     at.run()
-    at.sidebar.number_input(key="field_n_kv_heads").set_value(5).run()
+    at.sidebar.text_input(key="field_n_kv_heads").input("5").run()
     assert not at.exception
     assert any("n_kv_heads: 5 does not divide n_heads=32" in e.value for e in at.sidebar.error)
     assert metrics(at)["Total parameters"] == "8,030,261,248"
-    at.sidebar.number_input(key="field_d_model").set_value(0).run()
+    at.sidebar.text_input(key="field_d_model").input("0").run()
     assert any(e.value.startswith("d_model:") for e in at.sidebar.error)
 
 
@@ -58,11 +58,13 @@ def test_norm_bias_follows_the_norm_and_the_toggle_restores_the_count(new_app):
     at = new_app()   # gpt2: layernorm, norm_bias null = follow the norm (on)
     at.run()
     box = at.sidebar.selectbox(key="field_norm_bias")
-    assert box.value == "null" and "follow the norm (on)" in box.options
+    assert box.value == "null" and "follow the norm" in box.options   # one label whatever the norm (see editor)
+    assert "Follows the norm: on for layernorm." in [c.value for c in at.sidebar.caption]
     at.sidebar.selectbox(key="field_norm").set_value("rmsnorm").run()
     assert not at.sidebar.error and not at.exception
     box = at.sidebar.selectbox(key="field_norm_bias")
-    assert box.value == "null" and box.disabled and "follow the norm (off)" in box.options
+    assert box.value == "null" and box.disabled and "follow the norm" in box.options
+    assert any("follows the norm (off)" in c.value for c in at.sidebar.caption)
     cfg = at.session_state["cfg"]
     assert cfg.norm == "rmsnorm" and not has_bias(cfg)
     assert metrics(at)["Total parameters"] == f"{124_439_808 - 25 * 768:,}"   # 25 LayerNorm betas of width 768 gone
@@ -113,7 +115,7 @@ def test_two_sessions_are_isolated(new_app):
     a, b = new_app(), new_app()
     a.run()
     b.run()
-    a.sidebar.number_input(key="field_n_layers").set_value(2).run()
+    a.sidebar.text_input(key="field_n_layers").input("2").run()
     b.run()
     assert metrics(a)["Total parameters"] != metrics(b)["Total parameters"]
     assert metrics(b)["Total parameters"] == "124,439,808"
@@ -125,13 +127,14 @@ def test_plain_apptest_of_the_entry_point_keeps_the_sidebar():
     from streamlit.testing.v1 import AppTest
 
     from tests.conftest import APP
-    at = AppTest.from_file(str(APP), default_timeout=60)
+    from tests.helpers import APP_WAIT_S
+    at = AppTest.from_file(str(APP), default_timeout=APP_WAIT_S)
     at.query_params["preset"] = "llama-3-8b"
     at.run()
     at.switch_page("pages/budgets.py").run()
     assert not at.exception
     assert at.title[0].value == "Budgets: llama-3-8b"
-    assert at.sidebar.number_input(key="field_n_layers").value == 32
+    assert at.sidebar.text_input(key="field_n_layers").value == "32"
 
 
 def test_yaml_upload_applies_config_and_reports_problems(new_app):
@@ -162,3 +165,53 @@ def test_design_page_draws_the_rope_frequencies_for_rope_only(new_app):
     at = new_app(preset="gpt2")
     at.run()
     assert "RoPE rotation frequencies" not in [h.value for h in at.subheader]
+
+
+def test_the_title_says_the_config_was_edited_from_its_preset(new_app):
+    at = new_app(preset="llama-3-8b")
+    at.run()
+    assert at.title[0].value == "Design: llama-3-8b" and not any("Edited from" in c.value for c in at.caption)
+    at.sidebar.text_input(key="field_n_layers").input("4").run()
+    at.sidebar.selectbox(key="field_norm").set_value("layernorm").run()
+    assert at.title[0].value == "Design: llama-3-8b (edited)"
+    assert "Edited from the llama-3-8b preset: n_layers 32 → 4, norm rmsnorm → layernorm." in \
+        [c.value for c in at.caption]
+    at.sidebar.text_input(key="field_name").input("my-8b").run()      # renamed: the new name, the preset still said
+    assert at.title[0].value == "Design: my-8b"
+    assert any(c.value.startswith("Edited from the llama-3-8b preset: n_layers 32 → 4") for c in at.caption)
+    at.sidebar.button[0].click().run()                                 # Reset to preset
+    assert at.title[0].value == "Design: llama-3-8b"
+
+
+
+def test_the_servers_upload_cap_is_a_training_texts_limit():
+    """The Training page's uploader allows what engine.limits allows a training text (the server's cap; it was
+    1 MiB under a 64 MiB limit); the YAML uploaders set their own (tests/test_browser_bad_input.py)."""
+    import tomllib
+
+    from engine.limits import MAX_DATA_BYTES
+    from tests.conftest import ROOT
+    server = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())["server"]
+    assert server["maxUploadSize"] * 2**20 == MAX_DATA_BYTES
+
+
+def test_bad_sidebar_values_get_a_message_naming_the_field_and_what_is_allowed(new_app):
+    """Numbers are text boxes, so every typed value reaches validation: a browser number box refused 1e20 itself
+    (a red frame, no message); an empty name was accepted; a bad list entry printed a Python tuple."""
+    at = new_app()
+    at.run()
+    errors = lambda: [e.value.replace("\\", "") for e in at.sidebar.error]  # noqa: E731
+    at.sidebar.text_input(key="field_d_model").input("1e20").run()
+    assert "d_model: 100,000,000,000,000,000,000 is more than 9,007,199,254,740,991 (2^53 - 1, the largest " \
+           "integer a browser or JSON holds exactly)" in errors()
+    at.sidebar.text_input(key="field_d_model").input("12.5").run()
+    assert "d_model: '12.5' is not an integer >= 1" in errors()
+    at.sidebar.text_input(key="field_d_model").input("768").run()
+    at.sidebar.text_input(key="field_name").input("  ").run()
+    assert errors() == ["name: empty; give the config a label (any text)"]
+    at.sidebar.text_input(key="field_name").input("gpt2").run()
+    at.sidebar.text_input(key="field_layer_types").input(", ".join(["full"] * 11 + ["local"])).run()
+    assert errors() == ["layer_types: entry 12 of 12, 'local', is not one of full, sliding, chunked, gdn, mamba2, "
+                        "mamba1, none, or A+B side by side (A one of full, sliding, chunked; B one of gdn, mamba2, "
+                        "mamba1)"]
+    assert not at.exception and metrics(at)["Total parameters"] == "124,439,808"   # the last valid config

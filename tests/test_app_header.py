@@ -5,6 +5,7 @@ from streamlit.testing.v1.element_tree import Block
 
 from engine.budget.params import count_params
 from engine.presets import PRESETS
+from tests.helpers import APP_WAIT_S
 
 METRICS = ["Total parameters", "Non-embedding", "Weights (bf16)", "KV cache, full context", "FLOPs / token"]
 
@@ -16,7 +17,7 @@ def _header_with_reference():
 
 
 def test_header_shows_title_metrics_and_deltas():
-    at = AppTest.from_function(_header_with_reference).run()
+    at = AppTest.from_function(_header_with_reference, default_timeout=APP_WAIT_S).run()
     assert not at.exception and [t.value for t in at.title] == ["Compare"]
     assert [m.label for m in at.metric] == METRICS
     gpt2, micro = count_params(PRESETS["gpt2"].config).total, count_params(PRESETS["microgpt"].config).total
@@ -52,7 +53,7 @@ def _long_header():
 
 def test_header_rows_counts_then_budgets():
     """Two rows of three columns: the parameter counts, then weights, KV cache and FLOPs per token."""
-    at = AppTest.from_function(_long_header).run()
+    at = AppTest.from_function(_long_header, default_timeout=APP_WAIT_S).run()
     assert not at.exception
     box = next(b for b in at.main.children.values() if isinstance(b, Block))   # the keyed container of the rows
     rows = [[m.label for m in row.get("metric")] for row in box.children.values()]

@@ -77,9 +77,9 @@ def test_page_refuses_a_model_that_does_not_fit(new_app):
 def test_browser_sweep_draws_charts(served_app, browser):
     page = browser.new_page(viewport={"width": 1600, "height": 1000})
     page.goto(f"{served_app}/latency?preset=microgpt")
-    page.get_by_role("button", name="Measure the sweep").click(timeout=60000)
-    page.wait_for_selector(".js-plotly-plot", timeout=120000)
-    page.get_by_text("Peak memory is measured on CUDA only").first.wait_for(timeout=60000)
+    page.get_by_role("button", name="Measure the sweep").click()
+    page.wait_for_selector(".js-plotly-plot")
+    page.get_by_text("Peak memory is measured on CUDA only").first.wait_for()
     assert page.locator('[data-testid="stException"]').count() == 0
     page.close()
 
@@ -94,3 +94,24 @@ def test_page_shows_the_estimate_before_timing_and_the_spread_after(new_app):
     table = at.dataframe[-1].value
     assert all(re.fullmatch(r"\d+%|noisy \(\d+%\)", v) for v in table["IQR / median"])
     assert all(v.endswith("%") for v in table["MFU"])             # conftest's pinned peak: far above this CPU
+
+
+def test_a_budget_the_rounds_cannot_keep_is_explained_before_measuring(new_app):
+    """A 1 s budget over a sweep whose five rounds take longer: the estimate says why it exceeds the budget."""
+    at = new_app("pages/latency.py", preset="gpt2", batches="1", seqs="1024", budget="1")
+    at.run()
+    said = " ".join(c.value for c in at.caption)
+    assert not at.exception and "Estimated duration:" in said
+    assert "5 rounds of ≈" in said and "a 1.0 s time budget cannot end it sooner" in said
+
+
+def test_a_decode_comparison_that_cannot_fit_is_refused_before_its_button(new_app):
+    """Too big to build: the page said so only after a click, having offered an estimate (5,060 s for
+    llama-3-8b on this CPU) for a run that would be refused. Now the refusal, with its numbers, and no button."""
+    at = new_app("pages/latency.py", preset="deepseek-v3")
+    at.run()
+    assert not at.exception
+    refusals = [e.value for e in at.error if e.value.startswith("refusing to build")]
+    assert len(refusals) == 2 and "seq=1025" in refusals[1]           # the sweep's, then the decode's
+    assert not any(b.key == "lat_decode" for b in at.button)
+    assert not any("Estimated duration" in c.value for c in at.caption)

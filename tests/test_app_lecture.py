@@ -58,7 +58,7 @@ def test_view_params_are_not_config_and_survive_a_knob_change(new_app):
     assert problems == [] and cfg == PRESETS["gpt2"].config
     at = new_app(page=LECTURE, section="kvcache", preset="llama-3-8b")
     at.run()
-    at.sidebar.number_input(key="field_n_layers").set_value(16).run()
+    at.sidebar.text_input(key="field_n_layers").input("16").run()
     clean(at)
     assert dict(at.query_params) == {"preset": "llama-3-8b", "n_layers": "16", "section": "kvcache"}
     assert at.header[0].value == "10. KV cache: MHA, GQA, MQA"
@@ -132,3 +132,17 @@ def test_ready_sweeps_one_click_each(new_app):
         clean(at)
         for label, value in shown.items():
             assert metrics(at)[label] == value, (name, label, metrics(at))
+
+
+def test_shares_carry_no_arrow_and_signed_changes_point_their_way(new_app):
+    """'8.33% of MHA' is a share, a reduction at that: Streamlit drew it with an up arrow (any delta text without a
+    minus sign reads as a rise). Only a signed change gets an arrow, pointing its way."""
+    from streamlit.proto.Metric_pb2 import Metric
+    at = new_app(page=LECTURE, section="mla")
+    at.run()
+    shares = [m for m in at.metric if m.proto.delta.endswith("of MHA")]
+    assert shares and {m.proto.direction for m in shares} == {Metric.MetricDirection.NONE}
+    at = new_app(page=LECTURE, section="gating")
+    at.run()
+    changes = {m.proto.delta: m.proto.direction for m in at.metric if m.proto.delta}
+    assert changes == {"+0.00% vs dense": Metric.MetricDirection.UP, "+50% vs dense": Metric.MetricDirection.UP}

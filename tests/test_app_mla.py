@@ -11,7 +11,7 @@ PAGES = ["pages/design.py", "pages/budgets.py", "pages/activations.py", "pages/l
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_renders_deepseek_v3(new_app, page):
     at = new_app(page, preset="deepseek-v3")
-    at.run(timeout=120)
+    at.run()
     assert not at.exception, page
     assert {m.label: m.value for m in at.metric}["Total parameters"] == "671,026,404,352", page   # every header
 

@@ -15,7 +15,7 @@ def test_budgets_renders_and_follows_knobs(new_app):
     at.run()
     assert not at.exception and not at.error
     assert at.title[0].value == "Budgets: llama-3-8b"
-    at.sidebar.number_input(key="field_n_layers").set_value(8).run()
+    at.sidebar.text_input(key="field_n_layers").input("8").run()
     assert total(at) == f"{count_params(PRESETS['llama-3-8b'].config.replace(n_layers=8)).total:,}"
     at.number_input(key="b_seq").set_value(512).run()
     assert not at.exception and at.number_input(key="b_seq").value == 512
@@ -34,6 +34,8 @@ def test_budgets_measure_refuses_big_model_with_numbers(new_app):
 def test_budgets_measure_small_model(new_app):
     at = new_app("pages/budgets.py", preset="nanogpt-handout")
     at.run()
+    said = [c.value for c in at.caption if c.value.startswith("Estimated duration:")]   # before it starts
+    assert len(said) == 1 and "two model builds" in said[0], said
     at.button(key="b_measure").click().run()
     assert not at.exception and not at.error
     table = at.dataframe[-1].value
@@ -62,7 +64,7 @@ def test_compare_pins_and_invalid_value(new_app):
     at.selectbox(key="cmp_preset").set_value("mistral-7b").run()
     next(b for b in at.button if b.label == "Pin this preset").click().run()
     assert [p[0] for p in at.session_state["pins"]][-1] == "mistral-7b"
-    at.sidebar.number_input(key="field_n_layers").set_value(6).run()
+    at.sidebar.text_input(key="field_n_layers").input("6").run()
     assert not at.exception
     delta = next(m for m in at.metric if m.label == "Total parameters").delta
     assert delta == f"-{count_params(PRESETS['gpt2'].config).total - count_params(PRESETS['gpt2'].config.replace(n_layers=6)).total:,}"
@@ -72,7 +74,7 @@ def test_every_page_survives_an_invalid_value(new_app):
     for page in ("pages/design.py", "pages/budgets.py", "pages/activations.py", "pages/compare.py"):
         at = new_app(page, preset="gpt2")
         at.run()
-        at.sidebar.number_input(key="field_n_kv_heads").set_value(5).run()
+        at.sidebar.text_input(key="field_n_kv_heads").input("5").run()
         assert not at.exception, page
         assert any(e.value.startswith("n_kv_heads:") for e in at.sidebar.error), page
         assert total(at) == "124,439,808", page

@@ -49,9 +49,8 @@ def test_every_field_bad_sidebar_value_is_a_message_and_keeps_the_view(new_app):
     fixed = [s.name for s in FIELDS.values() if s.name not in lists and (s.type is bool or s.choices or s.type is str)]
     assert sorted(ints + floats + fixed + lists) == sorted(FIELDS)   # every field is either walked or cannot hold junk
     for name in ints:   # every int field has lo = 1: zero and the box's lower bound are out of range
-        box = at.sidebar.number_input(key=state.widget_key(name))
-        for value in (0, -1, MIN_SAFE):
-            box.set_value(value).run()
+        for value in (0, -1, MIN_SAFE, 12.5, "1e400"):   # a text box since the editor validates every value
+            at.sidebar.text_input(key=state.widget_key(name)).input(str(value)).run()
             assert_rejected(at, name, value)
         reset(at)
     for name in floats:
@@ -83,7 +82,7 @@ def test_int_field_at_the_box_upper_bound_never_crashes(new_app, name):
     names the field (a rule or the app's own limit) or the page shows the exact count of that config."""
     at = new_app(preset=BASE)
     at.run()
-    at.sidebar.number_input(key=state.widget_key(name)).set_value(MAX_SAFE).run(timeout=20)
+    at.sidebar.text_input(key=state.widget_key(name)).input(str(MAX_SAFE)).run()
     assert not at.exception
     if at.sidebar.error:
         assert any(name in e.value for e in at.sidebar.error) and total(at) == BASE_TOTAL   # maybe a rule's
@@ -95,10 +94,10 @@ def test_too_deep_is_a_message_not_a_stall(new_app):
     """Budgets are summed layer by layer: 10^9 layers would stall every page, so the app states its limit."""
     at = new_app(preset=BASE)
     at.run()
-    at.sidebar.number_input(key=state.widget_key("n_layers")).set_value(state.MAX_LAYERS + 1).run(timeout=10)
+    at.sidebar.text_input(key=state.widget_key("n_layers")).input(str(state.MAX_LAYERS + 1)).run()
     assert_rejected(at, "n_layers", state.MAX_LAYERS + 1)
     assert "more than this app computes interactively" in field_errors(at, "n_layers")[0]
-    at.sidebar.number_input(key=state.widget_key("n_layers")).set_value(state.MAX_LAYERS).run(timeout=30)
+    at.sidebar.text_input(key=state.widget_key("n_layers")).input(str(state.MAX_LAYERS)).run()
     assert not at.exception and not at.sidebar.error
     assert total(at) == f"{count_params(PRESETS[BASE].config.replace(n_layers=state.MAX_LAYERS)).total:,}"
 
@@ -123,7 +122,7 @@ def test_url_fuzz_every_page(new_app, page, case):
     shown = messages(at)
     for name in URL_NAMES[case]:
         assert name in shown, (name, shown)
-    assert max(len(w.value) for w in at.warning) < 500   # a 5,000-character value is not echoed whole
+    assert not any("9" * 100 in w.value for w in at.warning)   # a 5,000-character value is not echoed whole
     cfg = at.session_state["cfg"]   # the bad keys are dropped, the rest of the link applies
     assert cfg.n_layers == (3 if case == "rules" else 12) and cfg.position == ("rope" if case == "rules"
                                                                               else "learned")
@@ -139,14 +138,14 @@ def test_huge_valid_config_renders_every_page(new_app, page):
     """Metric rows from closed forms, pages that would build the model refuse with numbers; nothing allocates
     (a 1000-layer, 65536-wide model would need terabytes) and nothing hangs."""
     at = new_app(page=f"pages/{page}.py", **HUGE)
-    at.run(timeout=30)
+    at.run()
     assert not at.exception, at.exception
     assert not at.warning or "ignored" not in messages(at)   # the config itself is valid
     cfg = at.session_state["cfg"]
     assert cfg.d_model == 65536 and cfg.n_layers == 1000
     assert total(at) == f"{count_params(cfg).total:,}"
     if page == "budgets":   # the meta FLOP count would take ~20 ms a layer: refused, as is the real build
-        at.button(key="b_measure").click().run(timeout=30)
+        at.button(key="b_measure").click().run()
         assert not at.exception and "n_layers: not counting FLOPs" in messages(at)
     refusal = {"budgets": "Not building a real model", "activations": "building a real model on CPU is limited",
                "latency": "refusing to build"}.get(page)
@@ -198,6 +197,6 @@ def test_lecture_heads_demo_at_its_input_maxima_is_refused(new_app):
     at.run()
     for key, top in (("lec_heads_d", 4096), ("lec_heads_h", 128), ("lec_heads_hd", 1024)):
         at.number_input(key=key).set_value(top)
-    at.run(timeout=20)
+    at.run()
     assert not at.exception
     assert any(e.value.startswith("d_model D, heads H, head_dim d_h:") for e in at.error)

@@ -50,10 +50,12 @@ def test_present_mode_hides_title_and_table(new_app):
     at.run()
     assert not at.exception and not at.title and not at.dataframe
     assert at.toggle(key="sweep_present").value is True
+    settings = [e for e in at.expander if e.label == "Sweep settings"]
+    assert len(settings) == 1 and not settings[0].proto.expanded     # on stage: the charts, the settings folded
 
 
 def test_small_measured_sweep_stores_runs_shown_on_training(new_app):
-    at = new_app(PAGE, preset="microgpt", knob="n_kv_heads", values="1,4", timeout=120)
+    at = new_app(PAGE, preset="microgpt", knob="n_kv_heads", values="1,4")
     at.run()
     at.checkbox(key="sw_loss").check()
     at.number_input(key="sw_steps").set_value(3)

@@ -10,6 +10,7 @@ from app import charts
 from app.charts import training as training_charts
 from engine.train.loop import StepRecord
 from engine.train.store import RunStore
+from tests.helpers import quiet
 
 
 @pytest.fixture(autouse=True)
@@ -29,9 +30,9 @@ def test_loss_and_diagnostic_figures():
     assert "nats" in fig.layout.yaxis.title.text and fig.layout.xaxis.title.text == "optimizer step"
     diag = training_charts.diagnostics_figure({"A": steps(3)})
     assert len(diag.data) == 4 and list(diag.data[3].y) == [4.0, 5.0, 6.0]
-    speed = training_charts.speed_figure({"A": 100.0, "B": 50.0})
-    assert list(speed.data[0].y) == [100.0, 50.0] and "tokens/s" in speed.layout.yaxis.title.text
-    assert speed.data[0].texttemplate == "%{y:,.0f} tokens/s"
+    speed = training_charts.speed_figure({"A": 100.0, "B": 50_000.0}, {"B": True})
+    assert list(speed.data[0].y) == [100.0, 50_000.0] and "median step (tokens/s)" in speed.layout.yaxis.title.text
+    assert list(speed.data[0].text) == ["100 tokens/s", "50,000 tokens/s (noisy)"]
 
 
 def test_a_one_step_curve_is_visible_and_ab_colours_differ():
@@ -87,6 +88,10 @@ def test_ab_runs_two_configs_on_the_same_seed(new_app):
     assert all(r.status == "finished" for r in job.results.values())
     assert len(RunStore().list_runs()) == 2
     assert at.multiselect(key="t_chosen").value == [r.run_id for r in job.results.values()]   # both overlaid
+    (a, ra), (b, rb) = job.results.items()
+    said = " ".join(c.value for c in at.caption)
+    assert "the median over the training steps" in said
+    assert f"{b} / {a} = {rb.tokens_per_s / ra.tokens_per_s:.2f}x" in said
 
 
 def test_absurd_lr_shows_diverged_and_bad_settings_an_error(new_app):
@@ -121,17 +126,17 @@ def test_browser_live_run_polls_to_the_end(served_app, browser):
     The served app writes to its own run store, so the test deletes its run through the page."""
     page = browser.new_page(viewport={"width": 1600, "height": 1000})
     page.goto(f"{served_app}/training?preset=microgpt")
-    page.get_by_text("Optimizer and run settings").click(timeout=60000)
+    page.get_by_text("Optimizer and run settings").click()
     steps = page.get_by_label("Steps", exact=True)
     steps.fill("30")
     steps.press("Enter")
-    page.wait_for_timeout(1500)
-    page.get_by_role("button", name="Start training").click(timeout=60000)
-    page.wait_for_selector(".js-plotly-plot", timeout=60000)
-    page.get_by_text("30 steps: val loss").first.wait_for(timeout=180000)
+    quiet(page)
+    page.get_by_role("button", name="Start training").click()
+    page.wait_for_selector(".js-plotly-plot")
+    page.get_by_text("30 steps: val loss").first.wait_for()
     assert page.locator('[data-testid="stException"]').count() == 0
     delete = page.get_by_role("button", name=re.compile(r"^Delete run \d+$"))
-    name = delete.inner_text(timeout=30000)
+    name = delete.inner_text()
     delete.click()
-    page.get_by_role("button", name=name, exact=True).wait_for(state="detached", timeout=60000)
+    page.get_by_role("button", name=name, exact=True).wait_for(state="detached")
     page.close()

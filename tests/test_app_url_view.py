@@ -107,6 +107,21 @@ def test_bad_view_value_is_a_warning_and_the_default_applies(new_app, page, para
     assert at.query_params.get(param) != bad
 
 
+def test_bad_settings_in_a_collapsed_expander_warn_at_the_top_and_say_the_url_was_cleaned(new_app):
+    """The Training page's run settings sit in a collapsed expander: their link problems used to be drawn inside
+    it, unseen, while the URL was cleaned silently."""
+    at = new_app(page=TRAINING, train_steps="abc", train_lr="-1")
+    at.run()
+    assert not at.exception
+    said = [w.value.replace("\\", "") for w in at.warning]
+    assert any("train_steps: 'abc' is not an integer from 1 to 100,000" in w and "removed from the URL" in w
+               and "the default (150) applies" in w for w in said), said
+    assert any("train_lr: -1 is not a number from 1e-06 to 10000" in w and "removed from the URL" in w
+               for w in said), said
+    assert all(not e.warning for e in at.expander)      # none of them hidden in the settings expander
+    assert "train_steps" not in at.query_params and "train_lr" not in at.query_params
+
+
 def test_default_settings_keep_the_link_short(new_app):
     at = new_app(page=BUDGETS)
     at.run()

@@ -66,7 +66,7 @@ def test_every_page(served_app, browser, tmp_path):
         errors = page.locator('[data-testid="stException"]')
         assert errors.count() == 0, f"{name}: {errors.first.inner_text()[:500]}"
         if name in CHART_PAGES:
-            page.wait_for_selector(".js-plotly-plot", timeout=30000)
+            page.wait_for_selector(".js-plotly-plot")
             assert page.locator(".js-plotly-plot").count() >= 1, name
         if name in ("design", "budgets"):
             page.screenshot(path=str(shots / f"{name}.png"), full_page=name == "design")

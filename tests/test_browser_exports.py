@@ -50,9 +50,11 @@ def open_offline(browser, path: Path, ready: str):
     page.on("request", lambda req: None if urlsplit(req.url).scheme in IN_FILE else attempted.append(req.url))
     page.goto(path.as_uri(), wait_until="load")
     page.wait_for_load_state("networkidle")
-    page.wait_for_timeout(500)   # fonts and images a late layout pass asks for
+    # fonts and images a late layout pass asks for: wait until the document has them all
+    page.wait_for_function("document.fonts.status === 'loaded' && [...document.images].every(i => i.complete)")
+    page.wait_for_load_state("networkidle")
     assert not attempted, sorted(set(attempted))
-    page.wait_for_selector(ready, timeout=30000)
+    page.wait_for_selector(ready)
     return page, attempted
 
 

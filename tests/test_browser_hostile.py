@@ -6,6 +6,7 @@ import pytest
 
 from app.export import external_references, handout_html, handout_markdown
 from engine.config import ModelConfig
+from tests.helpers import settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 CRAFTED = "[x](http://evil.example/phish) ![i](http://evil.example/t.png) <img src=http://evil.example/a.png>"
@@ -25,9 +26,7 @@ def test_crafted_name_makes_no_link_image_or_request(served_app, browser):
 
     page.route("**/*", guard)
     page.goto(f"{served_app}/?name={urllib.parse.quote(CRAFTED)}")
-    page.wait_for_selector('[data-testid="stMetric"]', timeout=60000)
-    page.wait_for_function('!document.querySelector(\'[data-testid="stStatusWidget"]\')', timeout=60000)
-    page.wait_for_timeout(2000)
+    settle(page)
     assert page.locator('[data-testid="stException"]').count() == 0
     links = page.locator('a[href*="evil.example"]')
     assert links.count() == 0, [links.nth(i).evaluate("e => e.outerHTML + ' IN ' + e.parentElement.outerHTML.slice(0, 300)") for i in range(links.count())]

@@ -10,10 +10,9 @@ from app.charts.lecture import marked_activations_figure
 from app.lecture_sections import SECTIONS
 from engine.lecture import dense_activation_table
 from engine.presets import get_preset
-from tests.helpers import LECTURE_NUMBERS as EXPECTED
+from tests.helpers import LECTURE_NUMBERS as EXPECTED, quiet
 
 pytestmark = pytest.mark.browser
-LOAD = 60_000
 
 METRICS_JS = """() => Object.fromEntries([...document.querySelectorAll('[data-testid="stMetric"]')].map(m => [
     m.querySelector('[data-testid="stMetricLabel"]').innerText.trim(),
@@ -29,7 +28,7 @@ def page(browser):
 
 def idle(page) -> None:
     """Wait until the app's script run is over, so a click is not lost in a re-render."""
-    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=LOAD)
+    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
 
 
 def heading(page, section: str):
@@ -40,25 +39,25 @@ def heading(page, section: str):
 def test_present_mode_deep_link(served_app, page):
     from playwright.sync_api import expect
     page.goto(f"{served_app}/lecture?section=rope&present=1")
-    heading(page, "rope").wait_for(timeout=LOAD)
+    heading(page, "rope").wait_for()
     expect(page.get_by_test_id("stSidebar")).to_be_hidden()
     value = page.get_by_test_id("stMetricValue").first
-    expect(value).to_have_text("0.8660", timeout=LOAD)
+    expect(value).to_have_text("0.8660")
     assert float(value.evaluate("e => parseFloat(getComputedStyle(e).fontSize)")) >= 40   # projector-sized
     expect(page).to_have_url(re.compile(r"/lecture\?.*section=rope"))
     expect(page).to_have_url(re.compile(r"present=1"))
 
     idle(page)
     page.keyboard.press("PageDown")                                   # a presentation clicker's "next"
-    heading(page, "zloss").wait_for(timeout=LOAD)
-    expect(page.get_by_test_id("stMetricValue").filter(has_text="10.6931")).to_be_visible(timeout=LOAD)
+    heading(page, "zloss").wait_for()
+    expect(page.get_by_test_id("stMetricValue").filter(has_text="10.6931")).to_be_visible()
     expect(page).to_have_url(re.compile(r"section=zloss"))
 
     page.goto(f"{served_app}/lecture?section=kvcache&present=1")     # a slide's link straight to a section
-    heading(page, "kvcache").wait_for(timeout=LOAD)
+    heading(page, "kvcache").wait_for()
     expect(page.get_by_test_id("stSidebar")).to_be_hidden()
     for text in ("4.00 GiB", "1.00 GiB", "128.00 MiB"):
-        expect(page.get_by_test_id("stMetricValue").filter(has_text=text)).to_be_visible(timeout=LOAD)
+        expect(page.get_by_test_id("stMetricValue").filter(has_text=text)).to_be_visible()
 
 
 @pytest.mark.slow
@@ -66,11 +65,11 @@ def test_every_section_shows_its_numbers(served_app, page):
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     page.goto(f"{served_app}/lecture?section=activations&present=1")
     for i, section in enumerate(SECTIONS):
-        heading(page, section).wait_for(timeout=LOAD)
+        heading(page, section).wait_for()
         want = json.dumps(EXPECTED[section])
         try:   # the page streams in: wait until every expected metric shows its value
             page.wait_for_function(f"() => {{ const m = ({METRICS_JS})(); const w = {want}; "
-                                   "return Object.keys(w).every(k => m[k] === w[k]); }", timeout=LOAD)
+                                   "return Object.keys(w).every(k => m[k] === w[k]); }")
         except PlaywrightTimeout:
             pass   # the assertion below names what is missing
         shown = page.evaluate(METRICS_JS)
@@ -84,9 +83,9 @@ def test_every_section_shows_its_numbers(served_app, page):
 def test_toggle_leaves_and_enters_present_mode(served_app, page):
     from playwright.sync_api import expect
     page.goto(f"{served_app}/lecture?section=microgpt")
-    heading(page, "microgpt").wait_for(timeout=LOAD)
+    heading(page, "microgpt").wait_for()
     expect(page.get_by_test_id("stSidebar")).to_be_visible()
-    expect(page.get_by_test_id("stMetricValue").filter(has_text="4,224").first).to_be_visible(timeout=LOAD)
+    expect(page.get_by_test_id("stMetricValue").filter(has_text="4,224").first).to_be_visible()
     idle(page)
     page.get_by_text("Present mode").click()
     expect(page.get_by_test_id("stSidebar")).to_be_hidden()
@@ -110,10 +109,10 @@ def test_exports_open_without_network(browser, tmp_path):
     context.route("**/*", offline)
     page = context.new_page()
     page.goto(chart.as_uri())
-    page.wait_for_selector(".main-svg", timeout=LOAD)                  # plotly.js ran from the file itself
+    page.wait_for_selector(".main-svg")                  # plotly.js ran from the file itself
     assert page.locator(".scatterlayer .trace").count() == 4
     page.goto(handout.as_uri())
-    page.get_by_text("124,439,808").first.wait_for(timeout=LOAD)
+    page.get_by_text("124,439,808").first.wait_for()
     assert page.locator("svg").count() >= 1
     context.close()
     assert fetched == []
@@ -130,7 +129,7 @@ def test_present_mode_shows_each_sections_chart_without_scrolling(served_app, br
     below = {}
     for section in CHARTED:
         page.goto(f"{served_app}/lecture?section={section}&present=1")
-        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=LOAD)
+        page.wait_for_selector(".js-plotly-plot .main-svg")
         idle(page)
         top, bottom = page.eval_on_selector(".js-plotly-plot", "e => [e.getBoundingClientRect().top, "
                                                                "e.getBoundingClientRect().bottom]")
@@ -138,3 +137,20 @@ def test_present_mode_shows_each_sections_chart_without_scrolling(served_app, br
             below[section] = (top, bottom)
     context.close()
     assert not below, below
+
+
+def test_present_mode_draws_the_serial_and_parallel_blocks_at_one_scale(served_app, browser):
+    """Section 3 on a projector: two columns stretched the narrow serial block to about twice the scale of the
+    parallel one (and the section to thousands of pixels). Now both at one scale, neither above its own size."""
+    page = browser.new_page(viewport={"width": 1920, "height": 1080})
+    page.goto(f"{served_app}/lecture?section=parallel&present=1&preset=gpt2")
+    heading(page, "parallel").wait_for()
+    idle(page)
+    page.wait_for_selector('figure img[src^="data:image/svg"]')
+    quiet(page)                  # charts and images drawn, page unchanged at two looks
+    drawn = page.evaluate("""() => [...document.querySelectorAll('figure img[src^="data:image/svg"]')]
+        .map(i => [i.alt, i.naturalWidth, i.clientWidth])""")
+    page.close()
+    assert [alt for alt, *_ in drawn] == ["serial block (current config)", "parallel block (current config)"]
+    scales = [shown / natural for _, natural, shown in drawn]
+    assert max(scales) <= 1.001 and min(scales) / max(scales) > 0.98, drawn

@@ -5,20 +5,14 @@ stMetricValue) is wider than what it shows: scrollWidth > clientWidth."""
 import pytest
 
 from app.lecture_sections import SECTIONS
-from tests.helpers import settle
+from tests.helpers import quiet, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-LOAD = 60_000
 VIEWPORTS = [(1280, 800), (1600, 1000), (1920, 1080)]
 CUT_JS = """() => [...document.querySelectorAll('[data-testid="stMetricValue"]')].flatMap(v =>
     [v, ...v.querySelectorAll('*')].filter(e => e.scrollWidth > e.clientWidth)
         .map(e => [v.innerText.trim(), e.scrollWidth, e.clientWidth]))"""
 VALUES_JS = """() => [...document.querySelectorAll('[data-testid="stMetricValue"]')].map(v => v.innerText.trim())"""
-
-
-def idle(page) -> None:
-    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=LOAD)
-    page.wait_for_timeout(500)
 
 
 @pytest.mark.parametrize("width,height", VIEWPORTS)
@@ -44,8 +38,8 @@ def test_lecture_figures_show_whole_in_present_mode(served_app, browser, width, 
     cut = {}
     for section in SECTIONS:
         page.goto(f"{served_app}/lecture?section={section}&present=1&preset=deepseek-v3")
-        page.get_by_role("heading", name=SECTIONS[section][0], exact=False).first.wait_for(timeout=LOAD)
-        idle(page)
+        page.get_by_role("heading", name=SECTIONS[section][0], exact=False).first.wait_for()
+        quiet(page)
         cut[section] = page.evaluate(CUT_JS)
     page.close()
     assert not any(cut.values()), {k: v for k, v in cut.items() if v}

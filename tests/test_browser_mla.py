@@ -6,7 +6,6 @@ import pytest
 from tests.helpers import settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-LOAD = 60_000
 CONTEXT = 163_840   # DeepSeek-V3's context_length
 TRACES_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(p => p.data.map(t => [t.name, t.y[t.y.length - 1], t.x[t.x.length - 1]]))"""
 WHOLE_JS = """(text) => [...document.querySelectorAll('[data-testid="stMetricValue"]')].filter(v => v.innerText.trim() === text)
@@ -16,7 +15,7 @@ GIB = 2 ** 30
 
 def curves(page) -> dict[str, tuple[float, int]]:
     """Every drawn line by name: (last y, last x)."""
-    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=LOAD)
+    page.wait_for_selector(".js-plotly-plot .main-svg")
     return {name: (y, x) for plot in page.evaluate(TRACES_JS) for name, y, x in plot}
 
 
@@ -32,10 +31,10 @@ def test_deepseek_v3_total_whole_and_mla_kv_curves(served_app, browser):
     assert round(y * GIB) == 61 * 128 * (192 + 128) * 2 * CONTEXT
 
     page.goto(f"{served_app}/lecture?section=mla&preset=deepseek-v3")
-    page.get_by_role("heading", name="MLA: cache the latent, not the heads", exact=False).first.wait_for(timeout=LOAD)
+    page.get_by_role("heading", name="MLA: cache the latent, not the heads", exact=False).first.wait_for()
     for text in ("671,026,404,352", "68.62 KiB/token"):   # the page streams in: wait for both rows
-        page.get_by_test_id("stMetricValue").filter(has_text=text).first.wait_for(timeout=LOAD)
-    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=LOAD)
+        page.get_by_test_id("stMetricValue").filter(has_text=text).first.wait_for()
+    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
     assert page.evaluate(WHOLE_JS, "671,026,404,352") == [True]
     assert page.evaluate(WHOLE_JS, "68.62 KiB/token") == [True]   # 70,272 bytes
     lines = curves(page)

@@ -2,6 +2,8 @@
 optimizer, and roofline labels stay inside the plot."""
 import math
 
+import pytest
+
 from app import budget_measure
 from app.charts import budgets as budget_charts
 from engine.budget.activations import activation_estimate
@@ -32,17 +34,23 @@ def test_memory_axis_names_the_chosen_optimizer():
     assert "AdamW: 2 states" in fig.layout.xaxis.title.text
 
 
-def test_roofline_labels_grow_away_from_the_edges():
-    points = roofline(LLAMA, "H100", 8, 2048)
+@pytest.mark.parametrize("batch", [1, 8, 512])
+def test_roofline_labels_never_collide(batch):
+    """Texts beside the markers lay on the roof line and on the ridge's label: the points carry their verdict in
+    the legend, and the one text on the plot, the ridge's, sits above the roof's corner, growing away from the
+    nearer edge."""
+    points = roofline(LLAMA, "H100", batch, 2048)
     fig = budget_charts.roofline_figure(DEVICE_PROFILES["H100"], points, "bf16")
-    lo, hi = fig.layout.xaxis.range
     by_name = {t.name: t for t in fig.data}
-    for phase in ("prefill", "decode"):
-        x = math.log10(by_name[phase].x[0])
-        assert lo <= x <= hi
-        assert by_name[phase].textposition.endswith("left" if x > lo + 0.6 * (hi - lo) else "right")
-    assert by_name["prefill"].textposition == "bottom left"          # ~2,000 FLOP/B: near the right edge
-    assert fig.layout.yaxis.range[1] > math.log10(989.4e12)          # room above the peak for the ridge label
+    for phase, p in points.items():
+        marker = by_name[f"{phase}: {p.bound}-bound"]
+        assert marker.mode == "markers" and marker.text is None
+    assert all(t.text is None or not any(t.text) for t in fig.data)
+    (ridge,) = fig.layout.annotations
+    lo, hi = fig.layout.xaxis.range
+    assert ridge.text == "ridge 295 FLOP/B" and ridge.yanchor == "bottom" and lo <= ridge.x <= hi
+    assert ridge.xanchor == ("right" if ridge.x > lo + 0.6 * (hi - lo) else "left")
+    assert fig.layout.yaxis.range[1] > math.log10(989.4e12) == pytest.approx(ridge.y)   # room above the peak
 
 
 def test_budgets_page_measures_at_its_batch_and_sequence(new_app):

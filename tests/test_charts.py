@@ -91,7 +91,7 @@ def test_flops_and_roofline_figures():
     roof = budget_charts.roofline_figure(DEVICE_PROFILES["H100"], points, "bf16")
     assert roof.layout.xaxis.type == "log" and "FLOP per byte" in roof.layout.xaxis.title.text
     assert roof.layout.xaxis.tickformat == ",~g"                               # 1,000 and 10,000, not 1000 and 10k
-    assert {t.name for t in roof.data} >= {"prefill", "decode"}
+    assert {t.name for t in roof.data} >= {"prefill: compute-bound", "decode: memory-bound"}
 
 
 def test_compare_bars_and_table():
@@ -106,23 +106,35 @@ def test_compare_bars_and_table():
     assert df.loc["rope_base", "b"] == "500,000.0" and df.loc["norm_eps", "b"] == "1e-05"
     assert df.loc["bias", "a"] == "true" and df.loc["bias", "b"] == "false"       # as YAML writes them
     log = compare_charts.compare_bars("M", ["a", "b"], {"kv": [2**20, 2**30]}, "bytes", log=True)
-    assert log.layout.yaxis.type == "log" and log.layout.yaxis.title.text == "memory (GiB), log scale"
-    assert list(log.data[0].text) == ["1.00 MiB"]
-    assert log.layout.yaxis.dtick == 1 and fig.layout.yaxis.dtick is None     # log axes: one tick per decade
+    assert log.layout.xaxis.type == "log" and log.layout.xaxis.title.text == "memory, log scale"
+    assert list(log.layout.xaxis.ticktext) == ["1 MiB", "4 MiB", "16 MiB", "64 MiB", "256 MiB", "1 GiB"]  # every 4x
+    assert list(log.data[0].text) == ["1.00 MiB"] and list(log.data[0].x) == [2**20]           # bytes on a log axis
     counts = compare_charts.compare_bars("P", ["a", "b"], {"total": [124_439_808, 8_030_261_248]}, "count", log=True)
-    assert list(counts.layout.yaxis.ticktext) == ["100M", "1B", "10B"]       # as people say them, not 10G
-    assert fig.layout.yaxis.tickformat == ",d"                                # linear counts: 8,000,000,000
+    assert list(counts.layout.xaxis.ticktext) == ["100M", "1B", "10B"]       # as people say them, not 10G
+    assert fig.layout.xaxis.tickformat == ",d"                                # linear counts: 8,000,000,000
     assert list(counts.data[1].text) == ["8.03B"] and list(counts.data[1].customdata) == ["8,030,261,248"]
-    assert counts.layout.yaxis.range[1] > math.log10(8_030_261_248)         # room for the label above the bar
+    assert counts.layout.xaxis.range[1] > math.log10(8_030_261_248)         # room for the label after the bar
 
 
-def test_compare_bar_labels_do_not_overlap_when_crowded():
-    """Four pins x three metrics on a half-width chart leave bars ~40 px wide: labels are written upright."""
+def test_compare_bars_lie_down_so_their_labels_keep_the_chart_font():
+    """Four pins x three metrics on a half-width chart: upright bars were ~40 px wide and plotly shrank their
+    labels to fit (~6 px) or they were turned on end. Lying down, a label follows its bar's end at full size;
+    the chart grows a bar's thickness per bar."""
     four = compare_charts.compare_bars("M", list("abcd"), {k: [2**30, 2**31, 2**32, 2**33] for k in "xyz"}, "bytes")
-    assert {t.textangle for t in four.data} == {-90}
-    assert four.layout.yaxis.range[1] >= 1.4 * 8   # GiB: headroom for an upright label over the tallest bar
-    two = compare_charts.compare_bars("M", ["a", "b"], {"x": [1, 2]}, "bytes")
-    assert {t.textangle for t in two.data} == {0}
+    assert {t.orientation for t in four.data} == {"h"} and {t.constraintext for t in four.data} == {"none"}
+    assert {t.textangle for t in four.data} == {None} and four.layout.xaxis.title.text == "memory (GiB)"
+    assert four.layout.height >= 12 * compare_charts.BAR_PX
+    assert four.layout.xaxis.range[1] > 8                                     # GiB: the longest bar fits
+    assert list(four.data[3].x) == [8, 8, 8] and list(four.data[3].text) == ["8.00 GiB"] * 3
+
+
+def test_log_ticks_in_the_units_people_say():
+    tib = 2**40
+    assert compare_charts.log_ticks("bytes", [36 * 2**20, 1.2 * tib]) == (
+        [2**25, 2**30, 2**35, 2**40], ["32 MiB", "1 GiB", "32 GiB", "1 TiB"])          # never 0.0001 TiB
+    assert compare_charts.log_ticks("bytes", [2**30, 16 * 2**30])[1] == ["1 GiB", "2 GiB", "4 GiB", "8 GiB", "16 GiB"]
+    assert compare_charts.log_ticks("bytes", [100, 2**50])[1] == ["1 B", "1 KiB", "1 MiB", "1 GiB", "1 TiB", "1 PiB"]
+    assert compare_charts.log_ticks("flops", [7e8, 5.1e10])[1] == ["100 MFLOP", "1 GFLOP", "10 GFLOP", "100 GFLOP"]
 
 
 def test_fmt_count_short():

@@ -24,6 +24,7 @@ from engine.presets import PRESETS
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT, STUDENTS, STOPPED = 2, 20, 4
 RUN = "preset=gpt2&train_steps=150&train_batch=4&train_seq=8&train_eval_every=50"   # a short run (small model)
+HOLD = RUN.replace("train_steps=150", "train_steps=100000")   # holds a slot until stopped
 KNOB_SETTLES_S = 2.0
 
 
@@ -84,15 +85,27 @@ def _runs(db: Path) -> list[tuple[int, str]]:
             return []
 
 
-async def _classroom(url: str, db: Path) -> None:
+async def _until(condition, what: str, timeout: float = 1200) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting: {what}"
+        await asyncio.sleep(0.2)
+
+
+async def check_classroom(url: str, db: Path) -> None:
+    """Two long runs hold both slots first, so the queue holds the others whatever the machine's speed: the knob
+    change lands while they wait, then the long runs are stopped and the queue drains."""
     designer, _ = await Session.open(url, "preset=gpt2")
+    holders = [s for s, _ in await asyncio.gather(*(Session.open(url, HOLD, page="training") for _ in range(LIMIT)))]
+    for s in holders:
+        assert not (await s.click("Start training")).exceptions
+    await _until(lambda: sum(status == "running" for _, status in _runs(db)) == LIMIT, "both slots running")
     students = [s for s, _ in await asyncio.gather(*(Session.open(url, RUN, page="training")
-                                                     for _ in range(STUDENTS)))]
+                                                     for _ in range(STUDENTS - LIMIT)))]
     clicks = await asyncio.gather(*(s.click("Start training") for s in students))
     assert not any(c.exceptions for c in clicks)
-    queued = [i for i, c in enumerate(clicks) if any("Waiting for a free slot" in t for t in c.texts)]
-    assert len(queued) >= STOPPED, "too few runs waited in the queue"
-    stopped = queued[-STOPPED:]                              # the last in line leave while they wait
+    assert all(any("Waiting for a free slot" in t for t in c.texts) for c in clicks)   # both slots are held
+    stopped = list(range(len(students)))[-STOPPED:]              # the last in line leave while they wait
     await asyncio.gather(*(students[i].click("Stop") for i in stopped))
 
     most, done = 0, asyncio.Event()
@@ -104,33 +117,32 @@ async def _classroom(url: str, db: Path) -> None:
             await asyncio.sleep(0.05)
 
     watcher = asyncio.create_task(watch())
-    assert len(_runs(db)) < STUDENTS - STOPPED, "the queue emptied before the knob change"
-    change = await designer.set_widget("n_layers", 13)            # another session, while the queue works
+    change = await designer.set_widget("n_layers", 13)            # another session, while the others queue
     assert change.seconds < KNOB_SETTLES_S and total(13) in change.texts and not change.exceptions
-    deadline = time.monotonic() + 1200
-    while True:   # every run that was not stopped in the queue is stored and over
-        rows = _runs(db)
-        if len(rows) >= STUDENTS - STOPPED and all(status != "running" for _, status in rows):
-            break
-        assert time.monotonic() < deadline, f"runs still not done: {rows}"
-        await asyncio.sleep(0.5)
+    assert len(_runs(db)) == LIMIT                                # still only the two holders have started
+    await asyncio.gather(*(s.click("Stop") for s in holders))
+    await _until(lambda: (len(rows := _runs(db)) >= STUDENTS - STOPPED
+                          and all(status != "running" for _, status in rows)), "every queued run over")
     done.set()
     await watcher
     assert most <= LIMIT
-    pages = await asyncio.gather(*(s.rerun() for s in students))
-    left_queue = [i for i in stopped if any("Stopped while waiting in the queue" in t for t in pages[i].texts)]
+    everyone = [*holders, *students]
+    pages = await asyncio.gather(*(s.rerun() for s in everyone))
+    left_queue = [i for i in stopped if any("Stopped while waiting in the queue" in t
+                                            for t in pages[LIMIT + i].texts)]
+    assert left_queue == stopped
     rows = _runs(db)
     assert len(rows) + len(left_queue) == STUDENTS                 # none lost: stored, or left the queue
-    assert all(status in ("finished", "stopped") for _, status in rows), rows
-    assert sum(status == "finished" for _, status in rows) >= STUDENTS - STOPPED
+    assert [status for _, status in rows[:LIMIT]] == ["stopped"] * LIMIT, rows
+    assert [status for _, status in rows[LIMIT:]] == ["finished"] * (STUDENTS - LIMIT - STOPPED), rows
     for i, page in enumerate(pages):   # each student's page shows its own run's outcome
-        if i not in left_queue:
+        if i - LIMIT not in left_queue:
             assert sum("(run " in t and " params):" in t for t in page.texts) == 1, page.texts
-    await asyncio.gather(*(s.close() for s in (designer, *students)))
+    await asyncio.gather(*(s.close() for s in (designer, *everyone)))
 
 
 @pytest.mark.slow
 def test_twenty_sessions_train_through_one_queue(tmp_path):
     home = tmp_path / "home"
     with served({"EXPLORER_JOBS": str(LIMIT), "EXPLORER_HOME": str(home)}) as (_, url):
-        run(_classroom(url, home / "runs.sqlite"))
+        run(check_classroom(url, home / "runs.sqlite"))

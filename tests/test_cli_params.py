@@ -17,13 +17,14 @@ from engine.budget.params import COMPONENTS, count_params
 from engine.cli import main
 from engine.config import ModelConfig
 from engine.presets import PRESETS
+from tests.helpers import SUBPROCESS_WAIT_S
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def engine(*args: str, stdin: str | None = None, shell: str | None = None) -> subprocess.CompletedProcess:
     cmd = shell if shell else [sys.executable, "-m", "engine", *args]
-    return subprocess.run(cmd, cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=120,
+    return subprocess.run(cmd, cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=SUBPROCESS_WAIT_S,
                           shell=bool(shell), env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
@@ -42,7 +43,7 @@ def test_presets_json_subprocess():
     assert r.returncode == 0 and r.stderr == ""
     rows = json.loads(r.stdout)
     assert [row["name"] for row in rows] == list(PRESETS)
-    assert {row["name"]: row["params"] for row in rows}["llama-2-7b"] == 6_738_415_616
+    assert {row["name"]: row["total_params"] for row in rows}["llama-2-7b"] == 6_738_415_616
 
 
 def test_params_table_subprocess():
@@ -57,7 +58,7 @@ def test_export_piped_into_params_subprocess():
     r = engine(shell=f"{sys.executable} -m engine export --preset gemma-2-2b | "
                      f"{sys.executable} -m engine params --config /dev/stdin --json")
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["total"] == PRESETS["gemma-2-2b"].reference_params
+    assert json.loads(r.stdout)["total_params"] == PRESETS["gemma-2-2b"].reference_params
 
 
 def test_malformed_config_subprocess(tmp_path):
@@ -82,8 +83,8 @@ def test_params_json_is_the_closed_form(capsys, name):
     rc, out, _ = run(capsys, "params", "--preset", name, "--json")
     data = json.loads(out)
     assert rc == 0 and data == count_params(PRESETS[name].config).as_dict()
-    assert isinstance(data["total"], int) and isinstance(data["non_embedding"], int)
-    assert set(data["components"]) == set(COMPONENTS) and sum(data["components"].values()) == data["total"]
+    assert isinstance(data["total_params"], int) and isinstance(data["non_embedding_params"], int)
+    assert set(data["components"]) == set(COMPONENTS) and sum(data["components"].values()) == data["total_params"]
 
 
 def test_params_table_lists_every_component_with_its_share(capsys):
@@ -96,7 +97,7 @@ def test_params_table_lists_every_component_with_its_share(capsys):
 
 def test_field_flags_override_the_preset(capsys):
     rc, out, _ = run(capsys, "params", "--preset", "nanogpt-handout", "--tie-embeddings", "false", "--json")
-    assert rc == 0 and json.loads(out)["total"] == 1_932
+    assert rc == 0 and json.loads(out)["total_params"] == 1_932
     rc, out, _ = run(capsys, "export", "--n-kv-heads", "4", "--position", "rope")
     cfg = ModelConfig.from_yaml(out)
     assert rc == 0 and (cfg.n_kv_heads, cfg.position, cfg.d_model) == (4, "rope", 768)
@@ -109,7 +110,7 @@ def test_export_round_trips_through_a_file(capsys, tmp_path, name):
     path = tmp_path / "cfg.yaml"
     path.write_text(out)
     rc, out, _ = run(capsys, "params", "--config", str(path), "--json")
-    assert rc == 0 and json.loads(out)["total"] == PRESETS[name].reference_params
+    assert rc == 0 and json.loads(out)["total_params"] == PRESETS[name].reference_params
 
 
 # (id, YAML file content or None, extra arguments, text that must appear on stderr: the field or source named)

@@ -29,7 +29,7 @@ def test_kv_heads_json_rows_match_params_and_kv_is_proportional(capsys):
     for r in rows:
         rc, params_out, _ = run(capsys, "params", "--preset", "llama-3-8b", "--n-kv-heads", str(r["n_kv_heads"]),
                                 "--json")
-        assert rc == 0 and r["total_params"] == json.loads(params_out)["total"]
+        assert rc == 0 and r["total_params"] == json.loads(params_out)["total_params"]
         assert r["kv_cache_bytes"] == r["n_kv_heads"] * rows[0]["kv_cache_bytes"]     # proportional to KV heads
     assert rows[0]["kv_cache_bytes"] == 2 * 32 * 8192 * 128 * 2                        # MQA: 128 MiB
 

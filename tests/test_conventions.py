@@ -125,10 +125,11 @@ def test_param_count_dict_names_every_number():
     c = count_params(WINDOWED)
     built = sum(p.numel() for p in build_model(WINDOWED, device="meta").parameters())
     non_embedding = built - 13 * 16 - 16 * 16
-    assert c.as_dict() == {"total": built, "non_embedding": non_embedding, "active": built,   # dense: all active
-                           "active_non_embedding": non_embedding, "per_layer": c.per_layer,
-                           "tying_saves": 13 * 16, "tied": True, "components": c.components,
-                           "mtp": 0}   # no multi-token-prediction modules (beside the total, never in it)
+    assert c.as_dict() == {"total_params": built, "non_embedding_params": non_embedding,
+                           "active_params": built,                                          # dense: all active
+                           "active_non_embedding_params": non_embedding, "per_layer_params": c.per_layer,
+                           "tying_saves_params": 13 * 16, "tied": True, "components": c.components,
+                           "mtp_params": 0}   # no multi-token-prediction modules (beside the total, never in it)
     assert c.per_layer == (built - 13 * 16 - 16 * 16 - 2 * 16) // 2          # two blocks; final LayerNorm 2*d
 
 

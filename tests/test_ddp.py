@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from engine.train.store import RunStore
-from tests.helpers import TRAIN_ARGS, free_port
+from tests.helpers import SUBPROCESS_WAIT_S, TRAIN_ARGS, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 ARGS = TRAIN_ARGS
@@ -27,7 +27,7 @@ def test_two_gloo_processes_match_one_process(tmp_path):
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_addr=127.0.0.1",
                 f"--master_port={free_port()}"]
     for cmd in (torchrun + ARGS, [sys.executable] + ARGS):
-        done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+        done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=SUBPROCESS_WAIT_S)
         assert done.returncode == 0, done.stderr[-3000:]
     store = RunStore(tmp_path / "runs.sqlite")
     single, multi = (store.get_run(r["id"]) for r in store.list_runs())   # newest first

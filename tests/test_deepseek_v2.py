@@ -13,7 +13,7 @@ from engine.model import build_model
 transformers = pytest.importorskip("transformers", minversion="5.0")
 from engine.interop import (from_hf_config, from_transformers, hf_model_from_config, scramble_,  # noqa: E402
                             to_transformers)
-from tests.helpers import hooked_outputs  # noqa: E402
+from tests.hf_checks import hooked_outputs  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 V, T = 97, 12
@@ -121,6 +121,16 @@ def test_yarn_softmax_scale_is_transformers_scaling(name):
     assert mla_softmax_scale(cfg) == pytest.approx(by_hand, rel=1e-12)
     assert mla_softmax_scale(cfg) == pytest.approx(hf.model.layers[0].self_attn.scaling, rel=1e-12)
     assert mla_softmax_scale(cfg.replace(rope_mscale_all_dim=None)) == 16 ** -0.5
+
+
+def test_mscale_all_dim_under_default_rope_is_ignored_as_transformers_ignores_it():
+    """transformers applies mscale_all_dim only when rope_type is not "default" (deepseek_v3's
+    yarn_apply_mscale), so a default-RoPE config carrying it imports with the plain 1/sqrt(d) scale."""
+    rope = dict(rope_type="default", rope_theta=1e4, mscale_all_dim=0.707)
+    hf = hf_model_from_config("deepseek_v3", dict(_HF, n_group=1, topk_group=1, rope_parameters=rope))
+    cfg = from_transformers(hf).cfg
+    assert cfg.rope_mscale_all_dim is None
+    assert mla_softmax_scale(cfg) == 16 ** -0.5 == pytest.approx(hf.model.layers[0].self_attn.scaling, rel=1e-12)
 
 
 @pytest.mark.parametrize("change,key", [

@@ -70,3 +70,45 @@ def test_moe_block_draws_the_router_choosing_k_of_e_and_the_shared_expert():
     assert "d_ff 1,408 each" in dot and "b_up" not in dot        # no dense FFN drawn in its place
     mixed = block_dot(PRESETS["mixtral-8x7b"].config.replace(moe_first_dense=1))
     assert "MoE in 31 of 32 layers" in mixed and "2 of 8 routed experts" in mixed
+
+
+def test_circles_hold_one_symbol():
+    """A circle grows around its label: the MoE's "Σ weight × expert" in one was the biggest node of the block.
+    Circles are for the one-symbol joins (+, ×); anything longer is a box."""
+    for name, p in PRESETS.items():
+        circles = re.findall(r'\[label="([^"]*)", shape=circle', block_dot(p.config))
+        assert circles and all(len(label) == 1 for label in circles), (name, circles)
+
+
+def test_the_block_alone_leaves_out_embeddings_and_head():
+    cfg = PRESETS["llama-3-8b"].config
+    alone = block_dot(cfg, whole=False)
+    assert "token embedding" not in alone and "output head" not in alone and "x (residual stream)" in alone
+    assert alone.count("{") == alone.count("}") and "transformer block (serial, pre-norm)" in alone
+
+
+def test_hybrid_layouts_draw_their_kinds():
+    """A hybrid draws one layer in detail (an attention layer when there is one) and counts every kind; a
+    recurrent mixer is a box of its kind's own summary, a one-branch layer skips the missing branch."""
+    from engine.layers.mixers import MIXERS
+    from tests.hybrid_cases import hybrid_configs
+    for name, cfg in hybrid_configs().items():
+        dot = block_dot(cfg)
+        assert dot.count("{") == dot.count("}"), name
+        assert f"block × {cfg.n_layers} of" in dot and "drawn: a" in dot, name
+        recurrent = {MIXERS[k].label for spec in cfg.layer_specs for k in spec.mixers if MIXERS[k].recurrent}
+        assert recurrent and all(label in dot for label in recurrent), name
+    only_gdn = block_dot(hybrid_configs()["learned positions, no attention"])
+    assert "q_proj" not in only_gdn and "delta rule: a 4x4 state per value head" in only_gdn
+
+
+def test_llama4_diagram_shows_chunks_temperature_and_the_gain_free_qk_norm():
+    """Llama 4's attention box names what makes it Llama 4: chunked local layers, the NoPE layers' query
+    temperature and the QK-norm without gain on the rotating layers; the mask says chunk."""
+    from app.diagram import attention_label
+    cfg = PRESETS["llama-4-scout-17b-16e"].config
+    labels = attention_label(cfg) + " ".join(node_labels(block_dot(cfg)))
+    assert "chunked layers: own block of 8,192 only" in labels
+    assert "q × (1 + 0.1·ln(1 + ⌊(p+1)/8,192⌋)) on NoPE layers" in labels
+    assert "QK-norm on q and k (no gain, RoPE layers only)" in labels
+    assert "causal mask + chunk" in labels

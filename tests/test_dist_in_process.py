@@ -18,7 +18,7 @@ from engine.config import ModelConfig
 from engine.model import build_model
 from engine.plan import Layout, Setup
 from engine.plan.memory import gpu_memory
-from engine.train.ddp import SINGLE, DistInfo, env_world, session
+from engine.train.ddp import SINGLE, DistInfo, env_world, session, wrap
 from engine.train.loop import TrainConfig, _optimizer
 from engine.train.sharding import clip_grad_norm, full, parallelize, rank_bytes
 
@@ -98,3 +98,24 @@ def test_outside_torchrun_the_world_is_one_process(monkeypatch):
         assert not dist.is_initialized()
     monkeypatch.setenv("WORLD_SIZE", "3")                       # what torchrun --nproc_per_node=3 sets
     assert env_world() == 3
+
+
+@pytest.mark.parametrize("fake_rank", [1], indirect=True)
+def test_wrap_puts_a_cpu_model_under_ddp_without_device_ids(fake_rank):
+    """Data parallel on CPU (gloo): DistributedDataParallel around the same module, with no device ids (torch
+    refuses any for a CPU module); one process is left unwrapped."""
+    from torch.nn.parallel import DistributedDataParallel
+    model = build_model(ModelConfig(**{**TP_CFG, "ffn": "gelu"}), seed=0)
+    assert wrap(model, SINGLE) is model
+    ddp = wrap(model, fake_rank)
+    assert isinstance(ddp, DistributedDataParallel) and ddp.module is model and ddp.device_ids is None
+
+
+@pytest.mark.parametrize("fake_rank", [0, 1], indirect=True)
+def test_mean_divides_the_all_reduced_sum_by_the_world(fake_rank):
+    """The logged loss is the mean over ranks: all_reduce(SUM) / world, in place. The fake group's all_reduce
+    returns each rank's own tensor, so the mean of 6 on 2 ranks reads 3 here (6 + 6 on real ranks gives 6)."""
+    t = torch.tensor([6.0, -2.0])
+    assert fake_rank.mean(t) is t and t.tolist() == [3.0, -1.0]
+    one = torch.tensor([6.0])
+    assert SINGLE.mean(one).tolist() == [6.0]

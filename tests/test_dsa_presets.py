@@ -16,7 +16,7 @@ from engine.presets import PRESETS
 
 transformers = pytest.importorskip("transformers", minversion="5.0")
 from engine.interop.hf_config import import_hf_config  # noqa: E402
-from tests.helpers import hf_active, hf_meta  # noqa: E402
+from tests.hf_checks import hf_active, hf_meta  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "hf_configs"
 # preset -> (published config.json, transformers' total, active, the multi-token-prediction modules counted apart)

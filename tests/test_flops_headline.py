@@ -38,7 +38,7 @@ def test_headline_halves_full_attention_causally():
 
 def test_gap_note_names_the_three_conventions():
     note = gap_note(MISTRAL, MISTRAL.context_length)
-    assert "48.70 GFLOP" in note and "6N = 41.88 GFLOP" in note and "93.42 GFLOP" in note
+    assert "48.70 GFLOP" in note and "Kaplan's 6N = 41.88 GFLOP" in note and "94.99 GFLOP" in note
     assert "causal and windowed" in note and "94.20 GFLOP" in note
 
 
@@ -47,7 +47,7 @@ def test_rules_chart_shows_both_counts_labelled():
     h, full = headline_flops(MISTRAL, 1, T), flops_budget(MISTRAL, 1, T)
     fig = budget_charts.flops_rules_figure(h, full)
     assert list(fig.data[0].x) == ["counted: causal/window pairs", "counted: full T×T square (FlopCounterMode)",
-                                   "6N rule", "PaLM 6N + 12·L·H·Q·T"]
+                                   "Kaplan 6N (non-embedding N)", "PaLM 6N + 12·L·H·Q·T (all N)"]
     assert list(fig.data[0].y) == [h.flops_per_token, full.flops_per_token, h.six_n_per_token, h.palm_per_token]
 
 

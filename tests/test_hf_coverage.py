@@ -22,8 +22,8 @@ REFUSED = {
     "olmo2_7b.json": ({"attention_bias": True}, "attention_bias"),     # biases on attention only
     "phi-3_5.json": ({"embd_pdrop": 0.1}, "resid_pdrop"),              # dropouts we cannot place
     "phi-1_5.json": ({"resid_pdrop": 0.1}, "resid_pdrop"),             # as published for phi-2 (embd_pdrop 0)
-    "gpt-oss-20b.json": ({"quantization_config": {"quant_method": "gptq"}},   # weights not MXFP4 storage of
-                         "quantization_config"),                               # the bf16 model
+    "gpt-oss-20b.json": ({"quantization_config": {"quant_method": "hqq"}},    # a storage the checkpoint
+                         "quantization_config"),                               # fields cannot size
 }
 
 
@@ -75,7 +75,8 @@ def test_stored_counts_are_transformers_counts(name):
                                          ("qwen2.5-0.5b", "qwen2_0_5b.json"), ("gemma-2-2b", "gemma2_2b.json"),
                                          ("starcoder2-7b", "starcoder2.json"), ("gemma-3-1b", "gemma3_1b_it.json"),
                                          ("phi-3.5-mini", "phi-3_5.json"), ("olmo-2-7b", "olmo2_7b.json"),
-                                         ("gpt-oss-20b", "gpt-oss-20b.json")])
+                                         ("gpt-oss-20b", "gpt-oss-20b.json"),
+                                         ("kimi-linear-48b-a3b", "kimi-linear-48b-a3b.json")])
 def test_presets_are_the_published_configs(preset, name):
     """A preset written by hand is exactly what importing the published config.json gives (name aside)."""
     from engine.presets import PRESETS

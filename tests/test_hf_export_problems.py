@@ -3,7 +3,7 @@ with the value and the reason, in a fixed order; the error leads with the closes
 import pytest
 
 from engine.config import ConfigError, ModelConfig
-from engine.interop import to_hf_config
+from engine.interop import from_hf_config, to_hf_config
 from engine.interop.hf_export import hf_problems
 
 # a valid config that no family can express: post-norm, no final norm, an embedding norm, a head bias, scaled
@@ -55,3 +55,28 @@ def test_mistral_needs_the_window_on_every_layer():
     cfg = cfg.replace(global_every=None, layer_types=("sliding", "full"))
     assert hf_problems(cfg, "mistral")[1] == _messages(
         "mistral", [("layer_types", "('sliding', 'full')", "the window applies to every layer")])
+
+
+def test_an_unknown_family_is_named_with_the_ones_we_write():
+    with pytest.raises(ConfigError) as e:
+        to_hf_config(ODD, "bert")
+    assert e.value.problems[0].startswith("model_type: 'bert' is not one of llama, mistral, qwen2, qwen3, gemma")
+
+
+def test_neox_needs_two_norms_in_a_parallel_block():
+    neox = from_hf_config({"model_type": "gpt_neox", "hidden_size": 64, "num_attention_heads": 4,
+                           "num_hidden_layers": 2, "intermediate_size": 256, "vocab_size": 100})
+    assert neox.block == "parallel" and hf_problems(neox, "gpt_neox")[1] == []
+    shared = neox.replace(parallel_shared_norm=True)
+    assert hf_problems(shared, "gpt_neox")[1] == _messages(
+        "gpt_neox", [("parallel_shared_norm", "True", "NeoX has two norms")])
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_falcon_writes_whether_the_head_is_tied(tied):
+    """Falcon's config class ties the head by default: an untied model must say so, or its head is lost."""
+    cfg = from_hf_config({"model_type": "falcon", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+                          "vocab_size": 100, "tie_word_embeddings": tied})
+    family, d = to_hf_config(cfg, "falcon")
+    assert d["tie_word_embeddings"] is tied
+    assert from_hf_config({"model_type": family, **d}).replace(name=cfg.name) == cfg

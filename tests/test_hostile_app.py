@@ -36,14 +36,14 @@ def assert_clean(at, named: str) -> None:
 ])
 def test_hostile_url_values(new_app, query, named):
     at = new_app(**query)
-    at.run(timeout=60)
+    at.run()
     assert_clean(at, named)
     assert not any(LINK.search(a) for a in alerts(at))   # the quoted value is escaped, not a link
 
 
 def test_crafted_name_is_plain_text_in_the_heading(new_app):
     at = new_app(name=CRAFTED)
-    at.run(timeout=60)
+    at.run()
     assert not at.exception
     title = at.title[0].value
     assert not LINK.search(title) and "\\[x\\]" in title and "\\!\\[i\\]" in title and "\\$x\\$" in title
@@ -54,7 +54,7 @@ def test_activations_refuses_many_tiny_heads_before_building(new_app):
     """The issue's case: 700,000 heads of width 1 pass the parameter limit; the explicit path's T x T maps don't."""
     at = new_app(page="pages/activations.py", d_model="64", n_heads="700000", head_dim="1", n_layers="1",
                  vocab_size="1000")
-    at.run(timeout=60)
+    at.run()
     assert not at.exception
     assert any("refusing to build" in e.value and "inference pass" in e.value for e in at.error), alerts(at)
     assert not [b for b in at.button if b.label == "Build and measure"]
@@ -62,8 +62,8 @@ def test_activations_refuses_many_tiny_heads_before_building(new_app):
 
 def test_budgets_measure_at_the_largest_width_is_refused(new_app):
     at = new_app(page="pages/budgets.py", d_model=str(MAX_INT), n_heads="1")
-    at.run(timeout=60)
-    next(b for b in at.button if b.key == "b_measure").click().run(timeout=60)
+    at.run()
+    next(b for b in at.button if b.key == "b_measure").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert any("more than torch can address" in a or "Not building" in a for a in alerts(at)), alerts(at)
 
@@ -76,9 +76,9 @@ def test_budgets_measure_at_the_largest_width_is_refused(new_app):
 ])
 def test_hostile_uploads(new_app, name, data, named):
     at = new_app()
-    at.run(timeout=60)
+    at.run()
     up = next(u for u in at.get("file_uploader") if "yaml_upload" in u.key)
-    up.set_value((name, data, "application/x-yaml")).run(timeout=60)
+    up.set_value((name, data, "application/x-yaml")).run()
     assert_clean(at, named)
 
 
@@ -92,13 +92,13 @@ def test_unusable_store_on_the_training_page(new_app, tmp_path, monkeypatch, spo
     spoil(path)
     before = path.read_bytes()
     at = new_app(page="pages/training.py")
-    at.run(timeout=60)
+    at.run()
     assert_clean(at, named)
     assert any(str(path) in e.value for e in at.error) and path.read_bytes() == before   # named, untouched
-    at.switch_page(str(ROOT / "pages/design.py")).run(timeout=60)
+    at.switch_page(str(ROOT / "pages/design.py")).run()
     assert not at.exception and not [e for e in at.error if "runs.sqlite" in e.value]   # other pages unaffected
-    at.switch_page(str(ROOT / "pages/training.py")).run(timeout=60)
-    next(b for b in at.button if b.key == "t_move_aside").click().run(timeout=60)
+    at.switch_page(str(ROOT / "pages/training.py")).run()
+    next(b for b in at.button if b.key == "t_move_aside").click().run()
     moved = [p for p in tmp_path.iterdir() if p.name.startswith("runs.sqlite.unusable-")]
     assert len(moved) == 1 and moved[0].read_bytes() == before and not at.exception
 
@@ -107,7 +107,7 @@ def test_a_running_run_cannot_be_deleted_from_the_page(new_app, tmp_path, monkey
     monkeypatch.setenv("EXPLORER_HOME", str(tmp_path))
     rid = RunStore().create_run(ModelConfig(name="other session"), TrainConfig(), "names", 1, "cpu")   # alive
     at = new_app(page="pages/training.py")
-    at.run(timeout=60)
+    at.run()
     assert not at.exception
     delete = next(b for b in at.button if b.key == "t_delete")
     assert delete.label == f"Delete run {rid}" and delete.disabled

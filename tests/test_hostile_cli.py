@@ -84,7 +84,8 @@ HF_CASES = [   # (config.json text, extra files {name: text}, what the message n
     (json.dumps({**LLAMA, "num_hidden_layers": 10**9}), {}, "num_hidden_layers:"),
     (json.dumps(LLAMA)[:-1] + ', "rms_norm_eps": 1' + "0" * 400 + ".5}", {}, "rms_norm_eps:"),
     (json.dumps(LLAMA)[:-1] + ', "vocab_size": ' + "9" * 5000 + "}", {}, "digit integer"),
-    (json.dumps(LLAMA)[:-1] + ', "rope_theta": NaN}', {}, "NaN"),
+    (json.dumps(LLAMA)[:-1] + ', "rope_theta": NaN}', {}, "rope_theta: nan"),   # read as json reads it; not finite
+    (json.dumps(LLAMA)[:-1] + ', "rms_norm_eps": -Infinity}', {}, "rms_norm_eps: -inf"),
     (json.dumps({**LLAMA, "hidden_size": "big"}), {}, "hidden_size:"),
     (json.dumps({**LLAMA, "hidden_size": 2**60}), {}, "hidden_size:"),
     (json.dumps({**LLAMA, "tie_word_embeddings": "yes"}), {}, "tie_word_embeddings:"),

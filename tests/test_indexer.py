@@ -20,7 +20,7 @@ from engine.model import KVCache, build_model
 transformers = pytest.importorskip("transformers", minversion="5.0")
 from engine.interop import (from_hf_config, from_transformers, hf_model_from_config, scramble_,  # noqa: E402
                             to_hf_config, to_transformers)
-from tests.helpers import assert_counts_match, assert_same_weights, hooked_outputs  # noqa: E402
+from tests.hf_checks import assert_counts_match, assert_same_weights, hooked_outputs  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 V, T, TOPK = 97, 24, 5

@@ -140,3 +140,38 @@ def test_published_configs_import_and_verbose_lists_ignored_keys(tmp_path, capsy
     assert listed == ignored
     code, quiet, _ = _run(capsys, tmp_path)
     assert code == 0 and "# ignored" not in quiet
+
+
+def test_a_gemma3_multimodal_config_prints_its_language_model_and_the_source_note(capsys):
+    """google/gemma-3-27b-it's config.json: the text model's YAML (the gemma-3-27b preset), after a note saying
+    it is the text_config and that the vision tower is not counted."""
+    from engine.presets import PRESETS
+    published = Path(__file__).parent / "data" / "hf_configs" / "gemma-3-27b-it.json"
+    code, out, _ = _run(capsys, published, "--verbose")
+    notes = [line for line in out.splitlines() if line.startswith("# ")]
+    assert code == 0 and notes[0].startswith("# source: gemma3 multimodal config.json: the language model is its "
+                                             "text_config (gemma3_text)")
+    assert notes[1].startswith("# not counted: vision_config: the vision tower")
+    assert any(line.startswith("# ignored: mm_tokens_per_image") for line in notes)
+    assert ModelConfig.from_yaml(out) == PRESETS["gemma-3-27b"].config.replace(name="gemma3_text")
+
+
+def test_a_nemotron_config_with_infinity_is_read_and_refused_by_name(capsys):
+    """time_step_limit [0.0, Infinity] reads as json reads it; the file is refused for its Mamba-2 layers (the
+    hybrid-layer readers), never as invalid JSON."""
+    published = Path(__file__).parent / "data" / "hf_configs" / "nvidia-nemotron-nano-9b-v2.json"
+    code, out, err = _run(capsys, published)
+    if code == 0:   # once the hybrid-layer readers import it
+        assert ModelConfig.from_yaml(out).n_layers == 56
+    else:
+        assert code == 2 and "hybrid_override_pattern" in err and "JSON" not in err
+
+
+def test_check_of_a_multimodal_checkpoint_compares_its_language_model(tmp_path, capsys):
+    """A saved Qwen3-VL checkpoint (vision tower included): --check loads it, converts the language model and
+    matches its logits."""
+    vision = dict(depth=1, hidden_size=16, intermediate_size=32, num_heads=2, out_hidden_size=32,
+                  deepstack_visual_indexes=[0])
+    _save(tmp_path, "qwen3_vl", dict(text_config=dict(LLAMA, head_dim=8), vision_config=vision))
+    code, out, _ = _run(capsys, tmp_path, "--check", "--tokens", "8")
+    assert code == 0 and "# source: qwen3_vl multimodal" in out and _gap(out) < 1e-4

@@ -9,8 +9,10 @@ import pytest
 from engine.budget.params import count_params
 from engine.config import ConfigError, ModelConfig
 from engine.interop import FAMILIES, from_hf_config, to_hf_config, to_transformers
+from engine.limits import MAX_LAYERS
 from engine.model import build_model
 from engine.presets import PRESETS
+from tests.helpers import SUBPROCESS_WAIT_S
 
 # config.json as published on the Hugging Face Hub (the generation-only keys left out)
 PUBLISHED = {
@@ -110,9 +112,11 @@ def test_export_round_trips(preset):
 @pytest.mark.parametrize("family", FAMILIES)
 def test_missing_keys_mean_transformers_defaults(family):
     transformers = pytest.importorskip("transformers", minversion="5.0")
-    # DeepseekV2Config has no default top-k (its router cannot run without one; test_deepseek_v2.py holds
-    # the refusal), so that one key is given
-    given = {"num_experts_per_tok": 6} if family == "deepseek_v2" else {}
+    # DeepseekV2Config and Dots1Config have no default top-k or expert count (their routers cannot run without
+    # them; the refusals are tested apart), and Glm4MoeConfig's default head (4096 / 96 = 42 wide, half of it
+    # rotating) turns an odd 21 dimensions, so those keys are given
+    given = {"deepseek_v2": {"num_experts_per_tok": 6}, "dots1": {"n_routed_experts": 8, "num_experts_per_tok": 2},
+             "glm4_moe": {"head_dim": 128}}.get(family, {})
     ours = from_hf_config({"model_type": family, **given})
     full = from_hf_config(transformers.AutoConfig.for_model(family, **given).to_dict())
     assert ours.replace(name=full.name) == full
@@ -122,6 +126,13 @@ def _problems(d):
     with pytest.raises(ConfigError) as e:
         from_hf_config(d)
     return e.value.problems
+
+
+def test_a_per_layer_list_longer_than_any_model_is_refused_by_its_length():
+    """Refused for its size before any reader walks it, naming the key and the limit."""
+    n = MAX_LAYERS + 1
+    assert _problems({"model_type": "qwen2", "num_hidden_layers": 2, "layer_types": ["full_attention"] * n}) == \
+        [f"layer_types: {n:,} entries is more than the engine models (at most {MAX_LAYERS:,})"]
 
 
 @pytest.mark.parametrize("config,key", [
@@ -135,7 +146,7 @@ def _problems(d):
     ({"model_type": "llama", "attention_bias": True}, "attention_bias"),
     ({"model_type": "llama", "attention_dropout": 0.1}, "attention_dropout"),
     ({"model_type": "llama", "hidden_act": "gelu_fast"}, "hidden_act"),
-    ({"model_type": "llama", "quantization_config": {"quant_method": "gptq"}}, "quantization_config"),
+    ({"model_type": "llama", "quantization_config": {"quant_method": "hqq"}}, "quantization_config"),
     ({"model_type": "qwen3", "attention_bias": True}, "attention_bias"),
     # irregular full/sliding patterns and query_pre_attn_scalar != head_dim import now (layer_types, attn_scale:
     # tests/test_interop_families.py); an unknown layer type or a non-positive scalar is refused
@@ -179,6 +190,17 @@ def test_gemma2_alternation_is_global_every_2():
     assert cfg.layer_windows == [7, None, 7, None] and cfg.global_every == 2
 
 
+@pytest.mark.parametrize("ffn,act", [("swiglu", "silu"), ("geglu", "gelu"), ("geglu_tanh", "gelu_pytorch_tanh")])
+def test_gemma2_export_writes_the_activation_transformers_reads(ffn, act):
+    """Gemma2Config reads hidden_activation (default gelu_pytorch_tanh): a writer that left it out would export a
+    SwiGLU model as a tanh-GELU one. Checked on transformers' own config class."""
+    from transformers import Gemma2Config
+    cfg = from_hf_config({"model_type": "gemma2", "num_hidden_layers": 2, "sliding_window": 7}).replace(ffn=ffn)
+    family, d = to_hf_config(cfg, "gemma2")
+    assert family == "gemma2" and Gemma2Config(**d).hidden_activation == act
+    assert from_hf_config({"model_type": family, **d}).ffn == ffn
+
+
 def test_post_norm_with_gqa_is_not_expressible():
     cfg = PRESETS["llama-3-8b"].config.replace(norm_placement="post")
     with pytest.raises(ConfigError) as e:
@@ -206,7 +228,7 @@ def test_import_hf_runs_without_transformers(tmp_path):
     """The YAML import is pure stdlib + engine: a real `python -m engine import-hf` never imports transformers."""
     (tmp_path / "config.json").write_text(json.dumps(PUBLISHED["llama-3-8b"]))
     r = subprocess.run([sys.executable, "-X", "importtime", "-m", "engine", "import-hf", str(tmp_path)],
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=SUBPROCESS_WAIT_S)
     assert r.returncode == 0, r.stderr[-2000:]
     assert count_params(ModelConfig.from_yaml(r.stdout)).total == PRESETS["llama-3-8b"].reference_params
     imported = {line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time")}

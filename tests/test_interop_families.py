@@ -9,7 +9,8 @@ transformers = pytest.importorskip("transformers", minversion="5.0")
 
 from engine.budget.params import count_params  # noqa: E402
 from engine.interop.weights import ours_to_hf, pairs_for  # noqa: E402
-from tests.helpers import assert_same_weights, convert_cases, pairs_missing_from  # noqa: E402
+from tests.hf_checks import (assert_both_attention_paths_match, assert_same_weights, convert_cases,  # noqa: E402
+                           pairs_missing_from)
 from engine.layers.position import alibi_slopes  # noqa: E402
 
 transformers.logging.set_verbosity_error()
@@ -87,15 +88,8 @@ def converted():
 def test_logits_match_transformers(converted, name):
     hf, ours, idx = converted[name]
     with torch.no_grad():
-        ref, got = hf(input_ids=idx).logits, ours(idx)
-    assert ref.abs().max() > 1.0
-    torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
-    ours.set_attention("explicit")
-    try:
-        with torch.no_grad():
-            torch.testing.assert_close(ours(idx), ref, rtol=1e-5, atol=1e-5)
-    finally:
-        ours.set_attention("sdpa")
+        ref = hf(input_ids=idx).logits
+    assert_both_attention_paths_match(ours, idx, ref)
 
 
 @pytest.mark.parametrize("name", CASES)

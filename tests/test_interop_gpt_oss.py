@@ -13,7 +13,7 @@ from engine.interop import (from_transformers, hf_model_from_config, scramble_, 
                             to_transformers)
 from engine.interop.hf_config import import_hf_config  # noqa: E402
 from engine.interop.hf_gpt_oss import gpt_oss_pairs  # noqa: E402
-from tests.helpers import assert_same_weights, hf_active, hf_meta, pairs_missing_from  # noqa: E402
+from tests.hf_checks import assert_same_weights, hf_active, hf_meta, pairs_missing_from  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 V, T = 97, 20
@@ -100,15 +100,15 @@ def test_counts_equal_transformers(pair):
     assert count.active == hf_active(hf)
 
 
-def test_ignored_keys_are_listed_and_other_quantization_refused():
+def test_ignored_keys_are_listed_mxfp4_is_kept_and_other_quantization_refused():
     published = dict(CONFIG, model_type="gpt_oss", hidden_act="silu", experts_per_token=2, initial_context_length=16,
                      quantization_config={"quant_method": "mxfp4", "modules_to_not_convert": ["lm_head"]})
     cfg, ignored = import_hf_config(published)
-    assert {line.split(":")[0] for line in ignored} >= {"hidden_act", "experts_per_token", "initial_context_length",
-                                                       "quantization_config"}
+    assert {line.split(":")[0] for line in ignored} >= {"hidden_act", "experts_per_token", "initial_context_length"}
+    assert cfg.ckpt_format == "mxfp4" and cfg.ckpt_keep is None     # the storage kept, for plan --quant checkpoint
     assert count_params(cfg).total == sum(p.numel() for p in hf_meta(published).parameters())
     with pytest.raises(ConfigError) as e:
-        import_hf_config(dict(published, quantization_config={"quant_method": "gptq"}))
+        import_hf_config(dict(published, quantization_config={"quant_method": "hqq"}))
     assert any(p.startswith("quantization_config.quant_method") for p in e.value.problems)
 
 

@@ -50,22 +50,20 @@ def test_each_inexpressible_field_is_one_exact_problem(changes, problem):
 
 def test_other_quantization_is_refused_exactly():
     with pytest.raises(ConfigError) as e:
-        from_hf_config({"model_type": "gpt_oss", **_HF, "quantization_config": {"quant_method": "gptq"}})
-    assert e.value.problems == ["quantization_config.quant_method: 'gptq' is not expressible "
-                                "(only MXFP4 storage of the bf16 architecture is read)"]
+        from_hf_config({"model_type": "gpt_oss", **_HF, "quantization_config": {"quant_method": "hqq"}})
+    assert e.value.problems == ["quantization_config.quant_method: 'hqq' is not expressible (mxfp4, fp8, "
+                                "compressed-tensors, bitsandbytes, awq and gptq are read)"]
 
 
 def test_a_bare_quantization_name_is_refused_too():
     with pytest.raises(ConfigError) as e:
         from_hf_config({"model_type": "gpt_oss", **_HF, "quantization_config": "gptq"})
-    assert e.value.problems == ["quantization_config.quant_method: 'gptq' is not expressible "
-                                "(only MXFP4 storage of the bf16 architecture is read)"]
+    assert e.value.problems == ["quantization_config: 'gptq' is not expressible (a mapping with quant_method is read)"]
 
 
-def test_mxfp4_is_listed_as_ignored_with_its_reason():
-    _, ignored = import_hf_config({"model_type": "gpt_oss", **_HF, "quantization_config": {"quant_method": "mxfp4"}})
-    assert ignored == ["quantization_config: MXFP4 storage of the expert weights; the architecture and its "
-                       "parameter count are the dequantized model's"]
+def test_mxfp4_is_read_as_the_checkpoint_format():
+    cfg, ignored = import_hf_config({"model_type": "gpt_oss", **_HF, "quantization_config": {"quant_method": "mxfp4"}})
+    assert cfg.ckpt_format == "mxfp4" and not any(i.startswith("quantization_config") for i in ignored)
 
 
 def test_rope_keys_and_the_expert_alias_read_like_transformers():

@@ -7,7 +7,7 @@ import torch
 transformers = pytest.importorskip("transformers", minversion="5.0")
 
 from engine.budget.params import count_params  # noqa: E402
-from tests.helpers import assert_same_weights, convert_cases, pairs_missing_from  # noqa: E402
+from tests.hf_checks import assert_same_weights, convert_cases, pairs_missing_from  # noqa: E402
 from engine.interop import to_hf_config, to_transformers  # noqa: E402
 from engine.interop.weights import pairs_for  # noqa: E402
 

@@ -10,7 +10,7 @@ import torch
 transformers = pytest.importorskip("transformers", minversion="5.0")
 
 from engine.budget.params import count_params  # noqa: E402
-from tests.helpers import assert_same_weights, convert_cases  # noqa: E402
+from tests.hf_checks import assert_logits_match, assert_same_weights, convert_cases  # noqa: E402
 from engine.interop import to_hf_config, to_transformers  # noqa: E402
 from engine.model import build_model  # noqa: E402
 
@@ -72,12 +72,7 @@ def converted():
 
 @pytest.mark.parametrize("name", CASES)
 def test_logits_match_transformers(converted, name):
-    hf, ours, idx = converted[name]
-    tol = CASES[name][2]
-    with torch.no_grad():
-        ref, got = hf(input_ids=idx).logits, ours(idx)
-    assert ref.abs().max() > 1.0   # non-trivial logits
-    torch.testing.assert_close(got, ref, rtol=tol, atol=tol)
+    assert_logits_match(converted[name], CASES[name][2])
 
 
 @pytest.mark.parametrize("name", CASES)

@@ -169,3 +169,11 @@ def test_qwen2_biases_on_qkv_only_and_qwen3_norms_each_head():
     q = torch.randn(2, 4, 5, 16)   # [B, heads, T, head_dim]: one gain vector shared by every head
     torch.testing.assert_close(a3.q_norm(q), hf_attn.q_norm(q), rtol=1e-6, atol=1e-6)
     torch.testing.assert_close(a3.k_norm(q), hf_attn.k_norm(q), rtol=1e-6, atol=1e-6)
+
+
+def test_an_imported_bf16_model_stays_bf16_in_eval_mode():
+    """from_transformers keeps the source's dtype (a bf16 checkpoint built as fp32 would double its memory and
+    change every logit's rounding) and its train/eval mode."""
+    hf = hf_model_from_config("llama", dict(_TINY)).to(torch.bfloat16).eval()
+    ours = from_transformers(hf)
+    assert {p.dtype for p in ours.parameters()} == {torch.bfloat16} and not ours.training

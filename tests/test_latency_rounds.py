@@ -15,7 +15,7 @@ from engine.config import ModelConfig
 from engine.measure import latency as lat
 from engine.measure import probe
 from engine.measure.decode import DecodePoint
-from engine.measure.estimate import sweep_estimate
+from engine.measure.estimate import budget_note, sweep_estimate
 from engine.measure.rounds import Timing, interleaved
 from engine.model import build_model
 
@@ -119,3 +119,35 @@ def test_device_text_says_how_many_threads_time(monkeypatch):
     assert f"now 1 of {torch.get_num_threads()}" in latency_view.device_text(CPU)
     monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     assert f"now {torch.get_num_threads()} of {torch.get_num_threads()}" in latency_view.device_text(CPU)
+
+
+def test_a_budget_shorter_than_the_fewest_rounds_is_explained():
+    """Rounds stop once the budget is spent but never before MIN_ROUNDS: a 5 s budget over rounds of ~6 s still
+    takes ~35 s, and the estimate says why instead of contradicting the budget silently."""
+    cfg = TINY.replace(d_model=192, n_layers=2, vocab_size=1024, context_length=256)
+    est = sweep_estimate(cfg, [1, 4], [64, 256], "forward", "fp32", CPU, 0.5 * fewest_rounds_s(cfg))
+    assert est.note.startswith(f"{rounds.MIN_ROUNDS} rounds of ≈ ") and "cannot end it sooner" in est.note
+    assert est.low_s >= rounds.MIN_ROUNDS * est.round_s                # what the rounds really take
+    assert sweep_estimate(cfg, [1, 4], [64, 256], "forward", "fp32", CPU, 10 * fewest_rounds_s(cfg)).note == ""
+    assert budget_note(1.0, 5.0) == "" and budget_note(1.01, 5.0).startswith("5 rounds of ≈ 1.0 s")
+
+
+def fewest_rounds_s(cfg) -> float:
+    return sweep_estimate(cfg, [1, 4], [64, 256], "forward", "fp32", CPU, 0.0).round_s * rounds.MIN_ROUNDS
+
+
+def test_the_budgets_measure_estimate_within_3x_of_the_real_duration(monkeypatch):
+    """Against the real probe, as the sweep's: the Budgets page's Measure on a small gpt2 (FLOP count on meta,
+    two real builds and forwards). A model is built first so the process's one-time import is on neither side."""
+    from app.budget_measure import measure_budgets, measure_plan
+    from engine.measure.estimate import measure_estimate
+    from engine.presets import PRESETS
+    monkeypatch.setattr(probe, "_CACHE", {})
+    build_model(TINY)
+    cfg = PRESETS["gpt2"].config.replace(n_layers=2)
+    plan = measure_plan(cfg, 1, 256, "cpu")
+    est = measure_estimate(cfg, plan.flops_at, plan.built_at, "fp32", CPU)
+    t = time.perf_counter()
+    measure_budgets(cfg, 1, 256, "fp32", "sdpa", "cpu")
+    real = time.perf_counter() - t
+    assert est.low_s / 3 <= real <= 3 * est.high_s, (est, real)

@@ -12,6 +12,7 @@ from engine.layers.attention import (Attention, LayerKV, attention_params, atten
                                      kv_head_choices)
 from engine.layers.block import Block, block_layout, block_params
 from engine.layers.ffn import ACTIVATIONS, GATE_ACTIVATION, ffn_formula, ffn_params, make_ffn
+from engine.layers.mixers import MIXERS
 from engine.layers.norm import NORMS, make_norm, norm_params
 from engine.model import build_model
 from engine.presets import get_preset
@@ -124,8 +125,9 @@ def _init_by_name_suffix(model, seed: int, std: float = 0.02) -> None:
 
 
 def test_each_module_initialises_itself_to_the_old_values():
-    """Per-module init_weights draws the same values, in the same order, as the old name-matching loop."""
-    for cfg in variant_configs():
+    """Per-module init_weights draws the same values, in the same order, as the old name-matching loop (which
+    predates recurrent mixers, which draw their own: tests/test_gdn.py, test_kda.py, test_lightning.py)."""
+    for cfg in (c for c in variant_configs() if not any(c.uses(k) for k, m in MIXERS.items() if m.recurrent)):
         ours = build_model(cfg, seed=3)
         ref = build_model(cfg, init=False)
         _init_by_name_suffix(ref, seed=3)
@@ -147,7 +149,7 @@ def test_ffn_formula_names_the_dense_activation_or_the_gate_of_each_choice():
     """Called here, not read from activation_grid's import-time table: the formula the lecture prints."""
     assert {ffn: ffn_formula(ffn) for ffn in FIELDS["ffn"].choices} == {
         "relu": "max(0, x)", "gelu": "x·Φ(x)  (exact, Φ = normal CDF)",
-        "gelu_tanh": "x·½(1 + tanh(√(2/π)(x + 0.044715x³)))", "silu": "x·σ(x)",
+        "gelu_tanh": "x·½(1 + tanh(√(2/π)(x + 0.044715x³)))", "silu": "x·σ(x)", "relu2": "max(0, x)²",
         "swiglu": "SiLU(g)·u", "geglu": "GELU(g)·u", "geglu_tanh": "GELU_tanh(g)·u", "reglu": "ReLU(g)·u",
         "swiglu_clamped": "g'·σ(α·g')·(u' + 1),  g' = min(g, limit), u' = clamp(u, ±limit)"}
 

@@ -13,7 +13,7 @@ def axes_named(fig) -> bool:
 def test_marked_activations_figure_plots_engine_curves_and_marks():
     curves = lecture.dense_activation_table(-2, 2, 9)
     fig = charts.marked_activations_figure(curves, (-1.0, 2.0))
-    assert [t.name for t in fig.data] == ["relu", "gelu", "gelu_tanh", "silu"]
+    assert [t.name for t in fig.data] == ["relu", "gelu", "gelu_tanh", "silu", "relu2"]
     assert list(fig.data[1].y) == curves["gelu"] and len(fig.layout.shapes) == 2 and axes_named(fig)
 
 
@@ -49,8 +49,14 @@ def test_rope_heatmap_is_constant_along_diagonals():
 def test_softcap_and_mask_order_figures():
     fig = charts.softcap_figure(lecture.softcap_curve(30, -120, 120, 9), 30)
     assert max(fig.data[1].y) < 30 and fig.layout.yaxis2.title.text
-    m = charts.mask_order_figure(lecture.mask_order())
+    r = lecture.mask_order()
+    m = charts.mask_order_figure(r)
     assert m.data[0].y[2] == 0 and m.data[1].y[2] > 0
+    # the leak (0.0007 on a 0.7 axis: under a pixel) is written on its bar and called out over it
+    assert list(m.data[1].text) == [f"{p:.4f}" for p in r.mask_then_cap] and m.data[1].text[2] == "0.0007"
+    (leak,) = m.layout.annotations
+    assert leak.text == "leaks 0.0007" and (leak.x, leak.y) == (2.2, r.mask_then_cap[2]) and leak.showarrow
+    assert not charts.mask_order_figure(lecture.mask_order(masked=(False, False, False))).layout.annotations
 
 
 def test_size_figures():

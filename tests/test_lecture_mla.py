@@ -81,7 +81,7 @@ def test_chart_has_a_line_per_kind_with_units():
 
 def test_lecture_section_on_deepseek_v3(new_app):
     at = new_app(page=LECTURE, section="mla", preset="deepseek-v3")
-    at.run(timeout=120)
+    at.run()
     assert not at.exception and not at.error and not at.warning
     assert at.header[0].value.endswith("MLA: cache the latent, not the heads")
     shown = {m.label: m.value for m in at.metric}

@@ -5,6 +5,7 @@ a dropped term as small as the attention logsumexp must fail here, not hide insi
 import pytest
 
 from engine.budget.activations import activation_estimate
+from engine.layers.ffn import ffn_saved_bytes
 from engine.measure.activations import measure_activations
 from tests.helpers import AXES, make, pairwise_variants, variant_configs
 
@@ -53,6 +54,14 @@ def test_recompute_is_ordered_and_full_keeps_block_inputs():
     assert none.total - sel.total == none.terms["attn_scores"] + none.terms["attn_mask"]
 
 
+def test_the_breakdown_names_the_ffn_part():
+    """The Activations page lists the saved bytes by part; a dense block's FFN is the part called "ffn"."""
+    cfg = make({"ffn": "swiglu"})
+    est = activation_estimate(cfg, 2, 6, "fp32", "sdpa")
+    assert est.terms["ffn"] == cfg.n_layers * ffn_saved_bytes(cfg, 2 * 6, 4)
+    assert all(isinstance(name, str) and name for name in est.terms)
+
+
 def test_per_layer_and_parts_add_up():
     est = activation_estimate(make({"attn_window": 3, "global_every": 2}), 2, 6, "bf16", "sdpa")
     assert est.total == est.embedding + sum(est.per_layer) + est.head
@@ -70,3 +79,12 @@ def test_local_rope_tables_and_nope_layers(dtype):
     for impl in ("sdpa", "explicit"):
         m = measure_activations(cfg, 2, 6, impl, dtype=dtype)
         assert abs(m.error_pct) <= 2.0, (impl, m)
+
+
+def test_with_dropout_the_math_path_keeps_q_k_v_broadcast_in_fp32_under_attn_qkv():
+    """Dropout sends SDPA to its math path: q, k^T and v broadcast to all H heads, in fp32 whatever the dtype --
+    3 * B*T * (H * head width) * 4 bytes per layer, listed as the breakdown's "attn_qkv" part."""
+    cfg = make({"dropout": 0.1})
+    est = activation_estimate(cfg, 2, 6, "bf16", "sdpa")
+    assert est.terms["attn_qkv"] == cfg.n_layers * 3 * (2 * 6) * (cfg.n_heads * cfg.head_width) * 4
+    assert all(isinstance(name, str) and name for name in est.terms)

@@ -1,4 +1,7 @@
 """Memory closed forms: reference KV-cache sizes, 16 bytes/param, policies, KV against a real cache."""
+import math
+import re
+
 import pytest
 
 from engine.budget.activations import activation_estimate
@@ -60,6 +63,21 @@ def test_totals_and_json_keys():
         assert isinstance(d[key], int) and key in b.formulas and b.formulas[key]
 
 
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("optimizer", OPTIMIZERS)
+def test_each_training_state_formula_multiplies_out_to_its_bytes(policy, optimizer):
+    """The Budgets table shows a formula beside each number: "P * 2 B (...)", "P * 2 states (...) * 4 B", or
+    "0: ..." when there is none; its factors times P must give the number shown next to it."""
+    cfg = get_preset("gpt2").config
+    P = count_params(cfg).total
+    b = memory_budget(cfg, 1, 8, policy=policy, optimizer=optimizer)
+    for key in ("weights_bytes", "grads_bytes", "optimizer_bytes", "master_bytes"):
+        text = b.formulas[key]
+        shown = 0 if text.startswith("0:") else P * math.prod(int(f) for f in re.findall(r"\* (\d+) ", text))
+        assert shown == getattr(b, key), (key, text)
+    assert b.formulas["weights_bytes"].startswith(f"P={P:,} params * ")
+
+
 def test_every_option_combination_gives_the_table_values():
     cfg = make({"attn_window": 3, "dropout": 0.1})
     P = count_params(cfg).total
@@ -84,7 +102,7 @@ def test_every_option_combination_gives_the_table_values():
                                        (dict(batch=0), "batch"), (dict(seq=-1), "seq")])
 def test_bad_options_name_the_field(bad, match):
     args = dict(batch=1, seq=8) | bad
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(ValueError, match=f"^{match}: "):     # the field's own name, first (the form's label)
         memory_budget(get_preset("gpt2").config, **args)
 
 

@@ -15,7 +15,7 @@ from engine.presets import PRESETS
 
 transformers = pytest.importorskip("transformers", minversion="5.0")
 from engine.interop import from_hf_config, from_transformers, hf_model_from_config, scramble_  # noqa: E402
-from tests.helpers import assert_counts_match  # noqa: E402
+from tests.hf_checks import assert_counts_match  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 V, T = 97, 12

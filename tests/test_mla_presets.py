@@ -15,8 +15,8 @@ from engine.presets import PRESETS
 
 transformers = pytest.importorskip("transformers", minversion="5.0")
 from engine.interop import from_hf_config  # noqa: E402
-from tests.helpers import hf_active as _hf_active  # noqa: E402
-from tests.helpers import hf_meta as _hf_meta  # noqa: E402
+from tests.hf_checks import hf_active as _hf_active  # noqa: E402
+from tests.hf_checks import hf_meta as _hf_meta  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "hf_configs"
 PUBLISHED = json.loads((DATA / "deepseek-v3.json").read_text())
@@ -55,7 +55,7 @@ def test_import_hf_cli_on_the_published_config_gives_transformers_counts(preset,
 def test_params_json(preset, capsys):
     assert main(["params", "--preset", preset, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert (out["total"], out["active"]) == MODELS[preset][1:]
+    assert (out["total_params"], out["active_params"]) == MODELS[preset][1:]
 
 
 def test_memory_json_reports_latent_and_expanded_cache(capsys):

@@ -114,7 +114,11 @@ KNOBS = {
     "rope_short_factor": (LONGROPE, (2.0, 3.0)), "rope_long_factor": ({**LONGROPE, "rope_original_context": 4},
                                                                        (2.0, 3.0)),
     "qk_norm_scope": ({"qk_norm": True}, "all_heads"), "head_bias": ({}, True), "logit_scale": ({}, 0.5), "n_experts": ({}, 4),
-    "attn_sinks": ({}, True), "swiglu_limit": ({"ffn": "swiglu_clamped"}, 0.2),
+    "attn_sinks": ({}, True), "swiglu_limit": ({"ffn": "swiglu_clamped"}, 0.2), "residual_alpha": ({}, 2.0),
+    "attn_chunk": ({"layer_types": ("chunked", "full"), "attn_chunk": 5}, 3),
+    **{name: ({"attn_temperature": 0.5, "attn_temperature_floor": 2, **extra}, value) for name, (extra, value) in {
+        "attn_temperature": ({}, 0.25), "attn_temperature_floor": ({}, 3), "attn_temperature_one_based": ({}, True),
+        "attn_temperature_layers": ({**ROPE, "nope_layers": (1,)}, "nope")}.items()},
     "swiglu_alpha": ({"ffn": "swiglu_clamped"}, 100.0),
     **{name: ({"n_experts": 4, **extra}, value) for name, (extra, value) in {
         "experts_per_token": ({}, 1), "expert_d_ff": ({}, 8), "n_shared_experts": ({}, 1),
@@ -123,8 +127,22 @@ KNOBS = {
         "router_renorm": ({}, False), "router_groups": ({"router_group_topk": 1}, 2),
         "router_group_topk": ({"router_groups": 2}, 2), "routed_scale": ({}, 2.5),
         "router_group_score": ({"router_groups": 2, "router_group_topk": 1}, "max"),
-        "expert_bias": ({}, True)}.items()},
+        "expert_bias": ({}, True), "router_scales_input": ({}, True)}.items()},
+    "attn_out_scale": ({}, 0.5), "ffn_gate_scale": ({"ffn": "swiglu"}, 0.5), "ffn_out_scale": ({}, 2.0),
+    "embed_multiplier": ({}, 3.0),
+    **{name: ({"layer_types": ("mamba2", "full"), "ssm_head_dim": 4, "ssm_state": 3, **extra}, value)
+       for name, (extra, value) in {
+        "ssm_conv_bias": ({}, False), "ssm_conv_kernel": ({}, 2), "ssm_dt_max": ({}, 0.2),
+        "ssm_dt_min": ({}, 0.2), "ssm_gate": ({}, "gate"), "ssm_groups": ({"ssm_heads": 4}, 2),
+        "ssm_head_dim": ({}, 2), "ssm_heads": ({}, 2), "ssm_in_scale": ({}, 0.5), "ssm_out_scale": ({}, 2.0),
+        "ssm_proj_bias": ({}, True), "ssm_proj_scales": ({}, (0.5, 1.5, 2.0, 0.25, 3.0)),
+        "ssm_state": ({}, 5)}.items()},
+    **{name: ({"layer_types": ("mamba1", "full"), "ssm_inner": 12, "ssm_state": 3, **extra}, value)
+       for name, (extra, value) in {"ssm_dt_norm": ({}, True), "ssm_dt_rank": ({}, 3), "ssm_inner": ({}, 8)}.items()},
     "kv_lora_rank": ({"position": "rope"}, 8),
+    "ffn_types": ({}, ("dense", "none")), "attn_gate": ({}, "elementwise"),
+    **{name: ({"layer_types": ("gdn", "full")}, value) for name, value in {
+        "gdn_k_heads": 1, "gdn_v_heads": 4, "gdn_k_dim": 3, "gdn_v_dim": 5, "gdn_conv_kernel": 2}.items()},
     **{name: ({"position": "rope", "kv_lora_rank": 8, "qk_rope_head_dim": 4, "qk_nope_head_dim": 3,
                "v_head_dim": 5, **extra}, value) for name, (extra, value) in {
         "q_lora_rank": ({}, 6), "qk_rope_head_dim": ({}, 2), "qk_nope_head_dim": ({}, 4), "v_head_dim": ({}, 3),
@@ -135,8 +153,12 @@ KNOBS = {
        for name, value in {"index_n_heads": 3, "index_head_dim": 8, "index_rope_interleave": True,
                            "indexer_types": ("full", "shared")}.items()}}
 # training-only (the router losses' weights, tested in test_moe.py), zero at init (DeepSeek's selection bias) or
-# counted apart and never built (the multi-token-prediction modules, tested in test_mtp.py)
-NOT_IN_FORWARD = {"name", "dropout", "aux_loss_coef", "z_loss_coef", "router_selection_bias", "mtp_depth"}
+# counted apart and never built (the multi-token-prediction modules, tested in test_mtp.py); decode caches only
+# (state_dtype) or the same result computed another way (gdn_chunk, ssm_chunk: test_gdn.py, test_mamba2.py); how the published
+# checkpoint stores its weights (ckpt_*: bytes on disk, not the forward; engine/checkpoint.py's tests)
+NOT_IN_FORWARD = {"name", "dropout", "embed_dropout", "aux_loss_coef", "z_loss_coef", "router_selection_bias",
+                  "selection_bias_parameter", "mtp_depth", "state_dtype", "gdn_chunk", "ssm_chunk", "ckpt_format", "ckpt_bits",
+                  "ckpt_group_size", "ckpt_double_quant", "ckpt_keep"}
 
 
 def fingerprint(cfg: ModelConfig):
@@ -392,7 +414,9 @@ def test_every_valid_config_builds_runs_and_trains(cfg):
     out = model(idx)
     assert out.shape == (2, T, cfg.vocab_size) and out.isfinite().all()
     out.square().mean().backward()
-    assert all((p.grad is None) == (".indexer." in n) for n, p in model.named_parameters())   # all used (above)
+    # every built trainable parameter is used (a frozen one, e.g. a stored selection bias, gets no gradient),
+    # except the lightning indexer's, which runs without gradients
+    assert all((p.grad is None) == (".indexer." in n) for n, p in model.named_parameters() if p.requires_grad)
     model.eval()
     with torch.no_grad():
         cache = KVCache(cfg.n_layers)

@@ -200,6 +200,9 @@ def test_model_returns_router_losses_in_training_only():
     dict(n_shared_experts=1, shared_expert_gate=True, expert_bias=True), dict(n_shared_experts=2, ffn="gelu"),
     dict(ffn="relu", moe_first_dense=1, n_layers=3), dict(ffn="reglu"),
     dict(qk_norm=True, qk_norm_scope="all_heads"), dict(qk_norm=True, qk_norm_scope="all_heads", rope_fraction=0.5),
+    # Llama 4: top-1 sigmoid weight on the expert's input, a shared expert
+    dict(router="sigmoid", router_renorm=False, router_scales_input=True, experts_per_token=1, n_shared_experts=1),
+    dict(router_scales_input=True, ffn="gelu"),
 ])
 def test_activation_estimate_equals_saved_tensor_measurement(changes, dtype):
     """Exact on CPU: the expert tensors sum to N*k rows whatever the routing, so the real (unbalanced) loads

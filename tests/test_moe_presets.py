@@ -12,8 +12,8 @@ from engine.budget.params import count_params  # noqa: E402
 from engine.cli import main  # noqa: E402
 from engine.config import ModelConfig  # noqa: E402
 from engine.presets import PRESETS  # noqa: E402
-from tests.helpers import hf_active as _hf_active  # noqa: E402
-from tests.helpers import hf_meta as _hf_meta  # noqa: E402
+from tests.hf_checks import hf_active as _hf_active  # noqa: E402
+from tests.hf_checks import hf_meta as _hf_meta  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 DATA = Path(__file__).parent / "data" / "hf_configs"
@@ -61,9 +61,10 @@ def test_params_json_prints_active(name, capsys):
     assert main(["params", "--preset", name, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     if name in MOE:
-        assert (out["total"], out["active"]) == MOE[name][1:]
-        assert out["total"] - out["non_embedding"] == out["active"] - out["active_non_embedding"]
+        assert (out["total_params"], out["active_params"]) == MOE[name][1:]
+        assert out["total_params"] - out["non_embedding_params"] == \
+            out["active_params"] - out["active_non_embedding_params"]
         assert out["components"]["routed_experts"] > 0 and out["components"]["router"] > 0
     else:
-        assert out["active"] == out["total"] == 8_030_261_248
-        assert out["active_non_embedding"] == out["non_embedding"]
+        assert out["active_params"] == out["total_params"] == 8_030_261_248
+        assert out["active_non_embedding_params"] == out["non_embedding_params"]

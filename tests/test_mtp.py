@@ -47,7 +47,7 @@ def test_deepseek_v3_module_by_hand(capsys):
     assert module == 11_610_067_968 == count_params(from_hf_config(PUBLISHED)).mtp
     assert main(["params", "--preset", "deepseek-v3", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert (out["mtp"], out["total"]) == (module, 671_026_404_352)   # beside the total, not in it
+    assert (out["mtp_params"], out["total_params"]) == (module, 671_026_404_352)   # beside the total, not in it
 
 
 def test_models_without_mtp_report_zero_and_writers_refuse_it():

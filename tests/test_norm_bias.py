@@ -49,6 +49,6 @@ def test_yaml_null_and_missing_follow_the_norm():
 
 def test_cli_params_norm_rmsnorm_on_the_default_config(capsys):
     assert main(["params", "--norm", "rmsnorm", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["total"] == GPT2 - NORMS * 768
+    assert json.loads(capsys.readouterr().out)["total_params"] == GPT2 - NORMS * 768
     assert main(["params", "--norm", "rmsnorm", "--norm-bias", "true"]) == 2
     assert "norm_bias: rmsnorm has no bias" in capsys.readouterr().err

@@ -29,7 +29,26 @@ def component_of(name: str) -> str:
         module = path[path.index("attn") + 1]
         if module in ("sinks", "indexer"):
             return "attention_sinks" if module == "sinks" else "indexer"
+        if module == "g_proj":
+            return "attention_gate"
         return "qk_norm" if module in ("q_norm", "k_norm", "kv_norm") else f"attention_{module[0]}"
+    if "gdn" in path:   # Gated DeltaNet: its projections, the short conv, and the per-head gates and gated norm
+        module = path[path.index("gdn") + 1]
+        return ("gdn_in_proj" if module.startswith("in_proj") else
+                {"out_proj": "gdn_out_proj", "conv1d": "gdn_conv"}.get(module, "gdn_gates"))
+    if "mamba" in path:   # Mamba-2 / Mamba-1: projections, conv, per-head (per-channel) A, D, dt, their norms
+        module = path[path.index("mamba") + 1]
+        return {"in_proj": "ssm_in", "out_proj": "ssm_out", "conv1d": "ssm_conv", "x_proj": "ssm_dt_bc",
+                "dt_proj": "ssm_dt_bc", "norm": "ssm_norm", "dt_norm": "ssm_norm", "b_norm": "ssm_norm",
+                "c_norm": "ssm_norm"}.get(module, "ssm_heads")
+    if "kda" in path:   # KDA: q, k, v and beta projections, the short conv, o_proj; the rest its gates and norm
+        module = path[path.index("kda") + 1]
+        return {"q_proj": "kda_in_proj", "k_proj": "kda_in_proj", "v_proj": "kda_in_proj", "b_proj": "kda_in_proj",
+                "conv1d": "kda_conv", "o_proj": "kda_out_proj"}.get(module, "kda_gates")
+    if "lightning" in path:   # lightning attention: qkv and the output gate, the norm's gain, out_proj
+        module = path[path.index("lightning") + 1]
+        return {"qkv_proj": "lightning_in_proj", "output_gate": "lightning_in_proj",
+                "out_proj": "lightning_out_proj"}.get(module, "lightning_norm")
     if "ffn" in path:
         sub = path[path.index("ffn") + 1]
         return {"router": "router", "experts": "routed_experts", "shared": "shared_experts",
@@ -87,7 +106,7 @@ def test_every_choice_combination_counts_exactly():
     for cfg in choice_configs():
         check(cfg)
         n += 1
-    assert n == 2 * len(FIELDS["norm_placement"].choices) * 3 * 9 * len(FIELDS["position"].choices) * 3
+    assert n == 2 * len(FIELDS["norm_placement"].choices) * 3 * 10 * len(FIELDS["position"].choices) * 3
 
 
 BOOLEANS = ("norm_bias", "norm_affine", "embed_norm", "final_norm", "qk_norm", "tie_embeddings", "bias",

@@ -8,6 +8,7 @@ import math
 import pytest
 import torch
 
+from engine.budget.flops import flops_budget
 from engine.budget.memory import memory_budget
 from engine.budget.params import count_params
 from engine.config import ModelConfig
@@ -44,6 +45,8 @@ def test_quantized_bytes_follow_the_published_layouts():
     assert quantized_bytes((4096, 4096), "nf4-dq") * 8 == n * (4 + 8 / 64 + 32 / (64 * 256)) + 32
     assert quantized_bytes((4096, 4096), "nf4") * 8 == n * (4 + 32 / 64)
     assert quantized_bytes((4096, 4096), "mxfp4") * 8 == n * 4.25
+    # NVIDIA NVFP4: FP4 values, an FP8 E4M3 scale per 16, one fp32 global scale per tensor
+    assert quantized_bytes((4096, 4096), "nvfp4") == n // 2 + n // 16 + 4
     assert quantized_bytes((3, 5), "int4-g4") == math.ceil(15 / 2) + 6 * 2 + 3   # 2 groups per row, odd sizes
 
 
@@ -70,7 +73,7 @@ def test_quantized_kv_cache_counts_its_scales():
         L * vectors * (hd + 2)
     assert gpu_memory(LLAMA8, Layout(), Setup(mode="infer", micro_batch=B, seq=T, kv_quant="int4"))["kv_cache"] == \
         L * vectors * (hd // 2 + 4)
-    assert kv_quant_bytes([100, 100], [1, 1], "fp8", "bf16") == 200 + 16
+    assert kv_quant_bytes([(100, 100), (100, 100)], "fp8", "bf16") == 200 + 16
 
 
 def test_lora_count_is_the_design_fact():
@@ -120,14 +123,20 @@ def test_impossible_layouts_name_the_field(layout, field):
         plan(SMALL.replace(n_layers=4, n_heads=4, n_kv_heads=4), "h100-80gb", layout, Setup(seq=16))
 
 
-def test_cost_chinchilla_and_memory_bound_decode():
-    p = plan(LLAMA8, "h100-80gb", Layout(8), Setup(mode="infer", seq=1024, micro_batch=1))
-    assert p.cost.chinchilla_tokens == 20 * count_params(LLAMA8).total
-    weights, kv = p.per_gpu["weights"], p.per_gpu["kv_cache"]
-    assert p.cost.decode_tokens_per_s == pytest.approx(3.35e12 / (weights + kv))   # one token per bytes/bandwidth
-    t = plan(LLAMA8, "h100-80gb", Layout(8), Setup(seq=1024), tokens=10**9, mfu=0.5)
+def test_cost_chinchilla_for_pretraining_and_a_budget_for_fine_tuning():
+    t = plan(LLAMA8, "h100-80gb", Layout(8), Setup(seq=1024), tokens=10**9, mfu=0.5, price=3, currency="EUR")
     assert t.cost.train_seconds == pytest.approx(t.cost.flops_per_token * 1e9 / (8 * 989.4e12 * 0.5))
+    assert t.cost.train_cost == pytest.approx(t.cost.train_seconds / 3600 * 8 * 3) and t.cost.currency == "EUR"
     assert 6 * count_params(LLAMA8).non_embedding < t.cost.flops_per_token   # 6N plus attention
+    pre = plan(LLAMA8, "h100-80gb", Layout(8), Setup(seq=1024))
+    assert pre.cost.token_budget == "chinchilla" and pre.cost.train_tokens == 20 * count_params(LLAMA8).total
+    lora = plan(LLAMA8, "h100-80gb", Layout(1), Setup(seq=1024, finetune="lora"))
+    assert lora.cost.train_tokens is None and lora.cost.train_seconds is None     # no Chinchilla for a fine-tune
+    assert any("token budget" in n for n in lora.notes)
+    given = plan(LLAMA8, "h100-80gb", Layout(1), Setup(seq=1024, finetune="lora"), tokens=10**8)
+    assert given.cost.token_budget == "given" and given.cost.train_tokens == 10**8
+    infer = plan(LLAMA8, "h100-80gb", Layout(8), Setup(mode="infer", seq=1024))
+    assert infer.cost is None and infer.as_dict()["cost"] is None                  # no training time in inference
 
 
 def test_qlora_70b_fits_one_h100_with_recompute_and_smallest_layout_fits():
@@ -159,3 +168,47 @@ def test_lora_training_compute_has_no_weight_gradients():
     full = plan(LLAMA8, "h100-80gb", Layout(8), Setup(seq=1024), tokens=10**9).cost
     lora = plan(LLAMA8, "h100-80gb", Layout(8), Setup(seq=1024, finetune="lora"), tokens=10**9).cost
     assert lora.flops_per_token * 3 == pytest.approx(full.flops_per_token * 2)   # 2 passes of 3
+
+
+def test_as_dict_is_the_plan_in_json():
+    """`python -m engine plan --json` prints as_dict(): every figure of the plan under its own name."""
+    import json
+    p = plan(LLAMA8, "h100-80gb", Layout(8, tp=2, pp=2, zero=1), Setup(seq=1024, micro_batches=4))
+    d = json.loads(json.dumps(p.as_dict()))
+    bytes_of = lambda m: {f"{k}_bytes": v for k, v in m.items()}   # noqa: E731  (the CLI names bytes *_bytes)
+    assert d["per_gpu"] == bytes_of(p.per_gpu) and d["per_stage"] == [bytes_of(m) for m in p.per_stage]
+    assert len(d["per_stage"]) == 2 and d["per_gpu"]["total_bytes"] == p.memory_bytes - p.margin_bytes
+    assert (d["fits"], d["margin_bytes"], d["memory_bytes"]) == (p.fits, p.margin_bytes, p.memory_bytes)
+    assert d["layout"] == {"gpus": 8, "dp": 2, "tp": 2, "pp": 2, "ep": 1, "zero": 1, "sequence_parallel": False}
+    assert d["trainable_params"] == count_params(LLAMA8).total and d["cost"] == p.cost.as_dict()
+    assert d["high_precision"] == p.high_precision and d["notes"] == p.notes
+
+
+@pytest.mark.parametrize("batch", [1, 4])
+def test_training_flops_per_token_are_three_forward_passes_of_one_token_whatever_the_batch(batch):
+    """C = 3 * forward FLOPs per token (forward + 2x backward): a forward over `batch` sequences, divided by the
+    tokens it saw, is the per-token figure, so the plan's number cannot depend on the serving batch."""
+    seq = 1024
+    p = plan(LLAMA8, "h100-80gb", Layout(8), Setup(seq=seq, micro_batch=batch), tokens=10**9)
+    fwd = flops_budget(LLAMA8, 3, seq, causal=True).forward_flops
+    assert p.cost.flops_per_token == pytest.approx(3 * fwd / (3 * seq), rel=1e-12)
+
+
+def test_full_training_ignores_the_lora_fields():
+    """The LoRA rank and targets only apply to lora/qlora; a full run with them cleared is a valid setup (the
+    Planner hides those fields then), and the same values under LoRA are refused naming each field."""
+    from engine.plan import setup_problems
+    assert setup_problems(Setup(finetune="full", lora_rank=0, lora_targets=())) == []
+    assert [p.split(":")[0] for p in setup_problems(Setup(finetune="lora", lora_rank=0, lora_targets=()))] == \
+        ["lora_targets", "lora_rank"]
+
+
+def test_tp_that_does_not_divide_the_heads_names_them():
+    from engine.plan.parallel import layout_problems
+    assert "tp: 3 does not divide n_heads = 32" in layout_problems(LLAMA8, Layout(3, tp=3))
+
+
+def test_every_cost_formula_names_a_figure_of_the_cost():
+    """The Planner shows each cost figure with its formula, looked up by the figure's name."""
+    c = plan(LLAMA8, "h100-80gb", Layout(8), Setup(seq=1024), tokens=10**9).cost
+    assert "train_flops" in c.formulas and set(c.formulas) <= set(c.as_dict()) - {"formulas"}

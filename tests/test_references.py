@@ -17,21 +17,34 @@ import torch
 from engine.config import FIELDS
 from engine.layers.position import sinusoidal_table
 from engine.model import build_model
+from tests import ssm_reference
 from tests.helpers import AXES, make, variant_configs
+from tests.hybrid_cases import hybrid_configs
+from tests.reference_mixers import gdn_reference, kda_reference, lightning_reference
 
 ROOT2, C = math.sqrt(2.0), math.sqrt(2.0 / math.pi)
 REF_ACT = {"relu": lambda x: x.clamp_min(0),
            "gelu": lambda x: 0.5 * x * (1 + torch.erf(x / ROOT2)),
            "gelu_tanh": lambda x: 0.5 * x * (1 + torch.tanh(C * (x + 0.044715 * x ** 3))),
-           "silu": lambda x: x / (1 + torch.exp(-x))}
+           "silu": lambda x: x / (1 + torch.exp(-x)), "relu2": lambda x: x.clamp_min(0) ** 2}
 REF_GATE = {"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh", "reglu": "relu"}
 REF_CLAMPED = ("swiglu_clamped",)   # gpt-oss: g' = min(g, L), u' = clamp(u, -L, L); g' sigmoid(alpha g') (u' + 1)
 REF_NORMS = ("layernorm", "rmsnorm")
 REF_POSITIONS = ("learned", "sinusoidal", "rope", "none")
 REF_PLACEMENTS = ("pre", "post", "sandwich", "post_branch")
 REF_BLOCKS = ("serial", "parallel")
-REF_QK_SCOPES = {"head": "head", "all_heads": "projection"}
-REF_LAYER_TYPES = ("full", "sliding")
+REF_QK_SCOPES = {"head": "head", "all_heads": "projection", "rope_heads": "rotating heads, no gain"}
+REF_MIXERS = ("full", "sliding", "chunked", "gdn", "mamba2", "mamba1", "kda", "lightning")   # attention or recurrent
+REF_LAYER_TYPES = REF_MIXERS + ("none",) + tuple(f"{a}+{r}" for a in REF_MIXERS[:3] for r in REF_MIXERS[3:])
+REF_FFN_TYPES = ("dense", "moe", "none")
+REF_GATES = ("elementwise", "head")
+# choices that do not change a forward pass: the dtype a decode cache keeps a recurrent state in, and how the
+# published checkpoint stores its weights on disk (engine/checkpoint.py; the model is built in full precision)
+NO_FORWARD_EFFECT = {"state_dtype": {"fp32", "bf16", "fp16"},
+                     "ckpt_format": {"none", "mxfp4", "fp8_block", "nvfp4", "bnb_nf4", "bnb_fp4", "bnb_int8", "awq",
+                                     "gptq"},
+                     "ckpt_keep": {"attention", "dense_ffn", "shared_experts", "experts", "router", "embeddings",
+                                   "head"}}
 # choices held against transformers instead of a hand-written forward (their formulas are long; each family's
 # own code is the independent reference): RoPE scaling in tests/test_rope_scaling.py, ALiBi in
 # tests/test_interop_families.py; MLA attention (kv_lora_rank, a size, not a choice: this grid never sets it, so
@@ -44,8 +57,10 @@ REF_GROUP_SCORES = {"top2_sum": lambda s: sum(sorted(s)[-2:]), "max": max}   # a
 HANDLED = {"ffn": set(REF_ACT) | set(REF_GATE) | set(REF_CLAMPED), "norm": set(REF_NORMS), "position": set(REF_POSITIONS),
            "norm_placement": set(REF_PLACEMENTS), "block": set(REF_BLOCKS), "qk_norm_scope": set(REF_QK_SCOPES),
            "router": set(REF_ROUTERS), "layer_types": set(REF_LAYER_TYPES), "rope_scaling": {"none"},
-           "router_group_score": set(REF_GROUP_SCORES)}
+           "router_group_score": set(REF_GROUP_SCORES), "ffn_types": set(REF_FFN_TYPES), "attn_gate": set(REF_GATES),
+           "attn_temperature_layers": {"all", "nope"}, "ssm_gate": set(ssm_reference.SSM_GATES)}
 CONFIGS = [c for c in variant_configs() if not c.mla]   # MLA and sparse attention: against transformers (see above)
+HYBRIDS = hybrid_configs()
 MOE = dict(n_experts=4, experts_per_token=2, expert_d_ff=8)
 MOE_CONFIGS = [make(MOE | c) for c in (
     {}, {"router_renorm": False}, {"router": "topk_softmax"}, {"router": "sigmoid", "routed_scale": 2.5},
@@ -55,7 +70,9 @@ MOE_CONFIGS = [make(MOE | c) for c in (
     {"moe_first_dense": 1, "ffn": "relu", "n_shared_experts": 1, "qk_norm": True, "qk_norm_scope": "all_heads"},
     {"moe_every": 2, "experts_per_token": 1, "ffn": "geglu", "block": "parallel", "norm_placement": "sandwich"},
     {"router": "topk_softmax", "expert_bias": True, "ffn": "swiglu_clamped", "swiglu_limit": 0.5,   # gpt-oss
-     "swiglu_alpha": 1.5, "attn_sinks": True, "n_kv_heads": 2, "attn_window": 3, "moe_first_dense": 1})]
+     "swiglu_alpha": 1.5, "attn_sinks": True, "n_kv_heads": 2, "attn_window": 3, "moe_first_dense": 1},
+    {"router": "sigmoid", "router_renorm": False, "router_scales_input": True, "n_shared_experts": 1,   # Llama 4
+     "experts_per_token": 1, "router_selection_bias": True, "selection_bias_parameter": True})]
 SEQ = 8          # longer than the grid's window (3) and global_every (2): both matter
 
 
@@ -64,13 +81,13 @@ def _linear(sd, name, x):
     return y + sd[name + ".bias"] if name + ".bias" in sd else y
 
 
-def _norm(cfg, sd, name, x):
+def _norm(cfg, sd, name, x, gain=True):
     if cfg.norm == "layernorm":
         mu = x.mean(-1, keepdim=True)
         y = (x - mu) / torch.sqrt(((x - mu) ** 2).mean(-1, keepdim=True) + cfg.norm_eps)
     else:
         y = x / torch.sqrt((x ** 2).mean(-1, keepdim=True) + cfg.norm_eps)
-    if cfg.norm_affine:
+    if cfg.norm_affine and gain:
         y = y * sd[name + ".weight"]
         if cfg.norm == "layernorm" and cfg.norm_bias:
             y = y + sd[name + ".bias"]
@@ -108,17 +125,27 @@ def _attention(cfg, sd, name, x, layer):
     q = q.view(B, T, H, hd).transpose(1, 2)
     k = k.view(B, T, Hkv, hd).transpose(1, 2)
     v = _linear(sd, name + ".v_proj", x).view(B, T, Hkv, hd).transpose(1, 2)
+    rotates = cfg.position == "rope" and layer + 1 not in (cfg.nope_layers or ())   # NoPE layers skip RoPE
     if cfg.qk_norm and REF_QK_SCOPES[cfg.qk_norm_scope] == "head":          # one gain shared by the heads
         q, k = _norm(cfg, sd, name + ".q_norm", q), _norm(cfg, sd, name + ".k_norm", k)
-    if cfg.layer_types is not None:                           # explicit per-layer kinds win over global_every
-        local = cfg.attn_window is not None and cfg.layer_types[layer] == "sliding"
+    if cfg.qk_norm and cfg.qk_norm_scope == "rope_heads" and rotates:        # per head, no gain (Llama 4)
+        q, k = _norm(cfg, sd, "", q, gain=False), _norm(cfg, sd, "", k, gain=False)
+    words = cfg.layer_types[layer].split("+") if cfg.layer_types is not None else None   # kinds win over global_every
+    if words is not None:
+        local = cfg.attn_window is not None and "sliding" in words
     else:
         local = cfg.attn_window is not None and not (cfg.global_every and (layer + 1) % cfg.global_every == 0)
-    if cfg.position == "rope" and layer + 1 not in (cfg.nope_layers or ()):    # NoPE layers skip the rotation
+    chunk = cfg.attn_chunk if words is not None and "chunked" in words else None
+    if rotates:
         base = cfg.rope_local_base if local and cfg.rope_local_base is not None else cfg.rope_base
         q, k = _rope(cfg, q, base), _rope(cfg, k, base)
+    if cfg.attn_temperature is not None and (cfg.attn_temperature_layers == "all" or not rotates):
+        p = torch.arange(T, dtype=torch.float64) + (1 if cfg.attn_temperature_one_based else 0)
+        q = q * (1 + cfg.attn_temperature * torch.log(1 + torch.floor(p / cfg.attn_temperature_floor)))[:, None]
     i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
     allowed = (j <= i) & ((i - j < cfg.attn_window) if local else True)
+    if chunk is not None:                                     # only the query's own block of `chunk` positions
+        allowed = allowed & (i // chunk == j // chunk)
     heads = []
     for h in range(H):
         kv = h // (H // Hkv)                                  # query head h reads key/value head h // group
@@ -127,14 +154,23 @@ def _attention(cfg, sd, name, x, layer):
             s = cfg.attn_softcap * torch.tanh(s / cfg.attn_softcap)
         s = s.masked_fill(~allowed, float("-inf"))
         if cfg.attn_sinks:                                    # exp(sink) joins the denominator, with no value
-            p = torch.exp(s) / (torch.exp(sd[name + ".sinks"][h]) + torch.exp(s).sum(-1, keepdim=True))
+            sink = sd[name + ".sinks"][h]
+            m = torch.maximum(s.amax(-1, keepdim=True), sink)    # shifted by the largest logit: no overflow
+            p = torch.exp(s - m) / (torch.exp(sink - m) + torch.exp(s - m).sum(-1, keepdim=True))
         else:
             p = torch.softmax(s, -1)
-        heads.append(p @ v[:, kv])
-    return _linear(sd, name + ".o_proj", torch.cat(heads, -1))
+        out = p @ v[:, kv]
+        if cfg.attn_gate == "head":                           # one sigmoid gate per head, from the block input
+            out = out * torch.sigmoid(_linear(sd, name + ".g_proj", x)[..., h:h + 1])
+        heads.append(out)
+    out = torch.cat(heads, -1)
+    if cfg.attn_gate == "elementwise":                        # one sigmoid gate per output dimension
+        out = out * torch.sigmoid(_linear(sd, name + ".g_proj", x))
+    return _linear(sd, name + ".o_proj", out) * cfg.attn_out_scale
 
 
 def _gated(cfg, g, u):
+    g = g * cfg.ffn_gate_scale                                # act(s g) u (Falcon-H1's gate multiplier)
     if cfg.ffn in REF_CLAMPED:
         lim = cfg.swiglu_limit
         g, u = torch.where(g > lim, lim, g), torch.where(u > lim, lim, torch.where(u < -lim, -lim, u))
@@ -189,7 +225,10 @@ def _moe(cfg, sd, name, x):
         for t in range(x.shape[1]):
             xt = x[b, t]
             idx, w = _route(cfg, sd, name + ".router", xt)
-            y = sum(w[j] * _expert(cfg, sd, name + ".experts", e, xt) for j, e in enumerate(idx))
+            if cfg.router_scales_input:                      # the weight scales what the expert reads
+                y = sum(_expert(cfg, sd, name + ".experts", e, w[j] * xt) for j, e in enumerate(idx))
+            else:
+                y = sum(w[j] * _expert(cfg, sd, name + ".experts", e, xt) for j, e in enumerate(idx))
             if cfg.n_shared_experts:
                 s = _ffn(cfg, sd, name + ".shared", xt)
                 if cfg.shared_expert_gate:
@@ -200,16 +239,32 @@ def _moe(cfg, sd, name, x):
 
 
 def _block(cfg, sd, b, x, layer):
-    A = lambda h: _attention(cfg, sd, b + ".attn", h, layer)  # noqa: E731
-    moe = cfg.n_experts is not None and layer >= (cfg.moe_first_dense or 0) and (layer + 1) % cfg.moe_every == 0
-    F = lambda h: (_moe if moe else _ffn)(cfg, sd, b + ".ffn", h)  # noqa: E731
+    word = "full" if cfg.layer_types is None else cfg.layer_types[layer]
+    parts = [] if word == "none" else word.split("+")         # the layer's mixers, their outputs added
+    mixers = {"full": lambda h: _attention(cfg, sd, b + ".attn", h, layer),
+              "sliding": lambda h: _attention(cfg, sd, b + ".attn", h, layer),
+              "chunked": lambda h: _attention(cfg, sd, b + ".attn", h, layer),
+              "gdn": lambda h: gdn_reference(cfg, sd, b + ".gdn", h),
+              "mamba2": lambda h: ssm_reference.mamba2(cfg, sd, b + ".mamba", h),
+              "mamba1": lambda h: ssm_reference.mamba1(cfg, sd, b + ".mamba", h),
+              "kda": lambda h: kda_reference(cfg, sd, b + ".kda", h),
+              "lightning": lambda h: lightning_reference(cfg, sd, b + ".lightning", h)}
+    A = lambda h: sum(mixers[part](h) for part in parts)  # noqa: E731
+    if cfg.ffn_types is not None:
+        kind = cfg.ffn_types[layer]
+    else:
+        moe = cfg.n_experts is not None and layer >= (cfg.moe_first_dense or 0) and (layer + 1) % cfg.moe_every == 0
+        kind = "moe" if moe else "dense"
+    F = lambda h: (_moe if kind == "moe" else _ffn)(cfg, sd, b + ".ffn", h) * cfg.ffn_out_scale  # noqa: E731
+    if not parts or kind == "none":                           # a serial layer with one branch: only that step
+        return _one_branch(cfg, sd, b, x, A if parts else F, "attn" if parts else "ffn")
     N = lambda n, h: _norm(cfg, sd, f"{b}.{n}", h)  # noqa: E731
-    parallel = cfg.block == "parallel"
-    if cfg.norm_placement == "post":                          # N(x + F(x))
+    parallel, a = cfg.block == "parallel", cfg.residual_alpha    # every residual add is alpha x + branch
+    if cfg.norm_placement == "post":                          # N(alpha x + F(x))
         if parallel:
-            return N("norm1", x + A(x) + F(x))
-        x = N("norm1", x + A(x))
-        return N("norm2", x + F(x))
+            return N("norm1", a * x + A(x) + F(x))
+        x = N("norm1", a * x + A(x))
+        return N("norm2", a * x + F(x))
     branch = cfg.norm_placement in ("sandwich", "post_branch")    # a norm on each branch output
     wrap_a = (lambda y: N("post_attn_norm", y)) if branch else (lambda y: y)
     wrap_f = (lambda y: N("post_ffn_norm", y)) if branch else (lambda y: y)
@@ -218,9 +273,21 @@ def _block(cfg, sd, b, x, layer):
     if parallel:                                              # x + A(N1(x)) + F(N2(x)), N2 = N1 when shared
         h1 = N1(x)
         h2 = h1 if cfg.parallel_shared_norm else N2(x)
-        return x + wrap_a(A(h1)) + wrap_f(F(h2))
-    x = x + wrap_a(A(N1(x)))
-    return x + wrap_f(F(N2(x)))
+        return a * x + wrap_a(A(h1)) + wrap_f(F(h2))
+    x = a * x + wrap_a(A(N1(x)))
+    return a * x + wrap_f(F(N2(x)))
+
+
+def _one_branch(cfg, sd, b, x, branch, which):
+    """x + Y(N(x)) pre, N(x + Y(x)) post, x + P(Y(N(x))) sandwich, x + P(Y(x)) post_branch, with the branch's
+    own norms (norm1 and post_attn_norm for a mixer, norm2 and post_ffn_norm for an FFN)."""
+    n_in, n_out = ("norm1", "post_attn_norm") if which == "attn" else ("norm2", "post_ffn_norm")
+    N = lambda n, h: _norm(cfg, sd, f"{b}.{n}", h)  # noqa: E731
+    if cfg.norm_placement == "post":
+        return N(n_in, cfg.residual_alpha * x + branch(x))
+    h = x if cfg.norm_placement == "post_branch" else N(n_in, x)
+    y = branch(h)
+    return cfg.residual_alpha * x + (N(n_out, y) if cfg.norm_placement in ("sandwich", "post_branch") else y)
 
 
 def reference_logits(cfg, sd, idx):
@@ -229,6 +296,7 @@ def reference_logits(cfg, sd, idx):
     x = sd["tok_emb.weight"][idx]
     if cfg.embed_scale:
         x = x * math.sqrt(cfg.d_model)
+    x = x * cfg.embed_multiplier
     if cfg.position == "learned":
         x = x + sd["pos_emb.weight"][:T]
     elif cfg.position == "sinusoidal":
@@ -259,7 +327,8 @@ def _random_model(cfg, seed=0):
 def test_reference_implements_every_declared_choice():
     for name, spec in FIELDS.items():
         if spec.choices:
-            covered = HANDLED.get(name, set()) | HELD_BY_TRANSFORMERS.get(name, set())
+            covered = HANDLED.get(name, set()) | HELD_BY_TRANSFORMERS.get(name, set()) | NO_FORWARD_EFFECT.get(
+                name, set())
             assert set(spec.choices) == covered, f"{name}: a choice without a reference forward"
 
 
@@ -297,6 +366,16 @@ def test_model_equals_reference_forward(i, impl):
     # float64 weights on both sides, but the model builds its sinusoidal and RoPE tables in fp32 by design
     # (angles ~1e-7 off, up to ~3e-6 in the logits of the grid); a wrong formula moves them by ~1e-1
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, msg=lambda m: f"{cfg}\n{m}")
+
+
+@pytest.mark.parametrize("name", [n for n, c in HYBRIDS.items() if not c.mla])   # MLA: held in test_mla.py
+def test_hybrid_model_equals_reference_forward(name):
+    cfg = HYBRIDS[name].replace(dropout=0.0)
+    model = _random_model(cfg, seed=7)
+    idx = torch.randint(0, cfg.vocab_size, (2, SEQ), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        got, want = model(idx), reference_logits(cfg, model.state_dict(), idx)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, msg=lambda m: f"{name}\n{m}")
 
 
 @pytest.mark.parametrize("d", [6, 7, 16])

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from app.charts.design import rope_frequency_chart
-from engine.layers.position import rope_frequency_profile
+from engine.layers.position import rope_frequency_profile, rope_scaling_text
 from engine.presets import PRESETS
 
 LLAMA31 = PRESETS["llama-3.1-8b"].config   # llama3 scaling: factor 8, original context 8,192, low 1, high 4
@@ -57,3 +57,28 @@ def test_figure_has_both_curves_and_units():
     assert "131,072 tokens" in fig.data[1].name
     assert "radians per token" in fig.layout.yaxis.title.text and fig.layout.yaxis.type == "log"
     assert "dimension pair" in fig.layout.xaxis.title.text
+
+
+@pytest.mark.parametrize("preset,scaling,says", [
+    ("llama-3-8b", "none", "No RoPE scaling: every pair keeps the frequency it was trained with"),
+    ("llama-3-8b", "linear", "Linear scaling divides every pair's frequency by 4, so 8,192 tokens stay within the "
+                             "angles seen in 2,048-token training."),
+    ("llama-3-8b", "dynamic", "Dynamic (NTK) scaling raises theta once a sequence passes 2,048 tokens"),
+    ("llama-3.1-8b", "llama3", "Llama 3 scaling divides the slow pairs (wavelength above 8,192 tokens) by 8, keeps "
+                               "the fast ones (below 2,048)"),
+    ("deepseek-v3", "yarn", "YaRN keeps the pairs that turn more than 32 times over 4,096 tokens, divides those "
+                            "turning less than once by 40"),
+    ("phi-3.5-mini", "longrope", "the short factors up to 4,096 tokens, the long ones beyond (at 131,072 tokens, "
+                                 "the long ones)"),
+])
+def test_the_caption_says_what_each_scaling_does(preset, scaling, says):
+    """The Design page's caption under the chart, one sentence per kind (it read "scaling (none) slows some of
+    them…" whatever the kind, none included)."""
+    cfg = PRESETS[preset].config
+    if scaling in ("linear", "dynamic"):
+        cfg = cfg.replace(rope_scaling=scaling, rope_factor=4.0, rope_original_context=2048)
+    assert cfg.rope_scaling == scaling
+    text = rope_scaling_text(cfg, cfg.context_length)
+    assert says in text and text[0].isupper() and text.endswith(".") and "(none)" not in text
+    if scaling == "none":
+        assert "slow" not in text

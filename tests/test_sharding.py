@@ -14,7 +14,7 @@ import pytest
 from engine.plan import Layout, Setup
 from engine.plan.memory import gpu_memory
 from engine.train.store import RunStore
-from tests.helpers import TRAIN_ARGS as ARGS
+from tests.helpers import SUBPROCESS_WAIT_S, TRAIN_ARGS as ARGS
 from tests.helpers import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,7 +35,7 @@ def _torchrun() -> list[str]:
 def test_rank_bytes_equal_planner(tmp_path):
     from sharded_bytes import CONFIGS
     done = subprocess.run(_torchrun() + [str(ROOT / "tests" / "sharded_bytes.py"), str(tmp_path)], cwd=ROOT,
-                          env=_env(tmp_path), capture_output=True, text=True, timeout=240)
+                          env=_env(tmp_path), capture_output=True, text=True, timeout=SUBPROCESS_WAIT_S)
     assert done.returncode == 0, done.stderr[-3000:]
     layouts = {"fsdp": Layout(2, zero=3), "tp": Layout(2, tp=2)}
     for mode, lay in layouts.items():
@@ -53,7 +53,7 @@ def test_rank_bytes_equal_planner(tmp_path):
 def test_sharded_training_matches_one_process(tmp_path, mode):
     env = _env(tmp_path)
     for cmd in (_torchrun() + ARGS + ["--parallel", mode], [sys.executable] + ARGS):
-        done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+        done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=SUBPROCESS_WAIT_S)
         assert done.returncode == 0, done.stderr[-3000:]
     store = RunStore(tmp_path / "runs.sqlite")
     single, multi = (store.get_run(r["id"]) for r in store.list_runs())   # newest first

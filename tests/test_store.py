@@ -5,6 +5,7 @@ import csv
 import io
 import math
 import sqlite3
+import threading
 from types import SimpleNamespace
 
 import pytest
@@ -47,11 +48,26 @@ def test_steps_are_on_disk_while_the_run_is_going(store):
     assert [s["step"] for s in run["steps"]] == [1, 2, 3, 4]
     assert [s["val_loss"] is not None for s in run["steps"]] == [False, True, False, True]
     assert run["steps"][2]["train_loss"] == pytest.approx(r.records[2].train_loss)
+    assert store.list_runs()[0]["tokens_per_s_spread"] == pytest.approx(r.tokens_per_s_spread)
+
+
+def test_csv_has_the_step_0_val_loss_and_a_stopped_runs_final_val_loss(store):
+    """The val loss before the first update (step 0) and, for a run stopped between evaluations, the val loss
+    measured after its last step: both were in the run's summary but missing from its CSV."""
+    stop = threading.Event()
+    r = train(TINY, TrainConfig(steps=20, batch=4, seq=8, eval_every=10, samples=0), load_names(), device="cpu",
+              on_step=lambda rec: stop.set() if rec.step == 3 else None, stop=stop, store=store)
+    assert r.status == "stopped"
+    rows = list(csv.DictReader(io.StringIO(store.export_csv(r.run_id))))
+    assert [row["step"] for row in rows] == ["0", "1", "2", "3"]
+    assert float(rows[0]["val_loss"]) == pytest.approx(r.initial_loss) and rows[0]["train_loss"] == ""
+    assert float(rows[-1]["val_loss"]) == pytest.approx(r.final_loss)
+    assert rows[1]["val_loss"] == rows[2]["val_loss"] == ""
 
 
 def _finished(run_id: int) -> SimpleNamespace:
     return SimpleNamespace(run_id=run_id, status="finished", message="", initial_loss=None, final_loss=None,
-                           tokens_per_s=0.0, samples=[])
+                           tokens_per_s=0.0, tokens_per_s_spread=0.0, samples=[])
 
 
 def test_list_reload_csv_delete(store):

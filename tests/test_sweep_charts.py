@@ -7,7 +7,7 @@ import pytest
 
 from app.charts import sweep as charts
 from app.image_export import PROJECTOR, figure_png, for_projector, png_unavailable
-from app.sweep_view import SweepSpec, run_spec, spec_from_params, spec_to_params
+from app.sweep_view import SweepSpec, held_text, run_spec, spec_from_params, spec_to_params
 from engine.config import ConfigError
 from engine.presets import get_preset
 from engine.sweep import METRICS, run_sweep
@@ -22,8 +22,11 @@ def test_small_multiples_one_panel_per_metric_with_units():
     kv = fig.data[list(METRICS).index("kv_cache_bytes")]
     assert list(kv.x) == ["1", "2", "4", "8", "32"] and list(kv.y) == [0.125, 0.25, 0.5, 1.0, 4.0]   # GiB, 5 skipped
     titles = {fig.layout[f"yaxis{i + 1 if i else ''}"].title.text for i in range(len(METRICS))}
-    assert titles == {"billions of parameters", "GiB", "GFLOP"}
-    assert fig.layout.xaxis.title.text == "n_kv_heads" and list(fig.layout.xaxis.categoryarray)[-1] == "5"
+    assert titles == {"billions", "GiB", "GFLOP"}          # the unit; the panel's title names the metric
+    # the knob under the lowest panel of each column only (7 panels in 3 columns: 5, 6 and 7)
+    assert [fig.layout[f"xaxis{i + 1 if i else ''}"].title.text for i in range(len(METRICS))] == \
+        [None] * 4 + ["n_kv_heads"] * 3
+    assert list(fig.layout.xaxis.categoryarray)[-1] == "5"
 
 
 def test_second_knob_is_one_coloured_line_per_value():
@@ -42,6 +45,34 @@ def test_pareto_labels_every_point_and_colours_the_front():
     assert list(front.text) == ["1", "2", "8"] and list(dominated.text) == ["4"]
     assert list(front.x) == [1, 2, 8] and fig.layout.xaxis.title.text == "KV cache (MiB)"
     assert fig.layout.yaxis.title.text == "val loss after a short run (nats)"
+
+
+def test_a_held_count_does_not_zoom_the_pareto_axis_into_rounding_noise():
+    """Holding total parameters by solving d_ff: the totals alternate by d_ff's rounding (7,996,706,816 and
+    8,030,261,248 for llama-3-8b, under 0.5%). Size axes start at zero (the dots sit level, as they should);
+    the chart says what is held and to what tolerance. A measured axis (val loss) still zooms to its data."""
+    s = run_spec(LLAMA3, SweepSpec(hold="d_ff"))
+    totals = {r["total_params"] for r in s.rows()}
+    assert totals == {7_996_706_816, 8_030_261_248}
+    fig = charts.pareto_figure(s.rows(), s.knobs, "kv_cache_bytes", "total_params", note=held_text(s))
+    assert fig.layout.yaxis.rangemode == "tozero" and fig.layout.xaxis.rangemode == "tozero"
+    one_step = 3 * 4096 * 32 * 256     # gated: 3 matrices of d_model x d_ff in each of 32 layers, d_ff in steps of 256
+    assert held_text(s) == ("d_ff solved at each point to keep total parameters at 8,030,261,248 (d_ff is a multiple "
+                            f"of 256: within ±{one_step // 2:,})")
+    assert max(totals) - min(totals) <= one_step // 2
+    assert fig.layout.title.subtitle.text == held_text(s)
+    rows = [{"n_kv_heads": k, "kv_cache_bytes": 2**20 * k, "val_loss": 2.5 - 0.01 * k} for k in (1, 2, 4)]
+    assert charts.pareto_figure(rows, ("n_kv_heads",), "kv_cache_bytes", "val_loss").layout.yaxis.rangemode == "normal"
+    assert held_text(run_spec(LLAMA3, SweepSpec())) == ""
+
+
+def test_present_mode_enlarges_panel_titles_and_makes_room_for_the_held_note(monkeypatch):
+    from app import present
+    s = run_spec(LLAMA3, SweepSpec(hold="d_ff"))
+    monkeypatch.setattr(present, "is_present", lambda: True)
+    fig = present.scale(charts.small_multiples(s.rows(), s.knobs, list(METRICS), note=held_text(s)))
+    assert {a.font.size for a in fig.layout.annotations} == {present.PRESENT_FONT + 2}
+    assert fig.layout.margin.t == 100 + 60 and fig.layout.title.subtitle.font.size == present.PRESENT_FONT - 4
 
 
 def test_axis_scale_and_formats():

@@ -28,7 +28,8 @@ def test_150_steps_on_names_lower_the_loss_by_a_fifth_and_are_listed(capsys):
     assert rc == 0 and [(x["id"], x["status"], x["steps"]) for x in runs] == [(r["id"], "finished", 150)]
     assert main(["runs"]) == 0 and f"{r['id']}  finished" in capsys.readouterr().out
     assert main(["runs", "--csv", str(r["id"])]) == 0
-    assert len(capsys.readouterr().out.splitlines()) == 151
+    rows = capsys.readouterr().out.splitlines()   # header, the step-0 validation row, then the 150 steps
+    assert len(rows) == 152 and rows[1].startswith("0,,") and rows[-1].startswith("150,")
 
 
 def test_absurd_lr_prints_a_clear_message_and_no_traceback(capsys):

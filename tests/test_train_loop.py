@@ -10,7 +10,7 @@ import torch
 from engine.config import ConfigError, ModelConfig
 from engine.presets import get_preset
 from engine.train.data import load_names
-from engine.train.loop import TrainConfig, lr_at, sample, train
+from engine.train.loop import StepRecord, TrainConfig, lr_at, sample, step_throughput, train
 from engine.train.small import small_version
 
 TINY = ModelConfig(name="tiny", d_model=32, n_layers=1, n_heads=2, ffn_multiple_of=8, vocab_size=2,
@@ -86,6 +86,28 @@ def test_stop_event_ends_the_run_cleanly(names):
     r = train(TINY, FAST, names, device="cpu", on_step=on_step, stop=stop)
     assert r.status == "stopped" and len(r.records) == 3 and r.final_loss is not None
     assert "after 3 steps" in r.message
+    assert r.records[-1].val_loss == r.final_loss   # evaluated after the last step, kept with it (CSV, charts)
+
+
+def _rates(*tokens_per_s: float) -> list[StepRecord]:
+    return [StepRecord(i + 1, 1.0, 1e-3, 1.0, t, 1.0, 1.0) for i, t in enumerate(tokens_per_s)]
+
+
+def test_throughput_is_the_median_step_not_a_mean_the_slow_steps_dominate():
+    """Four steps at 30k tokens/s and one at 300 (another process woke up): total tokens over total seconds reads
+    5 / (4/30k + 1/300) = 1,442 tokens/s; the median step reads 30,000. Spread: IQR / median with the exclusive
+    quartiles of [300, 30k, 30k, 30k, 30k] (positions 1.5 and 4.5): (30,000 - 15,150) / 30,000 = 0.495."""
+    median, spread = step_throughput(_rates(30_000, 300, 30_000, 30_000, 30_000))
+    assert median == 30_000 and spread == pytest.approx(0.495)
+    assert step_throughput(_rates(10, 30, 20, 40)) == (25, pytest.approx((37.5 - 12.5) / 25))
+    assert step_throughput([]) == (0.0, 0.0)
+
+
+def test_a_runs_tokens_per_s_is_the_median_of_its_steps(names):
+    r = train(TINY, FAST.replace(steps=7, samples=0), names, device="cpu")
+    rates = sorted(rec.tokens_per_s for rec in r.records)
+    assert r.tokens_per_s == rates[3] and "(median step)" in r.message
+    assert r.tokens_per_s_spread == pytest.approx((rates[5] - rates[1]) / rates[3])   # exclusive quartiles of 7
 
 
 def test_z_loss_pulls_log_z_towards_zero(names):

@@ -2,7 +2,7 @@
 from app import training_view
 from app.training_view import PlannedRun, plan_run
 from engine.presets import PRESETS
-from engine.train.loop import TrainConfig
+from engine.train.loop import RunResult, TrainConfig
 
 MICRO = PRESETS["microgpt"].config
 SETTINGS = dict(steps=20, batch=4, seq=8, lr=3e-3, warmup=2, min_lr_ratio=0.1, weight_decay=0.1, grad_clip=1.0,
@@ -58,7 +58,20 @@ def test_stored_runs_rows_and_labels():
              "initial_loss": 5.0, "final_loss": 1.23456, "tokens_per_s": 12_345.6}]
     rows = training_view.stored_runs_rows(runs)
     assert rows[0]["params"] == "1,234,567" and rows[0]["val loss (nats)"] == "3.250 → —"
-    assert rows[0]["tokens/s"] == "0" and rows[1]["tokens/s"] == "12,346"
+    assert rows[0]["tokens/s (median step)"] == "0" and rows[1]["tokens/s (median step)"] == "12,346"
     assert rows[1]["val loss (nats)"] == "5.000 → 1.235" and rows[1]["processes"] == 2
-    assert training_view.run_labels(runs) == {7: "7: a on names (diverged)", 6: "6: b on stdlib (finished)"}
+    noisy = training_view.stored_runs_rows([runs[1] | {"tokens_per_s_spread": 0.26}])
+    assert noisy[0]["tokens/s (median step)"] == "12,346 (noisy)"    # IQR over a quarter of the median, as Latency
+    assert training_view.run_labels(runs) == {7: "7: a on names", 6: "6: b on stdlib"}   # no status: it changes
     assert training_view.samples_caption("run 7", ["ab\nc", "d"]) == "Samples from run 7: ab⏎c · d"
+
+
+def test_speed_text_says_median_gives_the_ratio_and_names_the_noisy_run():
+    def result(name, tokens_per_s, spread):
+        return RunResult("finished", "", [], MICRO.replace(name=name), 1, tokens_per_s=tokens_per_s,
+                         tokens_per_s_spread=spread)
+
+    text = training_view.speed_text({"LayerNorm": result("a", 25_600.0, 0.1), "RMSNorm": result("b", 32_000.0, 0.4)})
+    assert "the median over the training steps" in text and "RMSNorm / LayerNorm = 1.25x" in text
+    assert "Noisy: RMSNorm (IQR 40% of the median)" in text and "LayerNorm (IQR" not in text
+    assert "Noisy" not in training_view.speed_text({"a": result("a", 1.0, 0.25)})   # the bound itself is not noisy

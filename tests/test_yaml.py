@@ -23,10 +23,18 @@ def test_drawn_configs_round_trip(cfg):
     assert ModelConfig.from_yaml(cfg.to_yaml()) == cfg
 
 
-@pytest.mark.parametrize("name", ["", "null", "~", "true", "1e3", "a: b", "- x", "ü \u2603 \x07"])
+@pytest.mark.parametrize("name", ["null", "~", "true", "1e3", "a: b", "- x", "ü \u2603 \x07", " x "])
 def test_awkward_names_round_trip(name):
     cfg = ModelConfig(name=name)
     assert ModelConfig.from_yaml(cfg.to_yaml()).name == name
+
+
+@pytest.mark.parametrize("name", ["", "   "])
+def test_an_empty_name_is_refused(name):
+    with pytest.raises(ConfigError, match="name: empty; give the config a label"):
+        ModelConfig(name=name)
+    with pytest.raises(ConfigError, match="name: empty"):
+        ModelConfig.from_yaml(f"name: '{name}'\n")
 
 
 def test_a_partial_document_keeps_the_defaults():

@@ -44,6 +44,13 @@ COMPONENT_GROUP: dict[str, str] = {
     "qk_norm": "attention", "attention_sinks": "attention", "indexer": "attention", "ffn": "ffn", "norms": "norms",
     "output_head": "output_head",
     "router": "ffn", "shared_experts": "ffn", "routed_experts": "ffn",   # an MoE layer's FFN, split three ways
+    "attention_gate": "attention",
+    # recurrent mixers (engine/layers/mixers.py) take the colour of the token mixer they replace
+    "gdn_in_proj": "attention", "gdn_conv": "attention", "gdn_gates": "attention", "gdn_out_proj": "attention",
+    "ssm_in": "attention", "ssm_conv": "attention", "ssm_dt_bc": "attention", "ssm_heads": "attention",
+    "ssm_norm": "attention", "ssm_out": "attention",
+    "kda_in_proj": "attention", "kda_conv": "attention", "kda_gates": "attention", "kda_out_proj": "attention",
+    "lightning_in_proj": "attention", "lightning_norm": "attention", "lightning_out_proj": "attention",
 }
 LABELS: dict[str, str] = {
     "token_embedding": "token embedding", "positions": "learned positions", "attention_q": "q projection",
@@ -52,6 +59,15 @@ LABELS: dict[str, str] = {
     "ffn": "feed-forward", "norms": "norms",
     "output_head": "output head",
     "router": "router", "shared_experts": "shared experts", "routed_experts": "routed experts",
+    "attention_gate": "attention output gate", "gdn_in_proj": "Gated DeltaNet in_proj",
+    "gdn_conv": "Gated DeltaNet conv", "gdn_gates": "Gated DeltaNet decay, write gates and norm",
+    "gdn_out_proj": "Gated DeltaNet out_proj",
+    "ssm_in": "Mamba in_proj", "ssm_conv": "Mamba conv", "ssm_dt_bc": "Mamba x_proj and dt_proj",
+    "ssm_heads": "Mamba A, D and dt bias", "ssm_norm": "Mamba norms", "ssm_out": "Mamba out_proj",
+    "kda_in_proj": "KDA q, k, v and beta projections", "kda_conv": "KDA conv",
+    "kda_gates": "KDA decay and output gates, norm", "kda_out_proj": "KDA o_proj",
+    "lightning_in_proj": "lightning qkv and output gate", "lightning_norm": "lightning norm",
+    "lightning_out_proj": "lightning out_proj",
     "embeddings": "embeddings", "attention": "attention", "output_head_group": "output head",
 }
 FONT = dict(size=14)

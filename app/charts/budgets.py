@@ -84,7 +84,8 @@ def flops_rules_figure(fb: FlopBudget, full: FlopBudget | None = None) -> go.Fig
     names, values = [counted], [fb.flops_per_token]
     if full is not None:
         names, values = names + ["counted: full T×T square (FlopCounterMode)"], values + [full.flops_per_token]
-    names, values = names + ["6N rule", "PaLM 6N + 12·L·H·Q·T"], values + [fb.six_n_per_token, fb.palm_per_token]
+    names, values = (names + ["Kaplan 6N (non-embedding N)", "PaLM 6N + 12·L·H·Q·T (all N)"],
+                     values + [fb.six_n_per_token, fb.palm_per_token])
     colors = [COLORS["attention"]] + ([COLORS["ffn"]] if full is not None else []) + ["#9D9D9D", "#6E6E6E"]
     fig = go.Figure(go.Bar(x=names, y=values, marker_color=colors,
                            text=[fmt_flops(v) for v in values], textposition="outside", cliponaxis=False,
@@ -94,32 +95,33 @@ def flops_rules_figure(fb: FlopBudget, full: FlopBudget | None = None) -> go.Fig
 
 
 def roofline_figure(profile: DeviceProfile, points: dict[str, Roofline], dtype: str) -> go.Figure:
-    """Log-log roofline of the device (attainable FLOP/s vs FLOPs per byte) with prefill and decode placed."""
+    """Log-log roofline of the device (attainable FLOP/s vs FLOPs per byte) with prefill and decode placed, each
+    named with its verdict in the legend (texts beside the markers lay on the roof line and on each other); the
+    ridge's label above the roof's corner, leaning away from the nearer edge."""
     peak, bw = profile.peak_flops[dtype], profile.mem_bandwidth
     xs = [10 ** (k / 8) for k in range(-16, 41)]      # 0.01 .. 1e5 FLOP/byte
     intens = [p.flops_per_byte for p in points.values()]
     xs = sorted(set(xs + [peak / bw] + intens))
     lo, hi = math.log10(min(xs)), math.log10(max(xs))
 
-    def side(x: float) -> str:
-        """Labels grow away from the nearer edge, so none leaves the plot."""
-        return "left" if math.log10(x) > lo + 0.6 * (hi - lo) else "right"
-
     fig = go.Figure(go.Scatter(x=xs, y=[min(peak, x * bw) for x in xs], mode="lines", name=f"{profile.name} roof",
                                line=dict(color="#444444", width=3),
                                hovertemplate="%{x:.3g} FLOP/B → %{y:.3s}FLOP/s<extra>roof</extra>"))
     for phase, p in points.items():
-        fig.add_trace(go.Scatter(x=[p.flops_per_byte], y=[p.attainable_flops], mode="markers+text", name=phase,
-                                 text=[f"{phase}: {p.bound}-bound"], textposition=f"bottom {side(p.flops_per_byte)}",
+        fig.add_trace(go.Scatter(x=[p.flops_per_byte], y=[p.attainable_flops], mode="markers",
+                                 name=f"{phase}: {p.bound}-bound",
                                  marker=dict(size=14, color=COLORS["attention"] if phase == "prefill"
                                              else COLORS["positions"]),
                                  hovertemplate=f"{p.verdict}<br>attainable {fmt_flops(p.attainable_flops, 'FLOP/s')}"
                                  f"<br>time ≥ {p.time_s * 1e3:.3g} ms<extra></extra>"))
     ridge = peak / bw     # a trace, not add_vline: shapes on log axes take log10 coordinates
-    fig.add_trace(go.Scatter(x=[ridge, ridge], y=[min(xs) * bw, peak], mode="lines+text", name="ridge point",
-                             line=dict(color="#888888", dash="dot"), text=["", f"ridge {fmt_ratio(ridge)} FLOP/B"],
-                             textposition=f"top {side(ridge)}",
+    fig.add_trace(go.Scatter(x=[ridge, ridge], y=[min(xs) * bw, peak], mode="lines", name="ridge point",
+                             line=dict(color="#888888", dash="dot"),
                              hovertemplate=f"ridge {fmt_ratio(ridge)} FLOP/B<extra></extra>"))
+    right = math.log10(ridge) > lo + 0.6 * (hi - lo)   # near the right edge the label grows leftwards
+    fig.add_annotation(x=math.log10(ridge), y=math.log10(peak), text=f"ridge {fmt_ratio(ridge)} FLOP/B",
+                       showarrow=False, yanchor="bottom", yshift=6, xanchor="right" if right else "left",
+                       font=dict(color="#666666"))
     fig.update_xaxes(type="log", title_text="arithmetic intensity (FLOP per byte moved)", dtick=1, tickformat=",~g",
                      range=[lo, hi])
     fig.update_yaxes(type="log", title_text="attainable throughput (FLOP/s)", tickformat="~s",

@@ -54,10 +54,15 @@ def _series(rows: list[dict], knobs: tuple[str, ...]) -> dict[str, list[dict]]:
     return groups
 
 
+def _title(text: str, note: str) -> dict:
+    return dict(text=text, subtitle=dict(text=note, font=dict(size=FONT["size"] - 1))) if note else dict(text=text)
+
+
 def small_multiples(rows: list[dict], knobs: tuple[str, ...], metrics: list[str], cols: int = 3,
-                    title: str = "") -> go.Figure:
+                    title: str = "", note: str = "") -> go.Figure:
     """One panel per metric with the first knob on x (its values in sweep order) and, with a second knob, one
-    coloured line per value of it. Invalid points have no marker (the page lists them with their reason)."""
+    coloured line per value of it. Invalid points have no marker (the page lists them with their reason).
+    `note`: a second title line (what is held)."""
     n = max(1, len(metrics))
     cols = min(cols, n)
     nrows = math.ceil(n / cols)
@@ -79,16 +84,28 @@ def small_multiples(rows: list[dict], knobs: tuple[str, ...], metrics: list[str]
                 row=i // cols + 1, col=i % cols + 1)
     for i, m in enumerate(metrics):
         r, c = i // cols + 1, i % cols + 1
-        fig.update_xaxes(title_text=knobs[0], type="category", categoryorder="array", categoryarray=order, row=r, col=c)
-        fig.update_yaxes(title_text=scales[m][1], rangemode="tozero", tickformat=",~r", row=r, col=c)
-    fig.update_layout(title=title, font=FONT, height=330 * nrows + 60, margin=dict(l=10, r=10, t=80, b=10),
+        bottom = i + cols >= n   # the knob's name under the lowest panel of each column only: the title names it
+        fig.update_xaxes(title_text=knobs[0] if bottom else None, type="category", categoryorder="array",
+                         categoryarray=order, row=r, col=c)
+        # the unit alone ("billions", "GiB"): the panel's title names the metric, and a long vertical title at
+        # projector size ran past its panel into the neighbours
+        fig.update_yaxes(title_text=scales[m][1].removesuffix(" of parameters"), rangemode="tozero",
+                         tickformat=",~r", row=r, col=c)
+    fig.update_layout(title=_title(title, note), font=FONT, height=330 * nrows + 60,
+                      margin=dict(l=10, r=10, t=100 if note else 80, b=10),
                       legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"))
     return fig
 
 
-def pareto_figure(rows: list[dict], knobs: tuple[str, ...], x: str, y: str, title: str = "") -> go.Figure:
+SIZE_UNITS = ("parameters", "bytes", "FLOP")   # sizes: their axes start at zero; measured ones zoom to the data
+
+
+def pareto_figure(rows: list[dict], knobs: tuple[str, ...], x: str, y: str, title: str = "",
+                  note: str = "") -> go.Figure:
     """Every point with both metrics, labelled with its knob values; the Pareto front (nothing beats it on both,
-    lower is better) in colour and joined by a line, the rest grey."""
+    lower is better) in colour and joined by a line, the rest grey. Axes of sizes (parameters, bytes, FLOPs)
+    start at zero, as the panels do: an axis zoomed to its data would blow a count held equal up to the full
+    height (d_ff's rounding moves a held total by under 1%). `note`: a second title line (what is held)."""
     have = [i for i, r in enumerate(rows) if r.get(x) is not None and r.get(y) is not None]
     front = pareto_front(rows, x, y)
     (xd, xu), (yd, yu) = (axis_scale(ALL_METRICS[k].unit, [rows[i][k] for i in have]) for k in (x, y))
@@ -105,9 +122,10 @@ def pareto_figure(rows: list[dict], knobs: tuple[str, ...], x: str, y: str, titl
             customdata=[[fmt_metric(x, rows[i][x]), fmt_metric(y, rows[i][y])] for i in idx],
             hovertemplate="%{text}<br>" + f"{ALL_METRICS[x].label}: %{{customdata[0]}}<br>"
                           f"{ALL_METRICS[y].label}: %{{customdata[1]}}<extra></extra>"))
-    fig.update_xaxes(title_text=f"{ALL_METRICS[x].label} ({xu})", tickformat=",~r")
-    fig.update_yaxes(title_text=f"{ALL_METRICS[y].label} ({yu})", tickformat=",~r")
-    fig.update_layout(title=title or f"{ALL_METRICS[y].label} vs {ALL_METRICS[x].label} (lower is better on both)",
-                      font=FONT, height=520, margin=dict(l=10, r=10, t=60, b=10),
+    for update, key, unit in ((fig.update_xaxes, x, xu), (fig.update_yaxes, y, yu)):
+        update(title_text=f"{ALL_METRICS[key].label} ({unit})", tickformat=",~r",
+               rangemode="tozero" if ALL_METRICS[key].unit in SIZE_UNITS else "normal")
+    title = title or f"{ALL_METRICS[y].label} vs {ALL_METRICS[x].label} (lower is better on both)"
+    fig.update_layout(title=_title(title, note), font=FONT, height=520, margin=dict(l=10, r=10, t=80 if note else 60, b=10),
                       legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"))
     return fig

@@ -60,12 +60,14 @@ def diagnostics_figure(runs: Mapping[str, Sequence[Any]]) -> go.Figure:
     return layout(fig, "Optimizer and logit diagnostics", height=560)
 
 
-def speed_figure(tokens_per_s: Mapping[str, float]) -> go.Figure:
-    """Mean training throughput per run (A/B: same data, same seed, run one after the other)."""
-    labels = list(tokens_per_s)
-    fig = go.Figure(go.Bar(x=labels, y=[tokens_per_s[k] for k in labels],
+def speed_figure(tokens_per_s: Mapping[str, float], noisy: Mapping[str, bool] | None = None) -> go.Figure:
+    """Median-step training throughput per run (A/B: same data, same seed, run one after the other); a run whose
+    steps were too spread to compare is labelled noisy."""
+    labels, noisy = list(tokens_per_s), noisy or {}
+    text = [f"{tokens_per_s[k]:,.0f} tokens/s" + (" (noisy)" if noisy.get(k) else "") for k in labels]
+    fig = go.Figure(go.Bar(x=labels, y=[tokens_per_s[k] for k in labels], text=text,
                            marker_color=[series_color(i) for i in range(len(labels))],
-                           texttemplate="%{y:,.0f} tokens/s", textposition="outside", cliponaxis=False,
-                           hovertemplate="%{x}: %{y:,.0f} tokens/s<extra></extra>"))
-    fig.update_yaxes(title_text="training throughput (tokens/s)", tickformat=",~g", rangemode="tozero")
-    return layout(fig, "Training speed", height=320)
+                           textposition="outside", cliponaxis=False,
+                           hovertemplate="%{x}: %{y:,.0f} tokens/s (median step)<extra></extra>"))
+    fig.update_yaxes(title_text="training throughput, median step (tokens/s)", tickformat=",~g", rangemode="tozero")
+    return layout(fig, "Training speed (median step)", height=320)

@@ -14,6 +14,9 @@ H = n_heads, V = vocab. What each op saves for backward:
                     tensors (g, u, clamped g, its sigmoid, the SiLU product, u' + 1, the product)
   MoE layer         router, dispatch, experts on N*k rows, shared experts, router losses (moe_saved_bytes in
                     engine/layers/moe.py; the same for any spread of the tokens over the experts)
+  other mixers      each kind's own closed form beside its module (Gated DeltaNet: engine/layers/gdn.py
+                    gdn_saved_bytes: conv input and output, fp32 q/k/v, gates, the gated norm; its delta rule
+                    recomputes its chunks in backward and keeps only its inputs)
   SDPA (CPU flash)  q, k, v as passed (K-wide for GQA), output, logsumexp B*H*T fp32, window mask T*T*e
                     (ALiBi: its additive mask H*T*T*e instead)
   SDPA + dropout    falls back to the math path, in fp32 on CPU: q, k^T, v broadcast to A, probs, dropout
@@ -75,14 +78,17 @@ def activation_estimate(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp
     add = adder(emb)
     add("token_ids", N * IDX + (T * IDX if cfg.position == "learned" else 0))
     add("embedding", (e if cfg.embed_scale else 0) + (norm_saved_bytes(cfg, N, d, e) if cfg.embed_norm else 0)
-        + (tok if cfg.dropout > 0 else 0))
-    kinds = cfg.layer_ropes
+        + (tok if cfg.dropout > 0 and cfg.embed_dropout else 0))
     add("rope_tables", rope_saved_bytes(cfg, T, e)[0])
-    layers = []
-    for w, kind, moe in zip(cfg.layer_windows, kinds, cfg.moe_layers):
-        bucket: dict[str, int] = {}
-        block_saved_bytes(cfg, B, T, e, w, impl, adder(bucket), moe, rope=kind is not None)
-        layers.append(bucket)
+    layers, by_spec = [], {}
+    for spec in cfg.layer_specs:      # each distinct layer derived once; every layer adds its terms
+        if spec not in by_spec:
+            by_spec[spec] = {}
+            block_saved_bytes(cfg, spec, B, T, e, impl, adder(by_spec[spec]))
+        else:
+            for name, n in by_spec[spec].items():
+                terms[name] += n
+        layers.append(by_spec[spec])
     head: dict[str, int] = {}
     add = adder(head)
     add("head_input", norm_saved_bytes(cfg, N, d, e) + tok if cfg.final_norm else tok)
@@ -107,7 +113,8 @@ def _formula(cfg, B, T, e, impl, recompute, layer0, emb, head) -> str:
     body = " + ".join(f"{k} {v:,}" for k, v in layer0.items())
     extra = {"none": "", "selective": "; selective recompute drops attn_scores and attn_mask (modelled)",
              "full": "; full recompute keeps only block inputs N*d*e per layer + one block rebuilt (modelled)"}
-    windows = "; layers differ only by their window masks" if cfg.attn_window is not None else ""
+    windows = ("; layers differ by kind (layer_types, ffn_types)" if cfg.hybrid
+               else "; layers differ only by their window masks" if cfg.attn_window is not None else "")
     return (f"saved by autograd ({impl} attention, N=B*T={B * T}, e={e} B): layer 1 = {body} B "
             f"(x {L} layers{windows}); embedding "
             + " + ".join(f"{k} {v:,}" for k, v in emb.items()) + "; head "

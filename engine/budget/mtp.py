@@ -17,13 +17,13 @@ parameters are reported beside the total, never in it. DeepSeek-V3: 11,610,067,9
 from __future__ import annotations
 
 from engine.config import ModelConfig
-from engine.layers.block import block_params
+from engine.layers.block import block_params, plain_spec
 from engine.layers.norm import norm_params
 
 
 def mtp_params(cfg: ModelConfig) -> int:
     """Parameters of the mtp_depth multi-token-prediction modules (0 without them)."""
     d = cfg.d_model
-    block = block_params(cfg, moe=cfg.n_experts is not None, indexer=True)   # with sparse attention, its indexer
+    block = block_params(cfg, plain_spec(cfg, moe=cfg.n_experts is not None))   # sparse: with its own indexer
     module = sum(block.values()) + 2 * d * d + 3 * norm_params(cfg, d)
     return (cfg.mtp_depth or 0) * module

@@ -8,6 +8,9 @@ Per layer, with d = d_model, A = n_heads*head_dim, K = kv_heads*head_dim, f = d_
   sinks       H (one learned logit per query head)
   MLA         latent projections and norms (engine/layers/mla.py); with sparse attention each layer running
               its own lightning indexer adds `indexer` (engine/layers/indexer.py)
+  gate        d*A or d*H (an attention output gate)
+  other mixers  each kind's own components (engine/layers/mixers.py MIXERS, e.g. gdn_in_proj ... in gdn.py);
+              a layer holds the mixers its layer_types entry names, and the FFN its ffn_types entry names
   FFN         dense 2*d*f (+f+d)   gated 3*d*f (+2f+d); an MoE layer instead has router, shared_experts and
               routed_experts (engine/layers/moe.py)
   norms       1-4 per block (placement, layout), plus embedding and final norms
@@ -21,17 +24,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from collections import Counter
-
 from engine.budget.mtp import mtp_params
 from engine.config import ModelConfig
 from engine.layers.block import block_params
+from engine.layers.mixers import layer_groups, mixer_components
 from engine.layers.moe import moe_skipped_params
 from engine.layers.norm import norm_params
 from engine.layers.position import position_params
 
-COMPONENTS = ("token_embedding", "positions", "attention_q", "attention_k", "attention_v", "attention_o",
-              "qk_norm", "attention_sinks", "indexer", "ffn", "router", "shared_experts", "routed_experts", "norms", "output_head")
+COMPONENTS = (("token_embedding", "positions") + mixer_components()
+              + ("ffn", "router", "shared_experts", "routed_experts", "norms", "output_head"))
 
 
 @dataclass(frozen=True)
@@ -47,18 +49,21 @@ class ParamCount:
     mtp: int = 0                 # multi-token-prediction modules, beside the total, never in it (budget/mtp.py)
 
     def as_dict(self) -> dict:
-        return {"total": self.total, "non_embedding": self.non_embedding, "active": self.active,
-                "active_non_embedding": self.active_non_embedding, "per_layer": self.per_layer,
-                "tying_saves": self.tying_saves, "tied": self.tied, "components": dict(self.components),
-                "mtp": self.mtp}
+        """The CLI's keys: a count of parameters ends in _params, as in `sweep` and `plan` (components: params)."""
+        return {"total_params": self.total, "non_embedding_params": self.non_embedding, "active_params": self.active,
+                "active_non_embedding_params": self.active_non_embedding, "per_layer_params": self.per_layer,
+                "tying_saves_params": self.tying_saves, "tied": self.tied, "components": dict(self.components),
+                "mtp_params": self.mtp}
 
 
 def count_params(cfg: ModelConfig) -> ParamCount:
     d, V = cfg.d_model, cfg.vocab_size
-    n_moe = sum(cfg.moe_layers)
-    kinds = Counter(zip(cfg.moe_layers, cfg.indexer_layers))   # blocks differ by MoE and by an own indexer
-    blocks = {kind: block_params(cfg, *kind) for kind in kinds}
-    comps = {name: sum(n * blocks[kind].get(name, 0) for kind, n in kinds.items()) for name in COMPONENTS}
+    comps = dict.fromkeys(COMPONENTS, 0)
+    n_moe = 0
+    for spec, n in layer_groups(cfg):   # each distinct layer once, times how many there are
+        for name, count in block_params(cfg, spec).items():
+            comps[name] += n * count
+        n_moe += n if spec.ffn == "moe" else 0
     skipped = n_moe * moe_skipped_params(cfg) if n_moe else 0
     comps["token_embedding"] = V * d
     comps["positions"] = position_params(cfg)
@@ -67,7 +72,6 @@ def count_params(cfg: ModelConfig) -> ParamCount:
     total = sum(comps.values())
     head = 0 if cfg.tie_embeddings else comps["output_head"]   # tied: only a head bias is left, counted as a layer
     non_embedding = total - comps["token_embedding"] - comps["positions"] - head
-    first = blocks[cfg.moe_layers[0], cfg.layer_indexer(0)]
-    return ParamCount(components=comps, per_layer=sum(first.values()), total=total,
+    return ParamCount(components=comps, per_layer=sum(block_params(cfg, cfg.layer_spec(0)).values()), total=total,
                       non_embedding=non_embedding, tying_saves=V * d, tied=cfg.tie_embeddings,
                       active=total - skipped, active_non_embedding=non_embedding - skipped, mtp=mtp_params(cfg))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from typing import Any
 
 from engine.config import FIELDS, ModelConfig
@@ -22,7 +23,7 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("config fields (override the preset or file)")
     for spec in FIELDS.values():
         g.add_argument("--" + spec.name.replace("_", "-"), dest="field_" + spec.name, metavar="V",
-                       help=f"{spec.help} Allowed: {spec.allowed()}.")
+                       nargs="+" if spec.type is tuple else None, help=f"{spec.help} Allowed: {spec.allowed()}.")
 
 
 def load_config(args: argparse.Namespace) -> ModelConfig:
@@ -48,7 +49,14 @@ def base_config(args: argparse.Namespace) -> ModelConfig:
 def apply_field_flags(args: argparse.Namespace, base: ModelConfig) -> ModelConfig:
     """`base` with every --FIELD flag given on the command line (all problems reported at once)."""
     overrides = {n: getattr(args, "field_" + n) for n in FIELDS if getattr(args, "field_" + n, None) is not None}
+    overrides = {n: ",".join(split_list(v)) if isinstance(v, list) else v for n, v in overrides.items()}
     return ModelConfig.from_dict(overrides, base=base) if overrides else base
+
+
+def split_list(values: str | list[str]) -> list[str]:
+    """A list option as typed: `q,v`, `q v` (nargs) or both mixed -> ['q', 'v']."""
+    words = [values] if isinstance(values, str) else values
+    return [w for word in words for w in re.split(r"[,\s]+", word) if w]
 
 
 def print_json(data: Any) -> None:

@@ -6,16 +6,17 @@ import sys
 
 from engine.budget.devices import DEVICE_PROFILES, roofline
 from engine.budget.flops import arithmetic_intensity, flops_budget, gap_note
-from engine.budget.memory import DTYPE_BYTES, OPTIMIZERS, POLICIES, RECOMPUTE, memory_budget
+from engine.budget.memory import DTYPE_BYTES, OPTIMIZERS, POLICIES, RECOMPUTE, attention_windows, memory_budget
 from engine.commands import UsageError, add_config_args, load_config, print_json
 from engine.guard import MemoryRefusal
+from engine.layers.kinds import OURS
 from engine.layers.position import seq_problem
 from engine.measure import Measurement
 from engine.units import fmt_bytes, fmt_flops
 from engine.validation import size_problems
 
 MEMORY_KEYS = ("weights_bytes", "grads_bytes", "optimizer_bytes", "master_bytes", "activations_bytes",
-               "kv_cache_bytes", "train_total_bytes", "infer_total_bytes")
+               "kv_cache_bytes", "state_bytes", "train_total_bytes", "infer_total_bytes")
 FLOP_KEYS = ("forward_flops", "backward_flops", "flops_per_token", "attention_flops", "matmul_flops",
              "six_n_per_token", "palm_per_token")
 
@@ -65,6 +66,7 @@ def _memory(args: argparse.Namespace) -> int:
                     **({"kv_cache_expanded_bytes": b.kv_cache_expanded_bytes} if cfg.mla else {}),
                     **({"kv_cache_index_bytes": b.kv_cache_index_bytes} if b.kv_cache_index_bytes is not None
                        else {}),
+                    "kv_cache_layers": len(attention_windows(cfg)), "state_convention": OURS, "states": b.states,
                     **({"measurements": {k: m.as_dict() for k, m in measured.items()}, "peak_note": note}
                        if args.measure else {})})
     else:
@@ -78,6 +80,8 @@ def _memory(args: argparse.Namespace) -> int:
         if b.kv_cache_index_bytes is not None:
             print(f"  {'kv indexer':<12} {fmt_bytes(b.kv_cache_index_bytes):>12}  "
                   f"{b.formulas['kv_cache_index_bytes']} (part of kv_cache)")
+        if b.state_bytes:
+            _print_states(b.states)
         _print_measurements(measured, fmt_bytes)
         if note:
             print(f"  peak memory: {note}")
@@ -85,6 +89,14 @@ def _memory(args: argparse.Namespace) -> int:
         print(f"error: {refusal}", file=sys.stderr)
         return 2
     return 0
+
+
+def _print_states(states: dict[str, dict]) -> None:
+    """The recurrent layers' state as each engine holds it (the total above is this engine's, vLLM's)."""
+    print("  recurrent state per convention (conv window + recurrent state, whatever the context):")
+    for name, s in states.items():
+        print(f"    {name:<12} {fmt_bytes(s['total']):>12}  conv {fmt_bytes(s['conv'])} + recurrent "
+              f"{fmt_bytes(s['recurrent'])}; {s['source']}")
 
 
 def _measure_memory(cfg, B, T, args) -> tuple[dict[str, Measurement], str | None, str | None]:

@@ -7,7 +7,6 @@ import sys
 
 from engine.commands import UsageError
 from engine.config import ModelConfig
-from engine.interop.hf_config import from_hf_config
 
 
 MAX_CHECK_TOKENS = 65_536   # a parity check needs a few windows' worth of tokens, not a whole context
@@ -29,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _import_hf(args: argparse.Namespace) -> int:
-    from engine.interop.hf_config import import_hf_config
+    from engine.interop.hf_config import import_hf
     from engine.interop.hf_models import read_checkpoint
     if args.check and not 1 <= args.tokens <= MAX_CHECK_TOKENS:
         raise UsageError(f"--tokens: {args.tokens} is not an integer >= 1 and <= {MAX_CHECK_TOKENS:,}")
@@ -39,10 +38,15 @@ def _import_hf(args: argparse.Namespace) -> int:
         config, _, _ = read_checkpoint(args.path, weights=False)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    cfg, ignored = import_hf_config(config)   # ConfigError -> exit 2 with each HF key named
+    got = import_hf(config)   # ConfigError -> exit 2 with each HF key named
+    cfg = got.config
+    if got.not_counted:   # a multimodal file: say which part of it the YAML is
+        print(f"# source: {got.source}")
+        for line in got.not_counted:
+            print(f"# not counted: {line}")
     print(cfg.to_yaml(), end="")
     if args.verbose:
-        for line in ignored or ["(no ignored keys)"]:
+        for line in got.ignored or ["(no ignored keys)"]:
             print(f"# ignored: {line}")
     if not args.check:
         return 0

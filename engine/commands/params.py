@@ -22,13 +22,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _presets(args: argparse.Namespace) -> None:
-    rows = [{"name": n, "params": p.reference_params, "source": p.source, "notes": p.notes}
+    rows = [{"name": n, "total_params": p.reference_params, "source": p.source, "notes": p.notes}
             for n, p in PRESETS.items()]
     if args.json:
         return print_json(rows)
     width = max(len(r["name"]) for r in rows)
     for r in rows:
-        print(f"{r['name']:<{width}}  {r['params']:>16,}  {r['notes']}")
+        print(f"{r['name']:<{width}}  {r['total_params']:>16,}  {r['notes']}")
 
 
 def _params(args: argparse.Namespace) -> None:

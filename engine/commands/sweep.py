@@ -9,7 +9,7 @@ import sys
 import threading
 
 from engine.budget.memory import OPTIMIZERS, POLICIES
-from engine.commands import UsageError, add_config_args, apply_field_flags, base_config, print_json
+from engine.commands import UsageError, add_config_args, apply_field_flags, base_config, print_json, split_list
 from engine.config import ConfigError
 from engine.runtime import DTYPE_BYTES
 from engine.sweep import HOLD_FIELDS, HOLD_TARGETS, METRICS, SweepSettings, parse_values, run_sweep, value_label
@@ -25,8 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_config_args(p)
     p.add_argument("--knob", action="append", required=True, metavar="FIELD",
                    help="the config field to sweep; give --knob twice for a grid of two")
-    p.add_argument("--values", action="append", metavar="V1,V2,...",
-                   help="comma-separated values of the knob (the n-th --values belongs to the n-th --knob)")
+    p.add_argument("--values", action="append", nargs="+", metavar="V",
+                   help="the knob's values, `1,2,4` or `1 2 4` (the n-th --values belongs to the n-th --knob)")
     p.add_argument("--hold", choices=HOLD_FIELDS, help="solve this field at each point to keep parameters fixed")
     p.add_argument("--hold-target", choices=HOLD_TARGETS, default="total",
                    help="the count --hold keeps at the base's (default total)")
@@ -38,8 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
     p.add_argument("--small", action="store_true",
                    help="sweep the preset's architecture at the small training size (d_model 64, 2 layers)")
-    p.add_argument("--measure", metavar="latency,loss", help="also measure: forward latency and/or the val loss "
-                                                             "of a short training run per point (stored runs)")
+    p.add_argument("--measure", nargs="+", metavar="latency,loss",
+                   help="also measure: forward latency and/or the val loss of a short training run per point "
+                        "(stored runs); `latency,loss` or `latency loss`")
     p.add_argument("--steps", type=int, default=100, help="training steps per point for --measure loss")
     p.add_argument("--latency-seq", type=int, default=64, help="tokens of the timed forward (--measure latency)")
     p.add_argument("--time-budget", type=float, default=5.0, help="seconds of interleaved latency rounds")
@@ -68,7 +69,7 @@ def build(args: argparse.Namespace):
     knobs = {}
     for i, knob in enumerate(args.knob):
         try:
-            knobs[knob] = parse_values(knob, given[i].split(",")) if i < len(given) else None
+            knobs[knob] = parse_values(knob, split_list(given[i])) if i < len(given) else None
         except ConfigError as e:
             raise _usage(e) from None
         except ValueError as e:
@@ -151,7 +152,7 @@ def _print_table(sweep, rows: list[dict]) -> None:
 def _measure(args: argparse.Namespace, sweep) -> list[dict]:
     from engine.sweep.measured import MeasureSettings, estimate_duration, measure_sweep
     from engine.train.store import RunStore
-    what = tuple(w.strip() for w in args.measure.split(",") if w.strip())
+    what = tuple(split_list(args.measure))
     try:
         ms = MeasureSettings(what=what, seq=args.latency_seq, budget_s=args.time_budget, steps=args.steps,
                              device=args.device)

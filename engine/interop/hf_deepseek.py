@@ -22,7 +22,7 @@ from engine.config import ModelConfig
 from engine.interop.hf_reader import _Reader
 from engine.interop.hf_defaults import DEFAULTS, GATED_ACTS
 from engine.interop.hf_rope import rope_fields
-from engine.interop.pair import Pair
+from engine.interop.pair import Pair, dense_mlp_pairs, norm_pairs, stacked_expert_pairs
 
 # transformers 5 DeepseekV3Config defaults (the published DeepSeek-V3 sizes)
 DEFAULTS["deepseek_v3"] = dict(
@@ -74,10 +74,6 @@ def _mla(r: _Reader) -> dict[str, Any]:
                    "seq_aux", "moe_layer_freq", "ep_size"})
     if r("moe_layer_freq", 1) != 1:
         r.bad("moe_layer_freq", r.d["moe_layer_freq"], "transformers makes every layer after the dense ones MoE")
-    quant = r.d.get("quantization_config")
-    if isinstance(quant, dict) and quant.get("quant_method") == "fp8":   # DeepSeek-V3's published checkpoint
-        r.ignore("quantization_config", "fp8 storage of the same weights (with block scales beside them): the "
-                                        "architecture and the parameter count are unchanged")
     rope = rope_fields(r, rope_dim)
     return dict(vocab_size=r("vocab_size"), context_length=r("max_position_embeddings"), d_model=d,
                 n_layers=r("num_hidden_layers"), n_heads=heads, d_ff=r("intermediate_size"),
@@ -149,30 +145,35 @@ def _deepseek_v2(r: _Reader) -> dict[str, Any]:
 READERS = {"deepseek_v2": _deepseek_v2, "deepseek_v3": _deepseek_v3}
 
 
-def deepseek_pairs(cfg: ModelConfig) -> list[Pair]:
-    pairs = [Pair("model.embed_tokens", ("tok_emb",), "copy"), Pair("model.norm", ("final_norm",), "copy")]
+def mla_pairs(cfg: ModelConfig, a: str, o: str) -> list[Pair]:
+    """One MLA layer: transformers' names under `a` (…self_attn.) <-> ours under `o` (blocks.i.attn.)."""
     attn = {"kv_a_proj_with_mqa": "kv_a", "kv_a_layernorm": "kv_norm", "kv_b_proj": "kv_b", "o_proj": "o_proj"}
     attn.update({"q_proj": "q_proj"} if cfg.q_lora_rank is None else
                 {"q_a_proj": "q_a", "q_a_layernorm": "q_norm", "q_b_proj": "q_b"})
+    return [Pair(a + k, (f"{o}{v}",), "copy") for k, v in attn.items()]
+
+
+def deepseek_ffn_pairs(cfg: ModelConfig, h: str, o: str, moe: bool) -> list[Pair]:
+    """One layer's dense MLP or DeepSeek MoE (router, fused experts, selection bias and shared experts if any)."""
+    if not moe:
+        return dense_mlp_pairs(h, o)
+    pairs = [Pair(h + "mlp.gate.weight", (o + "ffn.router.weight",), "copy", raw=True), *stacked_expert_pairs(h, o)]
+    if cfg.router_selection_bias:   # DeepSeek-V3 and Kimi Linear
+        pairs.append(Pair(h + "mlp.gate.e_score_correction_bias", (o + "ffn.router.selection_bias",), "copy",
+                          raw=True))
+    if cfg.n_shared_experts:
+        pairs += [Pair(f"{h}mlp.shared_experts.{x}_proj", (f"{o}ffn.shared.{x}",), "copy")
+                  for x in ("gate", "up", "down")]
+    return pairs
+
+
+def deepseek_pairs(cfg: ModelConfig) -> list[Pair]:
+    pairs = [Pair("model.embed_tokens", ("tok_emb",), "copy"), Pair("model.norm", ("final_norm",), "copy")]
     for i, moe in enumerate(cfg.moe_layers):
         h, o = f"model.layers.{i}.", f"blocks.{i}."
-        pairs += [Pair(f"{h}self_attn.{k}", (f"{o}attn.{v}",), "copy") for k, v in attn.items()]
+        pairs += mla_pairs(cfg, h + "self_attn.", o + "attn.")
         if cfg.layer_indexer(i):   # sparse attention's lightning indexer (hf_dsa.py), same names both sides
             pairs += [Pair(f"{h}self_attn.indexer.{x}", (f"{o}attn.indexer.{x}",), "copy")
                       for x in ("wq_b", "wk", "k_norm", "weights_proj")]
-        pairs += [Pair(h + "input_layernorm", (o + "norm1",), "copy"),
-                  Pair(h + "post_attention_layernorm", (o + "norm2",), "copy")]
-        if not moe:
-            pairs += [Pair(f"{h}mlp.{x}_proj", (f"{o}ffn.{x}",), "copy") for x in ("gate", "up", "down")]
-            continue
-        pairs += [Pair(h + "mlp.gate.weight", (o + "ffn.router.weight",), "copy", raw=True),
-                  Pair(h + "mlp.experts.gate_up_proj", (o + "ffn.experts.gate", o + "ffn.experts.up"), "halves",
-                       raw=True),
-                  Pair(h + "mlp.experts.down_proj", (o + "ffn.experts.down",), "copy", raw=True)]
-        if cfg.router_selection_bias:   # DeepSeek-V3 only
-            pairs.append(Pair(h + "mlp.gate.e_score_correction_bias", (o + "ffn.router.selection_bias",), "copy",
-                              raw=True))
-        if cfg.n_shared_experts:
-            pairs += [Pair(f"{h}mlp.shared_experts.{x}_proj", (f"{o}ffn.shared.{x}",), "copy")
-                      for x in ("gate", "up", "down")]
+        pairs += norm_pairs(h, o) + deepseek_ffn_pairs(cfg, h, o, moe)
     return pairs

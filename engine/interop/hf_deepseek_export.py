@@ -18,6 +18,7 @@ def _mla(w: _Writer) -> dict[str, Any]:
     w.need("bias", False, "DeepSeek's attention_bias leaves the MLP without biases")
     w.need("mla_norm_eps" if c.mla_norm_eps is not None else "norm_eps", 1e-6,
            "transformers keeps the latent norms at eps 1e-6")
+    w.need("position", "rope", "DeepSeek rotates the decoupled key")
     w.no_dropout()
     return dict(vocab_size=c.vocab_size, hidden_size=c.d_model, intermediate_size=c.ffn_width,
                 num_hidden_layers=c.n_layers, num_attention_heads=c.n_heads, num_key_value_heads=c.n_heads,

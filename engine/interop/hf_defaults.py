@@ -58,6 +58,9 @@ IGNORED: dict[str, str] = {
     "full_attn_mod": "a Phi-4-mini remote-code key; transformers' Phi3 does not read it",
     "interpolate_factor": "a Phi-4-mini remote-code key; transformers' Phi3 does not read it",
     "lm_head_bias": "a Phi-4-mini remote-code key; transformers' Phi3 head has no bias",
+    "use_qk_norm": "this family's config class does not read it (Qwen3 and Qwen3-MoE always normalize q and k)",
+    "max_window_layers": "this family's config class does not read it (its windows follow layer_types)",
+    "for_llm_compressor": "an export flag of Llama 4's checkpoints; Llama4TextConfig does not read it",
 }
 
 _LLAMA = dict(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,

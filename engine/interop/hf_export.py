@@ -127,6 +127,22 @@ _WRITERS.update(_DEEPSEEK_WRITERS)
 from engine.interop.hf_gpt_oss import WRITERS as _GPT_OSS_WRITERS  # noqa: E402
 
 _WRITERS.update(_GPT_OSS_WRITERS)
+from engine.interop.hf_qwen_hybrid import WRITERS as _QWEN_HYBRID_WRITERS  # noqa: E402
+
+_WRITERS.update(_QWEN_HYBRID_WRITERS)
+from engine.interop.hf_recent_export import WRITERS as _RECENT_WRITERS  # noqa: E402
+
+_WRITERS.update(_RECENT_WRITERS)
+from engine.interop.hf_llama4 import WRITERS as _LLAMA4_WRITERS  # noqa: E402
+
+_WRITERS.update(_LLAMA4_WRITERS)
+from engine.interop.hf_ssm_export import WRITERS as _SSM_WRITERS  # noqa: E402
+
+_WRITERS.update(_SSM_WRITERS)
+from engine.interop.hf_kimi import WRITERS as _KIMI_WRITERS  # noqa: E402
+from engine.interop.hf_minimax import WRITERS as _MINIMAX_WRITERS  # noqa: E402
+
+_WRITERS.update(_KIMI_WRITERS, **_MINIMAX_WRITERS)
 
 
 def hf_problems(cfg: ModelConfig, model_type: str) -> tuple[dict[str, Any], list[str]]:

@@ -9,8 +9,8 @@ num_experts_per_tok and the YaRN original context that OpenAI's own code reads).
 
 quantization_config: the published checkpoints store the expert matrices in MXFP4 (4-bit blocks with a shared
 scale); transformers dequantizes them, or runs MXFP4 kernels, on the same architecture. The parameter count
-is that of the model transformers builds from the config (bf16 tensors of the same shapes), so an mxfp4
-quantization_config is accepted and listed as ignored; any other quantization method is refused by name.
+is that of the model transformers builds from the config (bf16 tensors of the same shapes); the storage is
+read into the checkpoint fields (engine/interop/hf_quant.py) that `plan --quant checkpoint` sizes.
 Experts are stored transposed with gate and up interleaved: gate_up_proj [E, d, 2f] (column 2i gate,
 2i+1 up), down_proj [E, f, d].
 """
@@ -39,19 +39,6 @@ _UNREAD = {"hidden_act": "gpt-oss experts always apply the clamped SwiGLU; GptOs
                                      "rope_scaling.original_max_position_embeddings"}
 
 
-def _quantization(r: _Reader) -> None:
-    q = r.d.get("quantization_config")
-    if q is None:
-        return
-    method = q.get("quant_method") if isinstance(q, dict) else q
-    if method != "mxfp4":
-        r.read.add("quantization_config")
-        r.bad("quantization_config.quant_method", method, "only MXFP4 storage of the bf16 architecture is read")
-        return
-    r.ignore("quantization_config", "MXFP4 storage of the expert weights; the architecture and its parameter "
-                                    "count are the dequantized model's")
-
-
 def _gpt_oss(r: _Reader) -> dict[str, Any]:
     if not r.d.get("rope_scaling") and not r.d.get("rope_parameters"):   # GptOssConfig's default RoPE
         r.d = {**r.d, "rope_parameters": dict(_YARN)}   # its theta: rope_theta, as rope_fields reads it
@@ -64,7 +51,6 @@ def _gpt_oss(r: _Reader) -> dict[str, Any]:
     for k, why in _UNREAD.items():
         if k in r.d:
             r.ignore(k, why)
-    _quantization(r)
     width = r("intermediate_size")
     return dict(base, n_experts=r(key), experts_per_token=r("num_experts_per_tok"), expert_d_ff=width,
                 router="topk_softmax", router_renorm=True, expert_bias=True,

@@ -14,8 +14,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from engine.interop.hf_config import from_hf_config
+from engine.interop.hf_config import import_hf
 from engine.interop.hf_export import to_hf_config
+from engine.interop.hf_wrappers import WRAPPERS, language_state
 from engine.interop.weights import hf_to_ours, ours_to_hf
 from engine.limits import MAX_CONFIG_BYTES, json_loads, read_text
 from engine.model import DecoderLM, build_model
@@ -27,11 +28,13 @@ _RENAMED = {"embed_out.weight": "lm_head.weight"}   # GPT-NeoX's output head bef
 
 
 def from_transformers(hf_model: nn.Module) -> DecoderLM:
-    """Our model computing what `hf_model` computes: its config imported, its weights converted (a tied
-    head stays one Parameter), same dtype, device and train/eval mode."""
-    family = hf_model.config.model_type
-    cfg = from_hf_config(hf_model.config.to_dict())
-    weights = hf_to_ours(cfg, family, hf_model.state_dict())
+    """Our model computing what `hf_model` computes (a multimodal model: its language model): its config
+    imported, its weights converted (a tied head stays one Parameter), same dtype, device and train/eval mode."""
+    got = import_hf(hf_model.config.to_dict())
+    cfg, state = got.config, hf_model.state_dict()
+    if hf_model.config.model_type in WRAPPERS:
+        state = language_state(hf_model.config.model_type, state)
+    weights = hf_to_ours(cfg, got.family, state)
     ref = next(hf_model.parameters())
     model = build_model(cfg, device=ref.device, dtype=ref.dtype, init=False)
     model.load_state_dict(weights, strict=True)
@@ -40,17 +43,24 @@ def from_transformers(hf_model: nn.Module) -> DecoderLM:
 
 def hf_model_from_config(model_type: str, config: dict[str, Any],
                          attn_implementation: str | None = None) -> nn.Module:
-    """A randomly initialised transformers causal LM for a config dict (no network)."""
+    """A randomly initialised transformers causal LM for a config dict (no network); a multimodal family as
+    its image-text-to-text model (vision tower included)."""
     import transformers
     hf_cfg = transformers.AutoConfig.for_model(model_type, **config)
     extra = {"attn_implementation": attn_implementation} if attn_implementation else {}
-    return transformers.AutoModelForCausalLM.from_config(hf_cfg, **extra)
+    auto = transformers.AutoModelForCausalLM   # a multimodal family: its whole model, when transformers has one
+    if type(hf_cfg) in transformers.AutoModelForImageTextToText._model_mapping:
+        auto = transformers.AutoModelForImageTextToText
+    return auto.from_config(hf_cfg, **extra)
 
 
-def to_transformers(model: DecoderLM, attn_implementation: str | None = None) -> nn.Module:
+def to_transformers(model: DecoderLM, attn_implementation: str | None = None,
+                    model_type: str | None = None) -> nn.Module:
     """The transformers model computing what `model` computes, or ConfigError naming each feature that no
-    supported family can express (e.g. post-norm, or GQA in a serial Falcon block)."""
-    family, config = to_hf_config(model.cfg)
+    supported family (or `model_type`, when given) can express (e.g. post-norm, or GQA in a serial Falcon block).
+    Where two families compute the same model (Qwen3-Next and Qwen3.5 with the same layers), the first
+    supported one is taken unless model_type names the other."""
+    family, config = to_hf_config(model.cfg, model_type)
     ref = next(model.parameters())
     hf = hf_model_from_config(family, config, attn_implementation).to(device=ref.device, dtype=ref.dtype)
     hf.load_state_dict(ours_to_hf(model.cfg, family, model.state_dict()), strict=True)
@@ -95,13 +105,14 @@ def read_checkpoint(folder: str | Path, weights: bool = True
     Raises ValueError with a readable message for anything missing or malformed."""
     folder = Path(folder)
     if folder.is_file() and folder.suffix == ".json":
-        config = json_loads(read_text(folder, MAX_CONFIG_BYTES, folder.name), folder.name)
+        config = json_loads(read_text(folder, MAX_CONFIG_BYTES, folder.name), folder.name, constants=True)
         return config, None, "random init (a config file, no weights)" if weights else "not read"
     if not folder.is_dir():
         raise ValueError(f"{folder}: not a folder (nor a .json config file)")
     if not (folder / "config.json").exists():
         raise ValueError(f"{folder}: no config.json")
-    config = json_loads(read_text(folder / "config.json", MAX_CONFIG_BYTES, "config.json"), "config.json")
+    config = json_loads(read_text(folder / "config.json", MAX_CONFIG_BYTES, "config.json"), "config.json",
+                        constants=True)
     files = _weight_files(folder) if weights else []
     if not weights:
         return config, None, "not read"

@@ -14,7 +14,7 @@ from typing import Any
 from engine.config import ModelConfig
 from engine.interop.hf_reader import _decoder, _Reader
 from engine.interop.hf_defaults import GATED_ACTS
-from engine.interop.pair import Pair
+from engine.interop.pair import Pair, dense_mlp_pairs, norm_pairs, stacked_expert_pairs
 
 
 def _experts(r: _Reader, experts_key: str, width_key: str, renorm: bool | None) -> dict[str, Any]:
@@ -83,18 +83,19 @@ def moe_pairs(cfg: ModelConfig, family: str) -> list[Pair]:
         h, o = f"model.layers.{i}.", f"blocks.{i}."
         pairs += [Pair(f"{h}self_attn.{x}_proj", (f"{o}attn.{x}_proj",), "copy") for x in "qkvo"]
         pairs += [Pair(f"{h}self_attn.{x}_norm", (f"{o}attn.{x}_norm",), "copy") for x in "qk" if cfg.qk_norm]
-        pairs += [Pair(h + "input_layernorm", (o + "norm1",), "copy"),
-                  Pair(h + "post_attention_layernorm", (o + "norm2",), "copy")]
-        if not moe:
-            pairs += [Pair(f"{h}mlp.{x}_proj", (f"{o}ffn.{x}",), "copy") for x in ("gate", "up", "down")]
-            continue
-        pairs += [Pair(h + "mlp.gate", (o + "ffn.router",), "copy"),
-                  Pair(h + "mlp.experts.gate_up_proj", (o + "ffn.experts.gate", o + "ffn.experts.up"), "halves",
-                       raw=True),
-                  Pair(h + "mlp.experts.down_proj", (o + "ffn.experts.down",), "copy", raw=True)]
-        if cfg.n_shared_experts:
-            pairs += [Pair(f"{h}mlp.shared_expert.{x}_proj", (f"{o}ffn.shared.{x}",), "copy")
-                      for x in ("gate", "up", "down")]
-        if cfg.shared_expert_gate:
-            pairs.append(Pair(h + "mlp.shared_expert_gate", (o + "ffn.shared_gate",), "copy"))
+        pairs += norm_pairs(h, o)
+        pairs += moe_ffn_pairs(cfg, h, o, moe)
+    return pairs
+
+
+def moe_ffn_pairs(cfg: ModelConfig, h: str, o: str, moe: bool) -> list[Pair]:
+    """One layer's FFN (HF prefix h, ours o): a gated MLP, or the router, stacked experts and shared expert."""
+    if not moe:
+        return dense_mlp_pairs(h, o)
+    pairs = [Pair(h + "mlp.gate", (o + "ffn.router",), "copy"), *stacked_expert_pairs(h, o)]
+    if cfg.n_shared_experts:
+        pairs += [Pair(f"{h}mlp.shared_expert.{x}_proj", (f"{o}ffn.shared.{x}",), "copy")
+                  for x in ("gate", "up", "down")]
+    if cfg.shared_expert_gate:
+        pairs.append(Pair(h + "mlp.shared_expert_gate", (o + "ffn.shared_gate",), "copy"))
     return pairs

@@ -7,8 +7,9 @@ from typing import Any
 from engine.interop.hf_writer import _GATED, _decoder, _Writer
 
 
-def _routing(w: _Writer, renorm: bool | None) -> dict[str, Any]:
-    """Softmax-then-top-k routing without DeepSeek's or gpt-oss's extras; renorm fixed (Mixtral) or free."""
+def _routing(w: _Writer, renorm: bool | None, partial: bool = False) -> dict[str, Any]:
+    """Softmax-then-top-k routing without DeepSeek's or gpt-oss's extras; renorm fixed (Mixtral) or free;
+    partial: the family rotates part of each head."""
     c = w.cfg
     w.need("router", "softmax_topk", "softmax over all experts, then top-k")
     if renorm is not None:
@@ -17,7 +18,7 @@ def _routing(w: _Writer, renorm: bool | None) -> dict[str, Any]:
                          ("expert_bias", False)):
         w.need(field, plain)
     w.no_dropout()
-    return dict(_decoder(w), hidden_act=w.act(_GATED), num_experts_per_tok=c.experts_per_token,
+    return dict(_decoder(w, partial), hidden_act=w.act(_GATED), num_experts_per_tok=c.experts_per_token,
                 router_aux_loss_coef=c.aux_loss_coef, norm_topk_prob=c.router_renorm)
 
 

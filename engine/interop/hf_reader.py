@@ -82,13 +82,42 @@ def _layer_windows(r: _Reader, n_layers: int, window: int | None, default_types:
     return windows_to_fields([window if t == "sliding_attention" else None for t in types])
 
 
-def _decoder(r: _Reader, theta_default: float = 10000.0, partial_ok: bool = False) -> dict[str, Any]:
-    """Sizes shared by the Llama-like families (separate q/k/v/o, gated MLP, RMSNorm, RoPE)."""
+def _decoder(r: _Reader, theta_default: float = 10000.0, partial_ok: bool = False, fraction_default: float = 1.0,
+             dropout_read: bool = False) -> dict[str, Any]:
+    """Sizes shared by the Llama-like families (separate q/k/v/o, gated MLP, RMSNorm, RoPE). dropout_read: the
+    caller reads attention_dropout itself (a family whose dropouts we can place)."""
     d, heads = r("hidden_size"), r("num_attention_heads")
     kv, hd = r("num_key_value_heads", heads), r("head_dim", d // heads)
-    r.expect("attention_dropout", (0, 0.0), "our dropout also acts on the residual stream")
+    if not dropout_read:
+        r.expect("attention_dropout", (0, 0.0), "our dropout also acts on the residual stream")
+    rope = rope_fields(r, hd, theta_default=theta_default, partial_ok=partial_ok, fraction_default=fraction_default)
     return dict(vocab_size=r("vocab_size"), context_length=r("max_position_embeddings"), d_model=d,
                 n_layers=r("num_hidden_layers"), n_heads=heads, n_kv_heads=None if kv == heads else kv,
                 head_dim=None if hd == d // heads else hd, d_ff=r("intermediate_size"), norm="rmsnorm",
-                norm_eps=float(r("rms_norm_eps")), position="rope",
-                tie_embeddings=bool(r("tie_word_embeddings")), **rope_fields(r, hd, theta_default=theta_default, partial_ok=partial_ok))
+                norm_eps=float(r("rms_norm_eps")), position="rope", tie_embeddings=bool(r("tie_word_embeddings")),
+                **rope)
+
+
+def _same_dropout(r: _Reader, keys: tuple[str, ...]) -> float:
+    values = [r(k) for k in keys]
+    if len(set(values)) > 1:
+        r.bad(keys[0], values[0], f"our one dropout needs {' = '.join(keys)}")
+    return float(values[0])
+
+
+def _fixed_head_dim(r: _Reader, d: int, heads: int) -> None:
+    if "head_dim" in r.d:
+        r.expect("head_dim", (None, d // heads), f"{r.family} heads are hidden_size // num_attention_heads")
+
+
+def _whole_heads(r: _Reader, d: int, heads: int) -> None:
+    """Falcon and GPT-NeoX split hidden_size into heads; transformers refuses a remainder."""
+    if d % heads:
+        r.bad("num_attention_heads", heads, f"{r.family} needs hidden_size ({d}) to be a multiple of it")
+
+
+def _alias(r: _Reader, key: str, other: str, other_wins: bool = False) -> Any:
+    """A key transformers also accepts under another name. other_wins: an attribute_map alias (BLOOM's
+    num_attention_heads for n_head) is set after the named argument, so given both, the alias counts."""
+    r.read.update({key, other})
+    return r.d[other] if r.d.get(other) is not None and (other_wins or r.d.get(key) is None) else r(key)

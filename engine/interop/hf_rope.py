@@ -33,6 +33,9 @@ def rope_fields(r: Any, head_dim: int, *, theta_keys=("rope_theta",), fraction_k
     if rotary_dim <= 0:
         r.bad("partial_rotary_factor", fraction, "rotates no dimension of the head")
         rotary_dim = head_dim
+    elif rotary_dim % 2 and fraction != 1.0:   # transformers then turns rotary_dim + 1 dims at frequencies spaced for rotary_dim
+        r.bad("partial_rotary_factor", fraction, f"rotates an odd {rotary_dim} of the {head_dim} head dimensions")
+        rotary_dim = head_dim
     scaling = rope_scaling_fields(r, source, params)
     if "rope_theta" in local:
         scaling["rope_local_base"] = float(local["rope_theta"])

@@ -32,9 +32,33 @@ class _Writer:
 
     def common(self, norm: str, placement: str = "pre", *, embed_scale: bool = False, qk_norm: bool = False,
                softcaps: bool = False, moe: bool = False, qk_scope: str = "head", mla: bool = False,
-               sinks: bool = False, mtp: bool = False, dsa: bool = False) -> None:
+               sinks: bool = False, mtp: bool = False, hybrid: bool = False, gate: str | None = None,
+               embed_norm: bool = False, final_norm: bool = True, residual_alpha: bool = False,
+               nope: bool = False, chunk: bool = False, temperature: bool = False, scales_input: bool = False,
+               selection_param: bool = False, local_rope: bool = False, embed_dropout: bool = True,
+               scales: bool = False, dsa: bool = False) -> None:
         """What every supported family shares (a final norm, no embedding norm, learned gains) and the
-        features only some have, off unless the family passes them."""
+        features only some have, off unless the family passes them: hybrid layer kinds (layer_types beyond
+        attention, ffn_types), and the branch, embedding and logit multipliers (scales); residual_alpha: any alpha
+        is expressible."""
+        c = self.cfg
+        if not hybrid:
+            self.check(not c.hybrid, "layer_types", "every layer is softmax attention and an FFN")
+            self.need("ffn_types", None, "the family places its MoE layers by its own rule")
+        self.need("attn_gate", gate, "no attention output gate" if gate is None else "")
+        if not chunk:
+            self.check(not (c.layer_types and "chunked" in c.layer_types), "layer_types", "no chunked attention")
+        if not temperature:
+            self.need("attn_temperature", None, "no long-context query temperature")
+        if moe and not scales_input:
+            self.need("router_scales_input", False, "router weights scale the experts' outputs")
+        if moe and c.router_selection_bias and not selection_param:
+            self.need("selection_bias_parameter", False, "the selection bias is a buffer")
+        if embed_dropout:
+            self.check(c.embed_dropout or c.dropout == 0, "embed_dropout", "its dropout also drops embeddings")
+        if not scales:
+            for field in ("attn_out_scale", "ffn_gate_scale", "ffn_out_scale", "embed_multiplier"):
+                self.need(field, 1.0, "no multipliers on the branches or the embedding")
         if not moe:
             self.need("n_experts", None, "a dense family")
         if not mla:
@@ -47,18 +71,23 @@ class _Writer:
             self.need("qk_norm_scope", qk_scope)
         self.need("norm", norm)
         self.need("norm_placement", placement)
-        self.need("final_norm", True)
-        self.need("embed_norm", False)
+        self.need("final_norm", final_norm)
+        self.need("embed_norm", embed_norm)
+        if not residual_alpha:
+            self.need("residual_alpha", 1.0, "the residual is added as it is")
         self.need("norm_affine", True)
         if norm == "layernorm":
             self.check(norm_has_bias(self.cfg), "norm_bias", "its LayerNorms have a bias")
         self.need("embed_scale", embed_scale)
         self.need("head_bias", False, "no bias on the output head")
-        self.need("logit_scale", 1.0, "logits are not rescaled")
+        if not scales:
+            self.need("logit_scale", 1.0, "logits are not rescaled")
         self.need("qk_norm", qk_norm)
         self.need("attn_sinks", sinks, "no attention sinks" if not sinks else "")
-        self.need("rope_local_base", None, "one RoPE for every layer")
-        self.need("nope_layers", None, "RoPE in every layer")
+        if not local_rope:
+            self.need("rope_local_base", None, "one RoPE for every layer")
+        if not nope:
+            self.need("nope_layers", None, "RoPE in every layer")
         if not softcaps:   # the Gemma-2 writer states query_pre_attn_scalar
             self.need("attn_scale", None, "scores scaled by 1/sqrt(head_dim)")
         if not softcaps:
@@ -117,10 +146,10 @@ def scaling_params(cfg: ModelConfig) -> dict[str, Any]:
     return out
 
 
-def _decoder(w: _Writer) -> dict[str, Any]:
+def _decoder(w: _Writer, partial: bool = False) -> dict[str, Any]:
     c = w.cfg
     w.need("block", "serial")
     return dict(vocab_size=c.vocab_size, hidden_size=c.d_model, intermediate_size=c.ffn_width,
                 num_hidden_layers=c.n_layers, num_attention_heads=c.n_heads, num_key_value_heads=c.kv_heads,
                 head_dim=c.head_width, rms_norm_eps=c.norm_eps, tie_word_embeddings=c.tie_embeddings,
-                attention_dropout=0.0, **w.rope())
+                attention_dropout=0.0, **w.rope(partial))

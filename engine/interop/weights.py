@@ -1,4 +1,5 @@
 """State-dict conversion between our DecoderLM and transformers checkpoints, family by family.
+(This file is longer than 300 lines: every codec and the family dispatch stay together, so a round trip reads in one place.)
 
 A family is a list of module pairs (HF module, our module(s), codec); `.weight` and `.bias` are mapped
 wherever our module has them. Every codec is an exact rearrangement, so HF -> ours -> HF returns the same
@@ -9,7 +10,10 @@ tensors (Gemma's norm offset up to float rounding of (1 + w) - 1):
   concat_t  GPT-2's fused c_attn: [q | k | v] along the output dim, Conv1D-transposed
   rows_*    Phi-3's fused nn.Linear outputs: qkv_proj rows [q | k | v], gate_up_proj rows [gate | up]
   halves    MoE experts' fused gate_up_proj [E, 2f, d]: gate rows, then up rows (engine/interop/hf_moe.py)
+  rows_halves  Granite's fused shared MLP input_linear [2s, d]: gate rows, then up rows (hf_ssm_pairs.py)
   interleaved  gpt-oss's gate_up_proj [E, d, 2f] (bias [E, 2f]): gate even, up odd columns; experts_t [E, f, d]
+  halves_t  Llama 4's gate_up_proj [E, d, 2f]: gate columns, then up columns
+  row       ERNIE's selection bias [1, E] as our [E]
   grouped   NeoX / Falcon fused query_key_value, GPTBigCode c_attn: output rows as [kv_heads, group + 2, head_dim],
             each group's query heads followed by its key and value head (NeoX: [heads, 3, head_dim]; one kv head:
             [q..., k, v])
@@ -62,11 +66,12 @@ def _mpt(cfg: ModelConfig) -> list[Pair]:
 
 
 def _llama_like(cfg: ModelConfig, family: str) -> list[Pair]:
+    """Llama's names, with each family's norms; Cohere and ERNIE rotate pairs (2i, 2i+1)."""
     norm = "offset" if family in ("gemma", "gemma2", "gemma3_text") else "copy"
     pairs = [Pair("model.embed_tokens", ("tok_emb",), "copy"), Pair("model.norm", ("final_norm",), norm)]
     for i in range(cfg.n_layers):
         h, o = f"model.layers.{i}.", f"blocks.{i}."
-        rope = "rope_pairs_" if family == "cohere" else ""   # Cohere's RoPE rotates pairs (2i, 2i+1)
+        rope = "rope_pairs_" if family in ("cohere", "ernie4_5") else ""
         pairs += [Pair(f"{h}self_attn.{x}_proj", (f"{o}attn.{x}_proj",), f"{rope}{x}" if rope else "copy")
                   for x in "qk"]
         pairs += [Pair(f"{h}self_attn.{x}_proj", (f"{o}attn.{x}_proj",), "copy") for x in "vo"]
@@ -78,7 +83,7 @@ def _llama_like(cfg: ModelConfig, family: str) -> list[Pair]:
         norms = {"input_layernorm": "norm1", "post_attention_layernorm": "norm2"}
         if cfg.block == "parallel":   # StableLM's and Cohere's parallel residual: one norm feeds both branches
             norms = {"input_layernorm": "norm1"}
-        if family == "olmo2":   # norms on the branch outputs only
+        if family in ("olmo2", "olmo3", "exaone4"):   # norms on the branch outputs only
             norms = {"post_attention_layernorm": "post_attn_norm", "post_feedforward_layernorm": "post_ffn_norm"}
         if family in ("gemma2", "gemma3_text"):
             norms = {"input_layernorm": "norm1", "post_attention_layernorm": "post_attn_norm",
@@ -146,7 +151,26 @@ def pairs_for(cfg: ModelConfig, family: str) -> list[Pair]:
     from engine.interop.hf_moe import READERS, moe_pairs
     from engine.interop.hf_deepseek import deepseek_pairs
     from engine.interop.hf_gpt_oss import gpt_oss_pairs
-    if family in READERS:
+    from engine.interop.hf_ssm import READERS as SSM_READERS
+    from engine.interop.hf_ssm_pairs import ssm_pairs
+    from engine.interop.hf_llama4 import llama4_pairs
+    from engine.interop.hf_recent_moe import READERS as RECENT_MOE, recent_moe_pairs
+    from engine.interop.hf_qwen_hybrid import CODECS, qwen_hybrid_pairs, WRITERS as QWEN_HYBRID
+    from engine.interop import hf_kimi, hf_minimax
+    _CODECS.update(CODECS, **hf_kimi.CODECS, **hf_minimax.CODECS)
+    if family in SSM_READERS:
+        pairs = ssm_pairs(cfg, family)
+    elif family in QWEN_HYBRID:
+        pairs = qwen_hybrid_pairs(cfg, family)
+    elif family == "kimi_linear":
+        pairs = hf_kimi.kimi_pairs(cfg)
+    elif family == "minimax":
+        pairs = hf_minimax.minimax_pairs(cfg)
+    elif family in RECENT_MOE and family != "qwen3_vl_moe_text":
+        pairs = recent_moe_pairs(cfg, family)
+    elif family == "llama4_text":
+        pairs = llama4_pairs(cfg)
+    elif family in READERS or family == "qwen3_vl_moe_text":
         pairs = moe_pairs(cfg, family)
     elif family == "gpt_oss":
         pairs = gpt_oss_pairs(cfg)
@@ -175,6 +199,10 @@ def pairs_for(cfg: ModelConfig, family: str) -> list[Pair]:
 
 
 # ---- codecs: HF tensor <-> our tensor(s) --------------------------------------------------------------------
+# a family module's own codecs: name -> (split HF -> ours, join ours -> HF), registered by pairs_for
+_CODECS: dict[str, tuple] = {}
+
+
 def _qkv_sizes(cfg: ModelConfig) -> list[int]:
     return [cfg.attn_width, cfg.kv_width, cfg.kv_width]
 
@@ -191,6 +219,8 @@ def _rope_heads(codec: str, cfg: ModelConfig) -> tuple[int, int]:
 def _split(codec: str, t: Tensor, cfg: ModelConfig) -> list[Tensor]:
     if codec == "copy":
         return [t]
+    if codec in _CODECS:
+        return _CODECS[codec][0](t, cfg)
     if codec.startswith("rope_pairs_"):
         return [rope_interleaved_to_half(t, *_rope_heads(codec, cfg))]
     if codec == "t":   # t() leaves a 1-D bias as it is
@@ -199,6 +229,12 @@ def _split(codec: str, t: Tensor, cfg: ModelConfig) -> list[Tensor]:
         return [t + 1]
     if codec == "halves":
         return [x.contiguous() for x in t.chunk(2, dim=1)]
+    if codec == "halves_t":
+        return [x.transpose(1, 2).contiguous() for x in t.chunk(2, dim=2)]
+    if codec == "row":
+        return [t.reshape(-1)]
+    if codec == "rows_halves":
+        return [x.contiguous() for x in t.chunk(2, dim=0)]
     if codec in ("interleaved", "experts_t"):   # gpt-oss stores [E, in, out]; a bias [E, 2f] is only split
         parts = (t[..., ::2], t[..., 1::2]) if codec == "interleaved" else (t,)
         return [(x.transpose(1, 2) if x.ndim == 3 else x).contiguous() for x in parts]
@@ -218,16 +254,22 @@ def _split(codec: str, t: Tensor, cfg: ModelConfig) -> list[Tensor]:
 def _join(codec: str, ts: list[Tensor], cfg: ModelConfig) -> Tensor:
     if codec == "copy":
         return ts[0]
+    if codec in _CODECS:
+        return _CODECS[codec][1](ts, cfg)
     if codec.startswith("rope_pairs_"):
         return rope_half_to_interleaved(ts[0], *_rope_heads(codec, cfg))
     if codec == "t":
         return ts[0].t().contiguous()
     if codec == "offset":
         return ts[0] - 1
-    if codec in _ROWS:
+    if codec in _ROWS or codec == "rows_halves":
         return torch.cat(ts)
     if codec == "halves":
         return torch.cat(ts, dim=1)
+    if codec == "halves_t":
+        return torch.cat([x.transpose(1, 2) for x in ts], dim=2).contiguous()
+    if codec == "row":
+        return ts[0].reshape(1, -1)
     if codec in ("interleaved", "experts_t"):
         cols = [x.transpose(1, 2) if x.ndim == 3 else x for x in ts]
         return (torch.stack(cols, dim=-1).flatten(-2) if codec == "interleaved" else cols[0]).contiguous()

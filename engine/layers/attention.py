@@ -21,7 +21,8 @@ from torch import nn
 
 from engine.layers.init import init_linear, init_norm
 from engine.layers.norm import STAT, make_norm, norm_params, norm_saved_bytes
-from engine.layers.position import alibi_bias, apply_rope, rope_layer_bytes
+from engine.layers.position import alibi_bias, apply_rope, query_temperature, rope_layer_bytes
+from engine.layers.span import Chunk, Span, keys_held, visible
 from engine.validation import Knobs, declare
 
 if TYPE_CHECKING:   # engine.config assembles ModelConfig from this module's knobs
@@ -44,10 +45,10 @@ class AttentionKnobs(Knobs):
                                         "from 1) still uses full attention; ignored without a window or with "
                                         "layer_types.", lo=1, null="every layer uses the window")
     qk_norm: bool = declare(False, "attention", "Normalize each head's queries and keys before the dot product.")
-    # per-layer patterns and the score scale (Gemma-2/3, real configs of today)
-    layer_types: tuple[str, ...] | None = declare(None, "attention", "Attention of each layer in order, full or "
-                                                   "sliding (the window attn_window); overrides global_every.",
-                                                   choices=("full", "sliding"), null="the global_every rule")
+    # the score scale (Gemma-2/3, real configs of today); which layers slide is layer_types (engine/layers/mixers.py)
+    attn_chunk: int | None = declare(None, "attention", "Chunked local attention (Llama 4): on layers marked chunked "
+                                      "a query sees only the earlier keys of its own block of this many positions; "
+                                      "ignored without chunked layers.", lo=1, null="no chunked layers")
     attn_scale: float | None = declare(None, "attention", "Multiplier of q.k before the softmax (Gemma: "
                                         "query_pre_attn_scalar^-0.5).", lo=0, lo_open=True, null="1/sqrt(head_dim)")
     attn_softcap: float | None = declare(None, "attention", "Squash attention scores smoothly into (-c, c) with "
@@ -56,8 +57,16 @@ class AttentionKnobs(Knobs):
     attn_sinks: bool = declare(False, "attention", "A learned logit per head joins the softmax as one more key that "
                                 "takes probability but adds no value, so a head can attend to nothing (gpt-oss).")
     qk_norm_scope: str = declare("head", "attention", "With qk_norm: one gain per head dimension shared by all "
-                                  "heads (Qwen3), or one norm over all heads at once (OLMoE).",
-                                  choices=("head", "all_heads"))
+                                  "heads (Qwen3), one norm over all heads at once (OLMoE), or each head normalized "
+                                  "without a gain and only in layers that rotate (Llama 4's L2 norm, with rmsnorm).",
+                                  choices=("head", "all_heads", "rope_heads"))
+    attn_gate: str | None = declare(None, "attention", "An output gate: the heads' output times sigmoid(x W_g) "
+                                    "before o_proj, one gate per dimension (elementwise: Qwen3-Next, Qwen3.5) or "
+                                    "per head (Qiu et al. 2025, gated attention).", choices=("elementwise", "head"),
+                                    null="no gate")
+    attn_out_scale: float = declare(1.0, "attention", "The attention output (after o_proj) is scaled by this before "
+                                    "the residual add (Falcon-H1: attention_in x attention_out multipliers; Granite "
+                                    "residual_multiplier).", lo=0, lo_open=True)
 
     @property
     def kv_heads(self) -> int:
@@ -76,19 +85,22 @@ class AttentionKnobs(Knobs):
     def kv_width(self) -> int:
         return self.kv_heads * self.head_width
 
-    def layer_window(self, i: int) -> int | None:
-        """Layer i's (0-based) sliding window, or None for full attention (constant time: the budgets ask per
-        layer, and 100,000 layers must not cost 100,000 lists)."""
+    def layer_window(self, i: int) -> Span:
+        """Layer i's (0-based) span (engine/layers/span.py): a sliding window, a Chunk, or None for full attention
+        (constant time: the budgets ask per layer, and 100,000 layers must not cost 100,000 lists)."""
+        if self.layer_types is not None:   # explicit kinds win over global_every (engine/layers/mixers.py)
+            words = self.layer_types[i].split("+")
+            if "chunked" in words:
+                return Chunk(self.attn_chunk) if self.attn_chunk is not None else None
+            return self.attn_window if "sliding" in words else None
         if self.attn_window is None:
             return None
-        if self.layer_types is not None:
-            return self.attn_window if self.layer_types[i] == "sliding" else None
         k = self.global_every
         return None if k and (i + 1) % k == 0 else self.attn_window
 
     @property
-    def layer_windows(self) -> list[int | None]:
-        """Per layer (0-based list): the sliding window, or None for full attention."""
+    def layer_windows(self) -> list[Span]:
+        """Per layer (0-based list): the span, a sliding window, a Chunk or None for full attention."""
         return [self.layer_window(i) for i in range(self.n_layers)]
 
     @property
@@ -99,21 +111,26 @@ class AttentionKnobs(Knobs):
 
     @staticmethod
     def rules(c: ModelConfig, ok: Callable[..., bool]) -> list[str]:
-        """Head counts that must divide, a head width that must not be 0, one layer type per layer."""
+        """Head counts that must divide, a head width that must not be 0, an output gate where it is modelled."""
         out = []
         if ok("n_heads", "n_kv_heads") and c.n_kv_heads is not None and c.n_heads % c.n_kv_heads:
             out.append(f"n_kv_heads: {c.n_kv_heads} does not divide n_heads={c.n_heads}")
         if ok("head_dim", "d_model", "n_heads") and c.head_dim is None and c.d_model < c.n_heads:
             out.append(f"head_dim: d_model={c.d_model} // n_heads={c.n_heads} is 0; set head_dim or use fewer heads")
-        if ok("layer_types", "n_layers") and c.layer_types is not None and len(c.layer_types) != c.n_layers:
-            out.append(f"layer_types: {len(c.layer_types)} entries for n_layers={c.n_layers}")
+        if ok("attn_gate", "kv_lora_rank") and c.attn_gate is not None and c.mla:
+            out.append("attn_gate: the output gate is not modelled with MLA (kv_lora_rank set); set attn_gate: null")
+        if (ok("layer_types", "attn_chunk") and c.layer_types and c.attn_chunk is None
+                and any("chunked" in w.split("+") for w in c.layer_types)):
+            out.append("layer_types: chunked layers need a chunk size; set attn_chunk")
         return out
 
 
 class LayerKV:
-    """One layer's cached keys and values [B, kv_heads, S, hd] and the absolute position of the first key.
-    A sliding-window layer keeps only the last `window` positions, so its cache really is smaller. A sparse-
-    attention (DSA) layer also keeps its indexer's keys, in `index_format` (engine/layers/indexer.py)."""
+    """One layer's decode cache. Attention: keys and values [B, kv_heads, S, hd] and the absolute position of
+    the first key (a sliding-window layer keeps only the last `window` positions, so its cache really is
+    smaller); a sparse-attention (DSA) layer also its indexer's keys, in `index_format` (engine/layers/
+    indexer.py). A recurrent mixer (engine/layers/mixers.py): its fixed state, the short convolution's last
+    inputs `conv` [B, C, K-1] and the recurrent `recurrent` tensor, whatever the context length."""
 
     def __init__(self, index_format: str = "fp8") -> None:
         self.k: torch.Tensor | None = None
@@ -122,25 +139,30 @@ class LayerKV:
         self.index_format = index_format
         self.index_keys: torch.Tensor | None = None     # [B, S, D], FP8 or the model's dtype
         self.index_scales: torch.Tensor | None = None   # [B, S, blocks] fp32 beside FP8 keys
+        self.conv: torch.Tensor | None = None
+        self.recurrent: torch.Tensor | None = None
 
-    def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in (self.k, self.v, self.index_keys, self.index_scales)
-                   if t is not None)
+    @staticmethod
+    def _bytes(*tensors: torch.Tensor | None) -> int:
+        return sum(t.numel() * t.element_size() for t in tensors if t is not None)
+
+    def kv_nbytes(self) -> int:
+        """What grows with the context: keys and values (or MLA's latent) and the indexer keys."""
+        return self._bytes(self.k, self.v) + self.index_nbytes()
 
     def index_nbytes(self) -> int:
         """The indexer keys (and their scales) alone."""
-        return sum(t.numel() * t.element_size() for t in (self.index_keys, self.index_scales) if t is not None)
+        return self._bytes(self.index_keys, self.index_scales)
 
+    def state_nbytes(self) -> int:
+        return self._bytes(self.conv, self.recurrent)
 
-def visible(q_pos: torch.Tensor, k_pos: torch.Tensor, window: int | None) -> torch.Tensor:
-    """Bool [Tq, Tk]: key j is visible to query i iff j <= i and (no window or i - j < window)."""
-    d = q_pos[:, None] - k_pos[None, :]
-    ok = d >= 0
-    return ok & (d < window) if window is not None else ok
+    def nbytes(self) -> int:
+        return self.kv_nbytes() + self.state_nbytes()
 
 
 class Attention(nn.Module):
-    def __init__(self, cfg: ModelConfig, window: int | None):
+    def __init__(self, cfg: ModelConfig, window: Span, temperature: bool = False):
         super().__init__()
         self.n_heads, self.kv_heads, self.hd = cfg.n_heads, cfg.kv_heads, cfg.head_width
         self.window, self.softcap, self.dropout = window, cfg.attn_softcap, cfg.dropout
@@ -151,10 +173,19 @@ class Attention(nn.Module):
         self.k_proj = nn.Linear(cfg.d_model, cfg.kv_width, bias=qkv_bias)
         self.v_proj = nn.Linear(cfg.d_model, cfg.kv_width, bias=qkv_bias)
         self.o_proj = nn.Linear(cfg.attn_width, cfg.d_model, bias=cfg.bias)
+        self.gate = cfg.attn_gate   # None, "elementwise" (one gate per output dimension) or "head"
+        self.out_scale = cfg.attn_out_scale
+        gates = cfg.attn_width if cfg.attn_gate == "elementwise" else cfg.n_heads
+        self.g_proj = nn.Linear(cfg.d_model, gates, bias=qkv_bias) if cfg.attn_gate else None
         # all_heads (OLMoE): one norm over the whole projection, before it is split into heads
+        # rope_heads (Llama 4): per head, no gain, and only when the layer rotates (a rotation keeps each head's
+        # RMS, so normalizing before RoPE, as here, equals Llama 4's normalizing after it)
         self.qk_all = cfg.qk_norm and cfg.qk_norm_scope == "all_heads"
-        self.q_norm = make_norm(cfg, cfg.attn_width if self.qk_all else self.hd) if cfg.qk_norm else None
-        self.k_norm = make_norm(cfg, cfg.kv_width if self.qk_all else self.hd) if cfg.qk_norm else None
+        self.qk_rope_only = cfg.qk_norm_scope == "rope_heads"
+        gain = None if not self.qk_rope_only else False
+        self.q_norm = make_norm(cfg, cfg.attn_width if self.qk_all else self.hd, gain) if cfg.qk_norm else None
+        self.k_norm = make_norm(cfg, cfg.kv_width if self.qk_all else self.hd, gain) if cfg.qk_norm else None
+        self.temperature = cfg if temperature else None   # long-context query temperature on this layer
         self.sinks = nn.Parameter(torch.empty(cfg.n_heads)) if cfg.attn_sinks else None   # one logit per head
         self.impl = "sdpa"          # "sdpa" or "explicit"; soft-capping and sinks always take the explicit path
         self.keep_probs = False     # explicit path stores softmax probabilities in .probs (for plots)
@@ -164,6 +195,8 @@ class Attention(nn.Module):
         for proj in (self.q_proj, self.k_proj, self.v_proj):
             init_linear(proj, std, generator)
         init_linear(self.o_proj, out_std, generator)     # writes into the residual stream
+        if self.g_proj is not None:
+            init_linear(self.g_proj, std, generator)
         init_norm(self.q_norm)
         init_norm(self.k_norm)
         if self.sinks is not None:   # logit 0: the sink starts as one more key of average weight, no draw
@@ -179,16 +212,18 @@ class Attention(nn.Module):
         q = q.view(B, T, self.n_heads, self.hd).transpose(1, 2)                # [B, H, T, hd]
         k = k.view(B, T, self.kv_heads, self.hd).transpose(1, 2)               # [B, Hkv, T, hd]
         v = self.v_proj(x).view(B, T, self.kv_heads, self.hd).transpose(1, 2)  # [B, Hkv, T, hd]
-        if self.q_norm is not None and not self.qk_all:
+        if self.q_norm is not None and not self.qk_all and (rope is not None or not self.qk_rope_only):
             q, k = self.q_norm(q), self.k_norm(k)        # per head, over hd
         if rope is not None:
             q, k = apply_rope(q, *rope), apply_rope(k, *rope)
+        if self.temperature is not None:                 # [T, 1] multipliers, one per query position
+            q = q * query_temperature(self.temperature, pos).to(q.dtype)[:, None]
         k_pos = pos                                      # [S] absolute key positions
         if cache is not None:
             if cache.k is not None:
                 k, v = torch.cat([cache.k, k], dim=2), torch.cat([cache.v, v], dim=2)   # [B, Hkv, S, hd]
             k_pos = torch.arange(cache.start, cache.start + k.shape[2], device=x.device)
-            keep = k.shape[2] if self.window is None else min(k.shape[2], self.window)
+            keep = keys_held(k.shape[2], self.window)
             cache.k, cache.v = k[:, :, -keep:], v[:, :, -keep:]
             cache.start = int(k_pos[-1]) + 1 - keep
         plain_causal = cache is None and self.window is None and not self.alibi
@@ -202,7 +237,13 @@ class Attention(nn.Module):
             y = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask, is_causal=plain_causal, enable_gqa=self.kv_heads != self.n_heads,
                 scale=self.scale, dropout_p=self.dropout if self.training else 0.0)              # [B, H, T, hd]
-        return self.o_proj(y.transpose(1, 2).reshape(B, T, self.n_heads * self.hd))   # [B, T, d_model]
+        y = y.transpose(1, 2).reshape(B, T, self.n_heads * self.hd)                  # [B, T, A]
+        if self.g_proj is not None:   # the output gate (Qwen3-Next): a sigmoid per dimension or per head
+            g = torch.sigmoid(self.g_proj(x))                                          # [B, T, A] or [B, T, H]
+            y = y * g if self.gate == "elementwise" else (y.view(B, T, self.n_heads, self.hd) * g[..., None]).view(
+                B, T, self.n_heads * self.hd)
+        out = self.o_proj(y)                                                           # [B, T, d_model]
+        return out * self.out_scale if self.out_scale != 1.0 else out
 
     def _explicit(self, q, k, v, allowed: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         group = self.n_heads // self.kv_heads
@@ -255,11 +296,14 @@ ATTENTION_IMPLS = ("sdpa", "explicit")
 
 def attention_params(cfg: ModelConfig) -> dict[str, int]:
     """q: d*A (+A), k and v: d*K (+K each), o: A*d (+d); q/k/v biases with bias or qkv_bias, o's with bias;
-    QK-norm adds two norms of width head_dim (all_heads: one of width A for q, one of width K for k); sinks
-    one logit per query head, H."""
+    QK-norm adds two norms of width head_dim (all_heads: one of width A for q, one of width K for k;
+    rope_heads: none, it has no gain); sinks one logit per query head, H; an output gate d*A (+A) elementwise or
+    d*H (+H) per head (q's bias rule)."""
     d, A, K = cfg.d_model, cfg.attn_width, cfg.kv_width
     qkv_bias = cfg.bias or cfg.qkv_bias
+    gates = _gate_width(cfg)
     return {"attention_q": d * A + (A if qkv_bias else 0),
+            "attention_gate": d * gates + (gates if qkv_bias else 0),
             "attention_k": d * K + (K if qkv_bias else 0),
             "attention_v": d * K + (K if qkv_bias else 0),
             "attention_o": A * d + (d if cfg.bias else 0),
@@ -268,27 +312,23 @@ def attention_params(cfg: ModelConfig) -> dict[str, int]:
 
 
 def _qk_norm_params(cfg: ModelConfig) -> int:
-    if not cfg.qk_norm:
+    if not cfg.qk_norm or cfg.qk_norm_scope == "rope_heads":   # no gain: nothing to learn
         return 0
     if cfg.qk_norm_scope == "all_heads":
         return norm_params(cfg, cfg.attn_width) + norm_params(cfg, cfg.kv_width)
     return 2 * norm_params(cfg, cfg.head_width)
 
 
+def _gate_width(cfg: ModelConfig) -> int:
+    """Outputs of the gate projection: A (elementwise), H (per head) or 0 (no gate)."""
+    return {None: 0, "elementwise": cfg.attn_width, "head": cfg.n_heads}[cfg.attn_gate]
+
+
 def attention_matmul_params(cfg: ModelConfig) -> int:
-    """Weights in the projections' matrix products (2 FLOPs each per token): d*A + 2*d*K + A*d."""
+    """Weights in the projections' matrix products (2 FLOPs each per token): d*A + 2*d*K + A*d, plus the
+    gate's d*A or d*H."""
     d, A, K = cfg.d_model, cfg.attn_width, cfg.kv_width
-    return d * A + 2 * d * K + A * d
-
-
-def query_key_pairs(seq: int, window: int | None, causal: bool) -> int:
-    """Query-key pairs of one sequence in one layer: T^2 (the full square), or, causal, the visible ones:
-    T(T+1)/2, and with a window w < T, w(w+1)/2 + (T-w)*w."""
-    if not causal:
-        return seq * seq
-    if window is None or window >= seq:
-        return seq * (seq + 1) // 2
-    return window * (window + 1) // 2 + (seq - window) * window
+    return d * A + 2 * d * K + A * d + d * _gate_width(cfg)
 
 
 def score_flops(cfg: ModelConfig, batch: int, pairs: int) -> int:
@@ -299,33 +339,36 @@ def score_flops(cfg: ModelConfig, batch: int, pairs: int) -> int:
     return 2 * width * batch * pairs
 
 
-def keys_held(tokens: int, window: int | None) -> int:
-    """Keys a layer holds (and a new query reads) after `tokens` positions: a window layer only the last w."""
-    return tokens if window is None else min(tokens, window)
-
-
-def kv_bytes(cfg: ModelConfig, batch: int, tokens: int, window: int | None, e: int) -> int:
+def kv_bytes(cfg: ModelConfig, batch: int, tokens: int, window: Span, e: int) -> int:
     """One layer's cached K and V after `tokens` positions: 2 * held * B * K * e."""
     return 2 * keys_held(tokens, window) * batch * cfg.kv_width * e
 
 
-def attention_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, impl: str,
-                          add: Callable[[str, int], None], rope: bool = True) -> None:
+def attention_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: Span, impl: str,
+                          add: Callable[[str, int], None], rope: bool = True, temperature: bool = False) -> None:
     """Saved tensors of one attention layer, excluding its input (the normed residual) and its output:
     SDPA (CPU flash) keeps q, k, v as passed (K-wide for GQA), its output, the fp32 logsumexp and a window
     mask; with dropout it falls back to the math path in fp32 (q, k^T, v broadcast to A, probs, noise,
     dropped probs); the explicit path keeps q, k^T, v (A-wide), a bool mask, (tanh of capped scores), the
     fp32 softmax output (with sinks one column wider, T + 1) and either dropout noise + dropped probs or the
-    probs cast to e. ALiBi makes SDPA's mask one additive [H, T, T] float mask. `rope`: whether this layer
-    rotates q and k. `add(term, bytes)`."""
+    probs cast to e. ALiBi makes SDPA's mask one additive [H, T, T] float mask. An output gate keeps its
+    sigmoid (A or H wide) and the gated output o_proj reads. `rope`: whether this layer rotates q and k
+    (rope_heads QK-norm runs only then); `temperature`: whether it scales q by the long-context temperature (the
+    multiply keeps its [T, 1] factor). `add(term, bytes)`."""
     N, A, K, H, hd = B * T, cfg.attn_width, cfg.kv_width, cfg.n_heads, cfg.head_width
     drop = cfg.dropout > 0
+    add("attn_gate", N * (_gate_width(cfg) + A) * e if cfg.attn_gate else 0)
     all_heads = cfg.qk_norm and cfg.qk_norm_scope == "all_heads"
     if all_heads:                                  # one norm over the whole q (A wide) and k (K wide)
         add("qk_norm", norm_saved_bytes(cfg, N, A, e) + norm_saved_bytes(cfg, N, K, e))
-    elif cfg.qk_norm:
-        add("qk_norm", norm_saved_bytes(cfg, N * H, hd, e) + norm_saved_bytes(cfg, N * cfg.kv_heads, hd, e))
+    rope_heads = cfg.qk_norm_scope == "rope_heads"
+    per_head = cfg.qk_norm and not all_heads and (rope or not rope_heads)
+    if per_head:
+        gain = False if rope_heads else None
+        add("qk_norm", norm_saved_bytes(cfg, N * H, hd, e, affine=gain)
+            + norm_saved_bytes(cfg, N * cfg.kv_heads, hd, e, affine=gain))
     add("rope_tables", rope_layer_bytes(cfg, T, e) if rope else 0)
+    add("attn_temperature", T * e if temperature else 0)
     scores = B * H * T * T * e
     explicit = impl == "explicit" or cfg.attn_softcap is not None or cfg.attn_sinks
     if not explicit and not drop:
@@ -333,7 +376,7 @@ def attention_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int 
         # the kernel's output takes q's layout: a view of q_proj ([B,T,H,hd] memory) makes o_proj's input a
         # view of it; q rebuilt by per-head QK-norm or partial RoPE is [B,H,T,hd]-contiguous, so o_proj gets a
         # copy (all-heads QK-norm runs before the split into heads and keeps the [B,T,H,hd] layout)
-        q_rebuilt = (cfg.qk_norm and not all_heads) or (rope and 0 < cfg.rotary_dim < hd)
+        q_rebuilt = per_head or (rope and 0 < cfg.rotary_dim < hd)
         add("attn_out", N * A * e * (2 if q_rebuilt else 1))
         add("attn_lse", B * H * T * STAT)
         if cfg.position == "alibi":                # ALiBi: one additive float mask per head

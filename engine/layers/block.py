@@ -1,6 +1,8 @@
-"""One transformer block: serial or parallel layout, norms placed pre, post or sandwich.
+"""One transformer block: serial or parallel layout, norms placed pre, post or sandwich; its mixer(s) and FFN as
+the layer's `LayerSpec` says (engine/layers/mixers.py): attention, a recurrent mixer, both side by side, or none;
+a dense FFN, an MoE or none.
 
-`block_layout(cfg)` is the one structural description of a block (which norms sit where, how the branches
+`block_layout(cfg, spec)` is the one structural description of a block (which norms sit where, how the branches
 combine, which attention and FFN): the Block module is built from it, the activation closed form and the
 diagram (app/diagram.py) read it. Below the module: the block's closed forms, summed from the families.
 """
@@ -13,12 +15,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.layers.attention import (Attention, LayerKV, attention_matmul_params, attention_params,
-                                     attention_saved_bytes)
+from engine.layers.attention import LayerKV
 from engine.layers.ffn import GATE_ACTIVATION, ffn_matmul_params, ffn_params, ffn_saved_bytes, make_ffn
-from engine.layers.indexer import Chosen, IndexerLayout, indexer_layout, indexer_params
+from engine.layers.indexer import Chosen, IndexerLayout, indexer_layout
 from engine.layers.init import init_norm
-from engine.layers.mla import MLA, MLALayout, mla_layout, mla_matmul_params, mla_params, mla_saved_bytes
+from engine.layers.kinds import LayerSpec
+from engine.layers.mixers import MIXERS, spec_mixers
+from engine.layers.mla import MLALayout, mla_layout
 from engine.layers.moe import MoE, moe_matmul_params, moe_params, moe_saved_bytes
 from engine.layers.norm import make_norm, norm_params, norm_saved_bytes
 from engine.validation import Knobs, declare
@@ -37,15 +40,21 @@ class BlockKnobs(Knobs):
     bias: bool = declare(True, "block", "Biases on every linear layer in attention and FFN.")
     dropout: float = declare(0.0, "block", "Share of activations zeroed at random during training.", lo=0, hi=1,
                               hi_open=True)
+    residual_alpha: float = declare(1.0, "block", "The residual stream is multiplied by alpha before each branch "
+                                    "output is added (x <- alpha x + F(.)); with post-norm this is DeepNorm, alpha = "
+                                    "(2 N)^(1/4) keeping deep post-norm stacks trainable (MiniMax-01: 160^(1/4) = "
+                                    "3.5566).", lo=0, lo_open=True)
+    embed_dropout: bool = declare(True, "block", "With dropout: also drop entries of the token embeddings (GPT-2); "
+                                   "off drops only attention weights and branch outputs (Seed-OSS).")
 
 
 @dataclass(frozen=True)
 class BlockLayout:
     parallel: bool              # y = x + A(.) + F(.) instead of two residual steps
-    placement: str              # "pre", "post" or "sandwich"
-    input_norms: int            # norms on the way into the branches: 2, 1 (parallel, shared) or 0 (post)
-    branch_norms: bool          # sandwich: a norm on each branch output before the residual add
-    residual_norms: int         # post: norms on the residual sums (2 serial, 1 parallel)
+    placement: str              # "pre", "post", "sandwich" or "post_branch"
+    input_norms: int            # norms on the way into the branches: 2, 1 (parallel shared, or one branch), 0
+    branch_norms: bool          # sandwich, post_branch: a norm on each branch output before the residual add
+    residual_norms: int         # post: norms on the residual sums (one per serial branch, 1 parallel)
     norm: str                   # "layernorm" or "rmsnorm", with a gain when norm_affine
     norm_affine: bool
     attention: str              # "MHA", "GQA", "MQA" or "MLA"
@@ -62,37 +71,66 @@ class BlockLayout:
     shared_experts: int = 0
     attn_sinks: bool = False    # a learned logit per head in the softmax (gpt-oss)
     mla: MLALayout | None = None  # latent attention: its projections, latent norms and cached tensors
+    mixers: tuple[str, ...] = ("attention",)   # this layer's mixer kinds (engine/layers/mixers.py); () none
+    ffn_kind: str = "dense"     # this layer's FFN: "dense", "moe" or "none"
+    attn_gate: str | None = None  # the attention output gate: "elementwise", "head" or None
+    chunk: int | None = None    # chunked local attention: block size of the chunked layers (Llama 4)
+    qk_norm_rope_only: bool = False   # QK-norm without gain, only where RoPE runs (Llama 4)
+    temperature: str | None = None    # the long-context query temperature, as a formula
     indexer: IndexerLayout | None = None   # sparse attention: the lightning indexer choosing MLA's keys
+
+    @property
+    def branches(self) -> int:
+        """Branches on the residual stream: the mixer(s) and the FFN, each when present."""
+        return bool(self.mixers) + (self.ffn_kind != "none")
 
     @property
     def norm_count(self) -> int:
         """Norms of width d_model in one block."""
-        return self.input_norms + 2 * self.branch_norms + self.residual_norms
+        return self.input_norms + self.branch_norms * self.branches + self.residual_norms
 
 
-def block_layout(cfg: ModelConfig, layer: int = 0) -> BlockLayout:
-    """The structure of block `layer` (0-based; blocks differ only in their window and, with sparse attention,
-    whether they run their own indexer)."""
+def plain_spec(cfg: ModelConfig, moe: bool = False) -> LayerSpec:
+    """An attention layer with full attention and a dense (or MoE) FFN: the block of a one-kind model (with
+    sparse attention, running its own indexer)."""
+    index = "full" if cfg.mla and cfg.sparse_attention else None
+    return LayerSpec(("attention",), "moe" if moe else "dense", None, "global" if cfg.position == "rope" else None,
+                     index=index)
+
+
+def block_layout(cfg: ModelConfig, spec: LayerSpec | None = None) -> BlockLayout:
+    """The structure of a block with `spec` (the first layer's kind of a one-kind model by default)."""
+    spec = spec or plain_spec(cfg)
     parallel, placement = cfg.block == "parallel", cfg.norm_placement
-    post = placement == "post"
-    inputs = 0 if placement in ("post", "post_branch") else (1 if parallel and cfg.parallel_shared_norm else 2)
+    present = bool(spec.mixers) + (spec.ffn != "none")   # a parallel block always has both (a config rule)
+    inputs = 0 if placement in ("post", "post_branch") else (1 if parallel and cfg.parallel_shared_norm else present)
     return BlockLayout(
         parallel=parallel, placement=placement, input_norms=inputs,
         branch_norms=placement in ("sandwich", "post_branch"),
-        residual_norms=(1 if parallel else 2) if post else 0, norm=cfg.norm, norm_affine=cfg.norm_affine,
-        attention=cfg.attention_kind, qk_norm=cfg.qk_norm,
+        residual_norms=(1 if parallel else present) if placement == "post" else 0, norm=cfg.norm,
+        norm_affine=cfg.norm_affine, attention=cfg.attention_kind, qk_norm=cfg.qk_norm,
         rope_fraction=cfg.rope_fraction if cfg.position == "rope" else None, window=cfg.attn_window,
         global_every=cfg.global_every if cfg.attn_window is not None else None, attn_softcap=cfg.attn_softcap,
         ffn=cfg.ffn, gated=cfg.gated, activation=GATE_ACTIVATION[cfg.ffn] if cfg.gated else cfg.ffn,
         experts=cfg.n_experts, experts_per_token=cfg.experts_per_token if cfg.n_experts else 0,
         shared_experts=(cfg.n_shared_experts or 0) if cfg.n_experts else 0, attn_sinks=cfg.attn_sinks,
-        mla=mla_layout(cfg) if cfg.mla else None,
-        indexer=indexer_layout(cfg, layer) if cfg.mla and cfg.sparse_attention else None)
+        mla=mla_layout(cfg) if cfg.mla else None, mixers=spec.mixers, ffn_kind=spec.ffn, attn_gate=cfg.attn_gate,
+        chunk=cfg.attn_chunk if cfg.layer_types and any("chunked" in w.split("+") for w in cfg.layer_types) else None,
+        qk_norm_rope_only=cfg.qk_norm and cfg.qk_norm_scope == "rope_heads", temperature=_temperature(cfg),
+        indexer=indexer_layout(cfg, spec.index == "full") if spec.index else None)
 
 
-def block_norm_count(cfg: ModelConfig) -> int:
+def _temperature(cfg: ModelConfig) -> str | None:
+    if cfg.attn_temperature is None:
+        return None
+    p = "(p+1)" if cfg.attn_temperature_one_based else "p"
+    where = " on NoPE layers" if cfg.attn_temperature_layers == "nope" else ""
+    return f"q × (1 + {cfg.attn_temperature:g}·ln(1 + ⌊{p}/{cfg.attn_temperature_floor:,}⌋)){where}"
+
+
+def block_norm_count(cfg: ModelConfig, spec: LayerSpec | None = None) -> int:
     """Norms of width d_model in one block (the modules Block creates)."""
-    return block_layout(cfg).norm_count
+    return block_layout(cfg, spec).norm_count
 
 
 class Block(nn.Module):
@@ -103,27 +141,43 @@ class Block(nn.Module):
     parallel post:   x = N1(x + A(x) + F(x))
     parallel sandwich: x = x + P1(A(N1(x))) + P2(F(N2(x)))
     serial post_branch:   x = x + P1(A(x));  x = x + P2(F(x))      (OLMo-2: no norm on the way in)
-    parallel post_branch: x = x + P1(A(x)) + P2(F(x))"""
+    parallel post_branch: x = x + P1(A(x)) + P2(F(x))
+    A is the layer's mixer (two mixers side by side: their sum); a serial layer without a mixer or without an
+    FFN skips that step and its norms (Nemotron-H's one-mixer-per-layer). With residual_alpha, every x added to
+    a branch output is alpha x (DeepNorm)."""
 
-    def __init__(self, cfg: ModelConfig, window: int | None, moe: bool = False, indexer: bool = True):
+    def __init__(self, cfg: ModelConfig, spec: LayerSpec | None = None):
         super().__init__()
-        lay = block_layout(cfg)
+        spec = spec or plain_spec(cfg)
+        lay = block_layout(cfg, spec)
         self.parallel, self.placement, self.p = lay.parallel, lay.placement, cfg.dropout
-        self.attn = MLA(cfg, indexer) if cfg.mla else Attention(cfg, window)
-        self.ffn = MoE(cfg) if moe else make_ffn(cfg)
-        self.norm1 = make_norm(cfg) if lay.input_norms or lay.residual_norms else None
-        self.norm2 = make_norm(cfg) if 2 in (lay.input_norms, lay.residual_norms) else None
-        self.post_attn_norm = make_norm(cfg) if lay.branch_norms else None
-        self.post_ffn_norm = make_norm(cfg) if lay.branch_norms else None
+        self.alpha = cfg.residual_alpha
+        self.mixer_attrs = tuple(m.attr for m in spec_mixers(spec))
+        for m in spec_mixers(spec):
+            self.add_module(m.attr, m.build(cfg, spec))
+        self.ffn = MoE(cfg) if spec.ffn == "moe" else make_ffn(cfg) if spec.ffn == "dense" else None
+        mix, ffn = bool(spec.mixers), spec.ffn != "none"
+        norms_in = lay.input_norms or lay.residual_norms
+        self.norm1 = make_norm(cfg) if norms_in and (mix or lay.parallel) else None
+        self.norm2 = make_norm(cfg) if ffn and norms_in and not (lay.parallel and norms_in == 1) else None
+        self.post_attn_norm = make_norm(cfg) if lay.branch_norms and mix else None
+        self.post_ffn_norm = make_norm(cfg) if lay.branch_norms and ffn else None
 
     def init_weights(self, std: float, out_std: float, generator: torch.Generator) -> None:
-        self.attn.init_weights(std, out_std, generator)
-        self.ffn.init_weights(std, out_std, generator)
+        for attr in self.mixer_attrs:
+            getattr(self, attr).init_weights(std, out_std, generator)
+        if self.ffn is not None:
+            self.ffn.init_weights(std, out_std, generator)
         for norm in (self.norm1, self.norm2, self.post_attn_norm, self.post_ffn_norm):
             init_norm(norm)
 
     def _attn(self, h, pos, rope, cache, chosen):
-        y = self.attn(h, pos, rope, cache) if chosen is None else self.attn(h, pos, rope, cache, chosen)
+        """The mixer branch: every mixer reads h, their outputs add; sparse MLA also gets the indexer's choice."""
+        y = None
+        for attr in self.mixer_attrs:
+            mixer = getattr(self, attr)
+            out = mixer(h, pos, rope, cache) if chosen is None else mixer(h, pos, rope, cache, chosen)
+            y = out if y is None else y + out
         y = self.post_attn_norm(y) if self.post_attn_norm is not None else y
         return F.dropout(y, self.p, self.training)
 
@@ -132,78 +186,88 @@ class Block(nn.Module):
         y = self.post_ffn_norm(y) if self.post_ffn_norm is not None else y
         return F.dropout(y, self.p, self.training)
 
+    def _res(self, x: torch.Tensor) -> torch.Tensor:
+        """The residual a branch output is added to: alpha x (a scalar multiply: autograd saves nothing for it)."""
+        return x if self.alpha == 1.0 else x * self.alpha
+
     def forward(self, x: torch.Tensor, pos: torch.Tensor, rope: tuple | None, cache: LayerKV | None = None,
                 chosen: Chosen | None = None) -> torch.Tensor:
-        # x: [B, T, d] residual stream in and out; every branch (attention, FFN, norms) reads and returns [B, T, d]
+        # x: [B, T, d] residual stream in and out; every branch (mixers, FFN, norms) reads and returns [B, T, d]
         # chosen: sparse attention's kept keys, passed from an indexer layer to the shared layers after it
-        if self.placement == "post":
-            if self.parallel:
-                return self.norm1(x + self._attn(x, pos, rope, cache, chosen) + self._ffn(x))
-            x = self.norm1(x + self._attn(x, pos, rope, cache, chosen))
-            return self.norm2(x + self._ffn(x))
+        mix, ffn, r = bool(self.mixer_attrs), self.ffn is not None, self._res
         if self.parallel:
+            if self.placement == "post":
+                return self.norm1(r(x) + self._attn(x, pos, rope, cache, chosen) + self._ffn(x))
             h1 = x if self.norm1 is None else self.norm1(x)
             h2 = h1 if self.norm2 is None else self.norm2(x)
-            return x + self._attn(h1, pos, rope, cache, chosen) + self._ffn(h2)
-        if self.norm1 is None:                          # post_branch
-            x = x + self._attn(x, pos, rope, cache, chosen)
-            return x + self._ffn(x)
-        x = x + self._attn(self.norm1(x), pos, rope, cache, chosen)
-        return x + self._ffn(self.norm2(x))
+            return r(x) + self._attn(h1, pos, rope, cache, chosen) + self._ffn(h2)
+        if self.placement == "post":
+            x = self.norm1(r(x) + self._attn(x, pos, rope, cache, chosen)) if mix else x
+            return self.norm2(r(x) + self._ffn(x)) if ffn else x
+        if mix:
+            x = r(x) + self._attn(x if self.norm1 is None else self.norm1(x), pos, rope, cache, chosen)
+        return r(x) + self._ffn(x if self.norm2 is None else self.norm2(x)) if ffn else x
 
 
-# Closed forms of one block, summed from the attention, FFN and norm families.
+# Closed forms of one block, summed from the mixer, FFN and norm families.
 
-def block_params(cfg: ModelConfig, moe: bool = False, indexer: bool = False) -> dict[str, int]:
-    """Parameters of one block by component (the names of engine.budget.params.COMPONENTS); an MoE block
-    has router, shared_experts and routed_experts instead of ffn; a sparse-attention block running its own
-    lightning indexer (indexer=True) adds `indexer`."""
-    ffn = moe_params(cfg) if moe else {"ffn": ffn_params(cfg)}
-    own = {"indexer": indexer_params(cfg)} if indexer and cfg.mla and cfg.sparse_attention else {}
-    return {**(mla_params(cfg) if cfg.mla else attention_params(cfg)), **own, **ffn,
-            "norms": block_norm_count(cfg) * norm_params(cfg, cfg.d_model)}
+def block_params(cfg: ModelConfig, spec: LayerSpec | None = None) -> dict[str, int]:
+    """Parameters of one block by component (the names of engine.budget.params.COMPONENTS): its mixers' (a
+    sparse-attention layer running its own lightning indexer adds `indexer`), its FFN's (an MoE block has
+    router, shared_experts and routed_experts instead of ffn) and its norms."""
+    spec = spec or plain_spec(cfg)
+    out: dict[str, int] = {}
+    for m in spec_mixers(spec):
+        for name, n in m.params(cfg, spec).items():
+            out[name] = out.get(name, 0) + n
+    if spec.ffn == "moe":
+        out.update(moe_params(cfg))
+    elif spec.ffn == "dense":
+        out["ffn"] = ffn_params(cfg)
+    out["norms"] = block_norm_count(cfg, spec) * norm_params(cfg, cfg.d_model)
+    return out
 
 
-def block_matmul_params(cfg: ModelConfig, moe: bool = False) -> int:
+def block_matmul_params(cfg: ModelConfig, spec: LayerSpec | None = None) -> int:
     """Weights of one block that take part in a matrix product per token (2 FLOPs each); an MoE block
     counts the router, the shared experts and the k routed experts one token uses."""
-    attn = mla_matmul_params(cfg) if cfg.mla else attention_matmul_params(cfg)
-    return attn + (moe_matmul_params(cfg) if moe else ffn_matmul_params(cfg))
+    spec = spec or plain_spec(cfg)
+    ffn = {"moe": moe_matmul_params, "dense": ffn_matmul_params}.get(spec.ffn)
+    return sum(m.matmul_params(cfg, spec) for m in spec_mixers(spec)) + (ffn(cfg) if ffn else 0)
 
 
-def block_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, window: int | None, impl: str,
-                      add: Callable[[str, int], None], moe: bool = False, rope: bool = True) -> None:
-    """Bytes autograd saves in one block, by term (`add(term, bytes)`): attention, FFN, dropout noise, and
+def block_saved_bytes(cfg: ModelConfig, spec: LayerSpec, B: int, T: int, e: int, impl: str,
+                      add: Callable[[str, int], None]) -> None:
+    """Bytes autograd saves in one block, by term (`add(term, bytes)`): mixers, FFN, dropout noise, and
     the norms with the tensors they read, as the layout places them (linears save their input, which is a
     norm's output or, post-norm, the residual itself)."""
-    lay = block_layout(cfg)
+    lay = block_layout(cfg, spec)
     N, d = B * T, cfg.d_model
     tok = N * d * e
     normed = norm_saved_bytes(cfg, N, d, e)
-    if cfg.mla:
-        mla_saved_bytes(cfg, B, T, e, impl, add)
-    else:
-        attention_saved_bytes(cfg, B, T, e, window, impl, add, rope)
-    if moe:
+    for m in spec_mixers(spec):
+        m.saved_bytes(cfg, spec, B, T, e, impl, add)
+    if spec.ffn == "moe":
         for term, n in moe_saved_bytes(cfg, N, e).items():
             add(term, n)
-    else:
+    elif spec.ffn == "dense":
         add("ffn", ffn_saved_bytes(cfg, N, e))
-    add("dropout", 2 * tok if cfg.dropout > 0 else 0)
+    branches = lay.branches
+    add("dropout", branches * tok if cfg.dropout > 0 else 0)
     if lay.branch_norms:                          # post-branch norms read the branch outputs
-        add("norms", 2 * normed)
+        add("norms", branches * normed)
     if lay.residual_norms:                        # the linears read x itself; norms read residual sums
         add("block_input", tok)
-        if lay.parallel:                          # N1(x + attn + ffn)
+        if lay.parallel or branches == 1:         # N1(x + attn + ffn), or one branch's N(x + branch)
             add("norms", normed)
         else:                                     # N1(x + attn) feeds the FFN; N2(x1 + ffn)
             add("norms", 2 * normed + tok)
         return
     if lay.input_norms == 0:                      # post_branch: the linears read the residual stream itself
-        add("block_input", tok if lay.parallel else 2 * tok)   # x (shared), or x and x + attn
+        add("block_input", tok if lay.parallel else branches * tok)   # x (shared), or x and x + attn
         return
     if lay.parallel:                              # N1 (and N2) read x; their outputs feed the branches
         readers = lay.input_norms
         add("norms", norm_saved_bytes(cfg, N, d, e, readers) + readers * tok)
         return
-    add("norms", 2 * (normed + tok))              # N1(x) and its output, N2(x + attn) and its output
+    add("norms", branches * (normed + tok))       # N1(x) and its output, N2(x + attn) and its output

@@ -38,6 +38,8 @@ ACTIVATIONS: dict[str, Activation] = {
     "gelu_tanh": Activation(functools.partial(F.gelu, approximate="tanh"), "GELU_tanh",
                             "x·½(1 + tanh(√(2/π)(x + 0.044715x³)))", False),
     "silu": Activation(F.silu, "SiLU", "x·σ(x)", False),
+    # Nemotron-H's MLP and experts (transformers' ACT2FN["relu2"]); keeps relu's output, then squares it
+    "relu2": Activation(lambda x: torch.square(F.relu(x)), "ReLU²", "max(0, x)²", False),
 }
 # swiglu_clamped (gpt-oss) gates with a SiLU of slope alpha, after clamping (ClampedSwiGLU below)
 GATE_ACTIVATION = {"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh", "reglu": "relu",
@@ -75,6 +77,11 @@ class FFNKnobs(Knobs):
                                    "(gpt-oss: 1.702).", lo=0, lo_open=True)
     ffn_multiple_of: int = declare(256, "ffn", "The automatic gated width is rounded up to a multiple of this.",
                                     lo=1)
+    ffn_gate_scale: float = declare(1.0, "ffn", "Gated FFNs: the gate is scaled before its activation, act(s*g)*u "
+                                    "(Falcon-H1 mlp_multipliers[0]).", lo=0, lo_open=True)
+    ffn_out_scale: float = declare(1.0, "ffn", "The FFN's output (an MoE's: routed and shared experts together) is "
+                                   "scaled by this before the residual add (Falcon-H1 mlp_multipliers[1], Granite "
+                                   "residual_multiplier).", lo=0, lo_open=True)
 
     @property
     def gated(self) -> bool:
@@ -91,11 +98,14 @@ class FFNKnobs(Knobs):
         return m * math.ceil(8 * self.d_model / 3 / m)
 
 
-def gated_unit(ffn: str, limit: float = 7.0, alpha: float = 1.702) -> Unit:
-    """(g, u) -> what a gated FFN passes to its down projection: act(g)·u, or the clamped SwiGLU."""
-    if ffn == CLAMPED:
-        return ClampedSwiGLU(limit, alpha)
-    act = ACTIVATIONS[GATE_ACTIVATION[ffn]].fn
+def gated_unit(ffn: str, limit: float = 7.0, alpha: float = 1.702, gate_scale: float = 1.0) -> Unit:
+    """(g, u) -> what a gated FFN passes to its down projection: act(g)·u, or the clamped SwiGLU; with a gate
+    scale s, of s·g."""
+    unit = ClampedSwiGLU(limit, alpha) if ffn == CLAMPED else _act_times(ACTIVATIONS[GATE_ACTIVATION[ffn]].fn)
+    return unit if gate_scale == 1.0 else lambda g, u: unit(g * gate_scale, u)
+
+
+def _act_times(act: Callable[[torch.Tensor], torch.Tensor]) -> Unit:
     return lambda g, u: act(g) * u
 
 
@@ -107,9 +117,9 @@ def ffn_formula(ffn: str) -> str:
 
 
 class DenseFFN(nn.Module):
-    def __init__(self, d_model: int, d_ff: int, act: str, bias: bool):
+    def __init__(self, d_model: int, d_ff: int, act: str, bias: bool, out_scale: float = 1.0):
         super().__init__()
-        self.act = ACTIVATIONS[act].fn
+        self.act, self.out_scale = ACTIVATIONS[act].fn, out_scale
         self.up = nn.Linear(d_model, d_ff, bias=bias)
         self.down = nn.Linear(d_ff, d_model, bias=bias)
 
@@ -118,15 +128,16 @@ class DenseFFN(nn.Module):
         init_linear(self.down, out_std, generator)       # writes into the residual stream
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down(self.act(self.up(x)))           # [B, T, d] -> [B, T, f] -> [B, T, d]
+        y = self.down(self.act(self.up(x)))              # [B, T, d] -> [B, T, f] -> [B, T, d]
+        return y * self.out_scale if self.out_scale != 1.0 else y
 
 
 class GatedFFN(nn.Module):
     """Three matrices; the activated gate multiplies the plain up-projection elementwise (`unit`, gated_unit)."""
 
-    def __init__(self, d_model: int, d_ff: int, unit: Unit, bias: bool):
+    def __init__(self, d_model: int, d_ff: int, unit: Unit, bias: bool, out_scale: float = 1.0):
         super().__init__()
-        self.unit = unit
+        self.unit, self.out_scale = unit, out_scale
         self.gate = nn.Linear(d_model, d_ff, bias=bias)
         self.up = nn.Linear(d_model, d_ff, bias=bias)
         self.down = nn.Linear(d_ff, d_model, bias=bias)
@@ -137,18 +148,19 @@ class GatedFFN(nn.Module):
         init_linear(self.down, out_std, generator)       # writes into the residual stream
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down(self.unit(self.gate(x), self.up(x)))   # gate, up: [B, T, f]; out: [B, T, d]
+        y = self.down(self.unit(self.gate(x), self.up(x)))   # gate, up: [B, T, f]; out: [B, T, d]
+        return y * self.out_scale if self.out_scale != 1.0 else y
 
 
 def config_unit(cfg: ModelConfig) -> Unit:
     """The gated unit of a gated config (its clamp limit and slope for swiglu_clamped)."""
-    return gated_unit(cfg.ffn, cfg.swiglu_limit, cfg.swiglu_alpha)
+    return gated_unit(cfg.ffn, cfg.swiglu_limit, cfg.swiglu_alpha, cfg.ffn_gate_scale)
 
 
 def make_ffn(cfg: ModelConfig) -> nn.Module:
     if cfg.gated:
-        return GatedFFN(cfg.d_model, cfg.ffn_width, config_unit(cfg), cfg.bias)
-    return DenseFFN(cfg.d_model, cfg.ffn_width, cfg.ffn, cfg.bias)
+        return GatedFFN(cfg.d_model, cfg.ffn_width, config_unit(cfg), cfg.bias, cfg.ffn_out_scale)
+    return DenseFFN(cfg.d_model, cfg.ffn_width, cfg.ffn, cfg.bias, cfg.ffn_out_scale)
 
 
 def ffn_params(cfg: ModelConfig) -> int:

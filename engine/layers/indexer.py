@@ -108,10 +108,10 @@ class IndexerLayout:
     fp8_key_bytes: int      # bytes per token of the key in DeepSeek's FP8 cache (132 at D = 128)
 
 
-def indexer_layout(cfg: ModelConfig, i: int = 0) -> IndexerLayout:
+def indexer_layout(cfg: ModelConfig, own: bool = True) -> IndexerLayout:
     return IndexerLayout(heads=cfg.index_n_heads, head_dim=cfg.index_head_dim, rope_dim=cfg.qk_rope_head_dim,
                          topk=cfg.index_topk, query_latent=cfg.q_lora_rank, d_model=cfg.d_model,
-                         interleave=cfg.index_rope_interleave, own=cfg.layer_indexer(i),
+                         interleave=cfg.index_rope_interleave, own=own,
                          fp8_key_bytes=fp8_key_width(cfg.index_head_dim))
 
 
@@ -174,8 +174,10 @@ class LightningIndexer(nn.Module):
             init_linear(proj, std, generator)
         init_norm(self.k_norm)
 
-    def _rope(self, x: torch.Tensor, rope: tuple) -> torch.Tensor:
+    def _rope(self, x: torch.Tensor, rope: tuple | None) -> torch.Tensor:
         """RoPE on the first dr dims of x [B, heads, T, D]; adjacent pairs are regrouped into halves first."""
+        if rope is None:      # position none: nothing rotates, as in MLA
+            return x
         if self.interleave:
             rot = x[..., :self.dr]
             x = torch.cat([rot[..., 0::2], rot[..., 1::2], x[..., self.dr:]], dim=-1)

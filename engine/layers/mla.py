@@ -21,10 +21,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.layers.attention import LayerKV, keys_held, visible
+from engine.layers.attention import LayerKV
 from engine.layers.indexer import Chosen, LightningIndexer
+from engine.layers.span import keys_held, visible
 from engine.layers.init import init_linear, init_norm
-from engine.layers.norm import NORMS, STAT, has_bias, norm_params, norm_saved_bytes
+from engine.layers.norm import STAT, make_norm, norm_params, norm_saved_bytes
 from engine.layers.position import apply_rope, rope_saved_bytes
 from engine.validation import Knobs, declare, shown
 
@@ -48,9 +49,10 @@ class MLAKnobs(Knobs):
     v_head_dim: int = declare(128, "attention", "MLA: width of each value head.", lo=1)
     mla_rope_interleave: bool = declare(True, "attention", "MLA: the rotary dimensions rotate in adjacent pairs "
                                          "(x0, x1), (x2, x3), ... as DeepSeek's weights expect, instead of halves.")
-    mla_norm_eps: float | None = declare(None, "attention", "MLA: eps of the RMSNorms on the query and key/value "
-                                          "latents (transformers fixes it at 1e-6 whatever rms_norm_eps says, e.g. "
-                                          "GLM-5's 1e-5).", lo=0, lo_open=True, null="norm_eps")
+    mla_norm_eps: float | None = declare(None, "attention", "MLA: epsilon of the RMSNorms on the latents "
+                                          "(transformers' DeepSeek and Kimi Linear fix 1e-6 there, whatever "
+                                          "rms_norm_eps says, e.g. GLM-5's 1e-5).", lo=0, lo_open=True,
+                                          null="norm_eps")
 
     @property
     def mla(self) -> bool:
@@ -63,16 +65,19 @@ class MLAKnobs(Knobs):
 
     @staticmethod
     def rules(c: ModelConfig, ok: Callable[..., bool]) -> list[str]:
-        """MLA (kv_lora_rank set) as DeepSeek defines it: rotary positions on a decoupled key, every query head
-        with its own keys and values rebuilt from the latent, full causal attention."""
+        """MLA (kv_lora_rank set) as DeepSeek defines it: rotary positions on a decoupled key (or none at all, as
+        Kimi Linear's NoPE MLA: that key is then not rotated), every query head with its own keys and values
+        rebuilt from the latent, full causal attention."""
         if c.kv_lora_rank is None or not ok("kv_lora_rank"):
             return []
         out = []
-        need = {"position": ("rope", c.position == "rope"), "n_kv_heads": ("null", c.n_kv_heads is None),
+        need = {"position": ("rope or none", c.position in ("rope", "none")),
+                "n_kv_heads": ("null", c.n_kv_heads is None),
                 "head_dim": ("null", c.head_dim is None), "rope_fraction": ("1", c.rope_fraction == 1.0),
                 "attn_window": ("null", c.attn_window is None), "qk_norm": ("false", not c.qk_norm),
                 "attn_softcap": ("null", c.attn_softcap is None), "nope_layers": ("null", c.nope_layers is None),
-                "attn_sinks": ("false", not c.attn_sinks)}
+                "attn_sinks": ("false", not c.attn_sinks), "attn_chunk": ("null", c.attn_chunk is None),
+                "attn_temperature": ("null", c.attn_temperature is None)}
         for name, (want, holds) in need.items():
             if ok(name) and not holds:
                 out.append(f"{name}: MLA (kv_lora_rank set) needs {name}: {want}, got {shown(getattr(c, name))}")
@@ -90,7 +95,6 @@ class Projection:
     d_in: int
     d_out: int
     bias: bool
-    role: str       # what it computes, in a few words
 
 
 @dataclass(frozen=True)
@@ -112,22 +116,15 @@ class MLALayout:
 def mla_layout(cfg: ModelConfig) -> MLALayout:
     d, H, r, rq = cfg.d_model, cfg.n_heads, cfg.kv_lora_rank, cfg.q_lora_rank
     dn, dr, dv = cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim
-    query = ((Projection("q_proj", d, H * (dn + dr), False, "full query projection"),) if rq is None else
-             (Projection("q_a", d, rq, cfg.bias, "query down-projection"),
-              Projection("q_b", rq, H * (dn + dr), False, "query up-projection")))
+    query = ((Projection("q_proj", d, H * (dn + dr), False),) if rq is None else     # one full query projection,
+             (Projection("q_a", d, rq, cfg.bias), Projection("q_b", rq, H * (dn + dr), False)))   # or down, up
     return MLALayout(
         heads=H, q_lora_rank=rq, kv_lora_rank=r, rope_dim=dr, nope_dim=dn, v_dim=dv,
-        projections=query + (Projection("kv_a", d, r + dr, cfg.bias, "down-projection: latent and rotary key"),
-                             Projection("kv_b", r, H * (dn + dv), False, "up-projection: keys and values per head"),
-                             Projection("o_proj", H * dv, d, cfg.bias, "output projection")),
+        projections=query + (Projection("kv_a", d, r + dr, cfg.bias),          # down: latent and rotary key
+                             Projection("kv_b", r, H * (dn + dv), False),     # up: keys and values per head
+                             Projection("o_proj", H * dv, d, cfg.bias)),
         norms=(() if rq is None else (("q_norm", rq),)) + (("kv_norm", r),),
         cached=(("latent", r), ("rotary key", dr)))
-
-
-def _latent_norm(cfg: ModelConfig, width: int) -> nn.Module:
-    """The norm of a latent: the config's norm, with mla_norm_eps when set."""
-    eps = cfg.norm_eps if cfg.mla_norm_eps is None else cfg.mla_norm_eps
-    return NORMS[cfg.norm](width, eps, cfg.norm_affine, has_bias(cfg))
 
 
 class MLA(nn.Module):
@@ -139,17 +136,17 @@ class MLA(nn.Module):
         self.H, self.r, self.dn, self.dr, self.dv = H, cfg.kv_lora_rank, cfg.qk_nope_head_dim, \
             cfg.qk_rope_head_dim, cfg.v_head_dim
         self.interleave, self.dropout = cfg.mla_rope_interleave, cfg.dropout
-        self.scale = mla_softmax_scale(cfg)
+        self.scale, self.out_scale = mla_softmax_scale(cfg), cfg.attn_out_scale
         if cfg.q_lora_rank is None:
             self.q_proj = nn.Linear(d, H * cfg.qk_head_dim, bias=False)
             self.q_a = self.q_norm = self.q_b = None
         else:
             self.q_proj = None
             self.q_a = nn.Linear(d, cfg.q_lora_rank, bias=cfg.bias)
-            self.q_norm = _latent_norm(cfg, cfg.q_lora_rank)
+            self.q_norm = make_norm(cfg, cfg.q_lora_rank, eps=cfg.mla_norm_eps)
             self.q_b = nn.Linear(cfg.q_lora_rank, H * cfg.qk_head_dim, bias=False)
         self.kv_a = nn.Linear(d, self.r + self.dr, bias=cfg.bias)       # latent and shared rotary key
-        self.kv_norm = _latent_norm(cfg, self.r)
+        self.kv_norm = make_norm(cfg, self.r, eps=cfg.mla_norm_eps)
         self.kv_b = nn.Linear(self.r, H * (self.dn + self.dv), bias=False)
         self.o_proj = nn.Linear(H * self.dv, d, bias=cfg.bias)
         self.sparse = cfg.index_topk is not None
@@ -169,7 +166,9 @@ class MLA(nn.Module):
         if self.indexer is not None:
             self.indexer.init_weights(std, generator)
 
-    def _rope(self, x: torch.Tensor, rope: tuple) -> torch.Tensor:
+    def _rope(self, x: torch.Tensor, rope: tuple | None) -> torch.Tensor:
+        if rope is None:      # position none: the shared key part is not rotated (Kimi Linear's NoPE MLA)
+            return x
         if self.interleave:   # pairs (x0, x1), (x2, x3), ... -> halves; q and k alike, so q.k is unchanged
             x = torch.cat([x[..., 0::2], x[..., 1::2]], dim=-1)
         return apply_rope(x, *rope)
@@ -223,7 +222,8 @@ class MLA(nn.Module):
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=None if causal else allowed, is_causal=causal,
                                                scale=self.scale,
                                                dropout_p=self.dropout if self.training else 0.0)
-        return self.o_proj(y.transpose(1, 2).reshape(B, T, self.H * self.dv))   # [B, T, d_model]
+        out = self.o_proj(y.transpose(1, 2).reshape(B, T, self.H * self.dv))    # [B, T, d_model]
+        return out * self.out_scale if self.out_scale != 1.0 else out
 
 
 def mla_softmax_scale(cfg: ModelConfig) -> float:

@@ -11,7 +11,7 @@ Dispatch sorts the N*k (token, expert) pairs by expert, so each expert runs one 
 index_add_ scatters the weighted results back: no loop over tokens, no expert computed for a token it skips.
 
 Closed forms beside the module (d = d_model, f = expert width, s = shared width, E, k, m = 3 gated / 2 dense):
-  params   router E*d (+E bias);  routed E*m*d*f (+E*((m-1)*f + d) biases);  shared m*d*s (+ gate d)
+  params   router E*d (+E bias, +E for a selection bias stored as a parameter);  routed E*m*d*f (+E*((m-1)*f + d) biases);  shared m*d*s (+ gate d)
   active   router + shared + k/E of the routed experts
   FLOPs    2 * (E*d + k*m*d*f + m*d*s (+ d)) per token: the router and the k chosen experts, never all E
 """
@@ -62,6 +62,9 @@ class MoEKnobs(Knobs):
                                    "in Qwen1.5-MoE and OLMoE). topk_softmax sums to 1 anyway.")
     router_selection_bias: bool = declare(False, "moe", "A per-expert bias added to the scores only to choose "
                                            "experts, not to weight them (DeepSeek-V3 load balancing without aux loss).")
+    selection_bias_parameter: bool = declare(False, "moe", "Store the selection bias as a frozen parameter, counted "
+                                              "in the total (ERNIE-4.5), rather than as a buffer (DeepSeek-V3); "
+                                              "the routing is the same; ignored without router_selection_bias.")
     router_groups: int = declare(1, "moe", "Group-limited selection: experts split into this many groups "
                                   "(must divide n_experts); 1 means no groups.", lo=1)
     router_group_topk: int = declare(1, "moe", "With groups: tokens choose experts only inside this many best "
@@ -72,6 +75,9 @@ class MoEKnobs(Knobs):
     routed_scale: float = declare(1.0, "moe", "Multiply the routed experts' weights by this factor "
                                    "(DeepSeek-V3 routed_scaling_factor 2.5).", lo=0, lo_open=True)
     expert_bias: bool = declare(False, "moe", "Biases on the router and on every expert projection (gpt-oss).")
+    router_scales_input: bool = declare(False, "moe", "Multiply each routed expert's input by its router weight "
+                                         "instead of its output (Llama 4); the same for a linear expert, not for "
+                                         "a gated one.")
     aux_loss_coef: float = declare(0.01, "moe", "Training: weight of the load-balancing loss "
                                     "E * sum_i f_i P_i (Switch / Mixtral), added to the language-model loss.", lo=0)
     z_loss_coef: float = declare(0.0, "moe", "Training: weight of the router z-loss mean(logsumexp(logits)^2) "
@@ -86,12 +92,16 @@ class MoEKnobs(Knobs):
         """Hidden width of the one FFN that holds all shared experts (0 without shared experts)."""
         return (self.n_shared_experts or 0) * (self.expert_width if self.shared_d_ff is None else self.shared_d_ff)
 
+    def moe_layer(self, i: int) -> bool:
+        """Whether layer i (0-based) is a mixture of experts: ffn_types when given, else the MoE rule."""
+        if self.ffn_types is not None:
+            return self.ffn_types[i] == "moe"
+        return self.n_experts is not None and i >= (self.moe_first_dense or 0) and (i + 1) % self.moe_every == 0
+
     @property
     def moe_layers(self) -> list[bool]:
-        """Per layer (0-based list): a mixture of experts (True) or a dense FFN."""
-        if self.n_experts is None:
-            return [False] * self.n_layers
-        return [i >= (self.moe_first_dense or 0) and (i + 1) % self.moe_every == 0 for i in range(self.n_layers)]
+        """Per layer (0-based list): a mixture of experts (True) or not (a dense FFN, or none)."""
+        return [self.moe_layer(i) for i in range(self.n_layers)]
 
     @staticmethod
     def rules(c: ModelConfig, ok: Callable[..., bool]) -> list[str]:
@@ -114,7 +124,7 @@ class MoEKnobs(Knobs):
                            f"score sums its two best experts, so a group needs at least 2")
         if ok("shared_expert_gate", "n_shared_experts") and c.shared_expert_gate and not c.n_shared_experts:
             out.append("shared_expert_gate: there is no shared expert to gate; set n_shared_experts >= 1")
-        if ok("moe_first_dense", "moe_every", "n_layers") and not any(c.moe_layers):
+        if ok("moe_first_dense", "moe_every", "n_layers") and c.ffn_types is None and not any(c.moe_layers):
             out.append(f"moe_first_dense: with moe_every={c.moe_every} no layer of n_layers={c.n_layers} is MoE")
         return out
 
@@ -126,8 +136,12 @@ class Router(nn.Module):
         self.cfg, self.k = cfg, cfg.experts_per_token
         self.weight = nn.Parameter(torch.empty(E, d))
         self.bias = nn.Parameter(torch.empty(E)) if cfg.expert_bias else None
-        # a buffer, not a parameter: DeepSeek-V3 adjusts it by load statistics, not by gradients
-        self.selection_bias = nn.Buffer(torch.zeros(E)) if cfg.router_selection_bias else None
+        # adjusted by load statistics, not by gradients: a buffer (DeepSeek-V3) or a frozen parameter (ERNIE-4.5)
+        bias = None
+        if cfg.router_selection_bias:
+            bias = (nn.Parameter(torch.zeros(E), requires_grad=False) if cfg.selection_bias_parameter
+                    else nn.Buffer(torch.zeros(E)))
+        self.selection_bias = bias
 
     @torch.no_grad()
     def init_weights(self, std: float, generator: torch.Generator) -> None:
@@ -219,6 +233,7 @@ class MoE(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.n_experts, self.k = cfg.n_experts, cfg.experts_per_token
+        self.scale_input, self.out_scale = cfg.router_scales_input, cfg.ffn_out_scale
         self.aux_coef, self.z_coef = cfg.aux_loss_coef, cfg.z_loss_coef
         self.router = Router(cfg)
         self.experts = Experts(cfg)
@@ -253,7 +268,11 @@ class MoE(nn.Module):
         else:
             counts = torch.bincount(flat, minlength=self.n_experts)
             sizes = counts.tolist()
-        out = self.experts.run(x[token], sizes) * w.flatten()[order].unsqueeze(-1)
+        weight = w.flatten()[order].unsqueeze(-1)                       # [N*k, 1], sorted like the rows
+        if self.scale_input:   # Llama 4: the router weight scales what the expert reads
+            out = self.experts.run(x[token] * weight, sizes)
+        else:
+            out = self.experts.run(x[token], sizes) * weight
         y = torch.zeros_like(x).index_add_(0, token, out)
         if self.shared is not None:
             s = self.shared(x)
@@ -261,7 +280,8 @@ class MoE(nn.Module):
         self.load, self.choice = counts.detach(), idx.detach()
         self.aux_loss = balance_loss(logits, idx, self.n_experts) if self.training and not x.is_meta else None
         self.z_loss = z_loss(logits) if self.training and not x.is_meta else None
-        return y.reshape(shape)
+        s = self.out_scale
+        return (y * s if s != 1.0 else y).reshape(shape)
 
     def regularizer(self) -> torch.Tensor:
         """aux_loss_coef * load-balancing loss + z_loss_coef * z-loss of the last training forward."""
@@ -303,7 +323,8 @@ def moe_params(cfg: ModelConfig) -> dict[str, int]:
     """Parameters of one MoE layer by component: router, shared_experts (with their gate), routed_experts."""
     E, d = cfg.n_experts, cfg.d_model
     shared = _ffn_params(cfg, cfg.shared_width, cfg.expert_bias) if cfg.n_shared_experts else 0
-    return {"router": E * d + (E if cfg.expert_bias else 0),
+    frozen = E if cfg.router_selection_bias and cfg.selection_bias_parameter else 0   # a counted selection bias
+    return {"router": E * d + (E if cfg.expert_bias else 0) + frozen,
             "shared_experts": shared + (d if cfg.shared_expert_gate else 0),
             "routed_experts": E * expert_params(cfg)}
 
@@ -328,7 +349,8 @@ def moe_saved_bytes(cfg: ModelConfig, tokens: int, e: int) -> dict[str, int]:
                  logits N*E*e), chosen ids N*k*8,
                  renormalising: the k weights N*k*4 and their sums N*4
       dispatch   the sort order and token ids 2*N*k*8, gathered rows N*k*d*e, weights N*k*e,
-                 expert outputs before and after weighting 2*N*k*d*e
+                 expert outputs before and after weighting 2*N*k*d*e (router_scales_input: the rows before
+                 and after weighting, and the outputs: the same bytes)
       experts    the dense FFN's tensors on N*k rows of width expert_d_ff
       shared     the dense FFN's tensors on N rows of the shared width; gate: sigmoid N*e and output N*d*e
       losses     load balance: softmax N*E*4 + shares E*4;  z-loss: fp32 logits N*E*4 + logsumexp N*4"""

@@ -79,13 +79,17 @@ def has_bias(cfg: ModelConfig) -> bool:
     return NORMS[cfg.norm].has_bias if cfg.norm_bias is None else cfg.norm_bias
 
 
-def make_norm(cfg: ModelConfig, dim: int | None = None) -> nn.Module:
-    return NORMS[cfg.norm](dim or cfg.d_model, cfg.norm_eps, cfg.norm_affine, has_bias(cfg))
+def make_norm(cfg: ModelConfig, dim: int | None = None, affine: bool | None = None,
+              eps: float | None = None) -> nn.Module:
+    """The config's norm of width `dim` (d_model); `affine` False drops the gain whatever norm_affine says; `eps`
+    replaces norm_eps (MLA's latent norms)."""
+    affine = cfg.norm_affine if affine is None else affine
+    return NORMS[cfg.norm](dim or cfg.d_model, cfg.norm_eps if eps is None else eps, affine, has_bias(cfg))
 
 
-def norm_params(cfg: ModelConfig, dim: int) -> int:
+def norm_params(cfg: ModelConfig, dim: int, affine: bool | None = None) -> int:
     """Parameters of one norm of width `dim` (the closed form matching the classes above)."""
-    if not cfg.norm_affine:
+    if not (cfg.norm_affine if affine is None else affine):
         return 0
     return dim * (2 if has_bias(cfg) else 1)
 
@@ -93,7 +97,8 @@ def norm_params(cfg: ModelConfig, dim: int) -> int:
 STAT = 4   # bytes of an fp32 statistic (rstd, mean on CUDA, logsumexp)
 
 
-def norm_saved_bytes(cfg: ModelConfig, rows: int, width: int, e: int, readers: int = 1) -> int:
+def norm_saved_bytes(cfg: ModelConfig, rows: int, width: int, e: int, readers: int = 1,
+                     affine: bool | None = None) -> int:
     """Bytes autograd saves for `readers` norms reading one tensor that nothing else saves, input included.
     LayerNorm saves its input plus mean and rstd (one per row, input dtype on CPU); RMSNorm saves its input,
     an fp32 rstd and, with a gain, the fp32 normalized x the gain multiply saves. RMSNorm in bf16/fp16
@@ -101,7 +106,8 @@ def norm_saved_bytes(cfg: ModelConfig, rows: int, width: int, e: int, readers: i
     if cfg.norm == "layernorm":
         stats = 2 * rows * e
     else:
-        stats = rows * STAT + (rows * width * STAT if cfg.norm_affine else 0)
+        gain = cfg.norm_affine if affine is None else affine
+        stats = rows * STAT + (rows * width * STAT if gain else 0)
     own_copy = cfg.norm == "rmsnorm" and e != STAT
     inp = readers * rows * width * STAT if own_copy else rows * width * e
     return inp + readers * stats

@@ -89,6 +89,17 @@ class PositionKnobs(Knobs):
     rope_long_factor: tuple[float, ...] | None = declare(None, "position", "longrope: per-frequency divisors "
                                                           "once the sequence is longer than the original context.",
                                                           lo=0, lo_open=True, null="not longrope")
+    # query temperature for long contexts (Llama 4's attn_temperature_tuning, Ministral 3's llama_4_scaling_beta)
+    attn_temperature: float | None = declare(None, "position", "Long-context query temperature beta: the query at "
+                                              "position p is multiplied by 1 + beta*ln(1 + floor(p'/F)), so attention "
+                                              "sharpens as the context grows (Llama 4: 0.1 on NoPE layers).", lo=0,
+                                              lo_open=True, null="no temperature")
+    attn_temperature_floor: int = declare(8192, "position", "F: positions per step of the query temperature "
+                                           "(Llama 4 floor_scale; Ministral 3 its original context).", lo=1)
+    attn_temperature_one_based: bool = declare(False, "position", "Count positions from 1 in the temperature, "
+                                                "p' = p + 1 (Llama 4), instead of p' = p (Ministral 3).")
+    attn_temperature_layers: str = declare("all", "position", "Layers the temperature scales: all, or only those "
+                                            "without RoPE (nope, Llama 4).", choices=("all", "nope"))
 
     @property
     def rotary_dim(self) -> int:
@@ -97,11 +108,20 @@ class PositionKnobs(Knobs):
         return self.qk_rope_head_dim if self.mla else int(round(self.head_width * self.rope_fraction))
 
     def layer_rope(self, i: int) -> str | None:
-        """Layer i's (0-based) RoPE: 'global', 'local' (rope_local_base on a window layer) or None (no RoPE)."""
+        """Layer i's (0-based) RoPE: 'global', 'local' (rope_local_base on a window layer) or None (no RoPE, or
+        no attention in the layer to rotate)."""
         if self.position != "rope" or (self.nope_layers and i + 1 in self.nope_layers):
             return None
-        local = self.rope_local_base is not None and self.layer_window(i) is not None
+        if "attention" not in self.layer_mixers(i):
+            return None
+        local = self.rope_local_base is not None and isinstance(self.layer_window(i), int)   # sliding, not chunked
         return "local" if local else "global"
+
+    def layer_temperature(self, i: int) -> bool:
+        """Whether layer i (0-based) scales its queries by the long-context temperature."""
+        if self.attn_temperature is None:
+            return False
+        return self.attn_temperature_layers == "all" or self.layer_rope(i) is None
 
     @property
     def layer_ropes(self) -> list[str | None]:
@@ -135,8 +155,8 @@ def _scaling_problems(c: ModelConfig, ok: Callable[..., bool]) -> list[str]:
     if c.rope_scaling == "dynamic" and c.rotary_dim < 4:   # the new base has the exponent r / (r - 2)
         problems.append(f"rope_scaling: dynamic needs a rotary width of at least 4, got {c.rotary_dim}")
     if c.rope_scaling == "llama3" and ok("rope_low_freq_factor", "rope_high_freq_factor") \
-            and c.rope_high_freq_factor <= c.rope_low_freq_factor:
-        problems.append(f"rope_high_freq_factor: {c.rope_high_freq_factor:g} must be greater than "
+            and c.rope_high_freq_factor < c.rope_low_freq_factor:   # equal: a hard cut at the original context
+        problems.append(f"rope_high_freq_factor: {c.rope_high_freq_factor:g} must be at least "
                         f"rope_low_freq_factor={c.rope_low_freq_factor:g}")
     if c.rope_scaling == "longrope":
         half = c.rotary_dim // 2
@@ -203,6 +223,35 @@ def rope_frequency_profile(cfg: ModelConfig, tokens: int) -> tuple[list[float], 
     return plain_inv_freq(cfg.rotary_dim, cfg.rope_base).tolist(), scaled.tolist()
 
 
+def rope_scaling_text(cfg: ModelConfig, tokens: int) -> str:
+    """One sentence a lecturer can read aloud: what cfg.rope_scaling does to the rotation frequencies at a
+    sequence of `tokens` (the Design page's caption under the frequency chart)."""
+    kind, s = cfg.rope_scaling, cfg.rope_factor
+    L0 = cfg.rope_original_context or cfg.context_length
+    within = f"so {tokens:,} tokens stay within the angles seen in {L0:,}-token training"
+    if kind == "linear":
+        return f"Linear scaling divides every pair's frequency by {s:g}, {within}."
+    if kind == "dynamic":
+        if tokens <= L0:
+            return f"Dynamic scaling changes nothing up to {L0:,} tokens; {tokens:,} tokens use the trained frequencies."
+        return (f"Dynamic (NTK) scaling raises theta once a sequence passes {L0:,} tokens: at {tokens:,} the slow "
+                "pairs turn more slowly, the fastest hardly change.")
+    if kind == "llama3":
+        return (f"Llama 3 scaling divides the slow pairs (wavelength above {L0 / cfg.rope_low_freq_factor:,.0f} "
+                f"tokens) by {s:g}, keeps the fast ones (below {L0 / cfg.rope_high_freq_factor:,.0f}) and blends "
+                f"in between, {within}.")
+    if kind == "yarn":
+        times = lambda b: "once" if b == 1 else f"{b:g} times"  # noqa: E731
+        return (f"YaRN keeps the pairs that turn more than {times(cfg.rope_beta_fast)} over {L0:,} tokens, "
+                f"divides those turning less than {times(cfg.rope_beta_slow)} by {s:g} and ramps in between, "
+                f"{within}.")
+    if kind == "longrope":
+        which = "long" if tokens > L0 else "short"
+        return (f"LongRoPE divides each pair's frequency by its own factor: the short factors up to {L0:,} tokens, "
+                f"the long ones beyond (at {tokens:,} tokens, the {which} ones).")
+    return "No RoPE scaling: every pair keeps the frequency it was trained with, so the two curves coincide."
+
+
 def _llama3(w: torch.Tensor, s: float, L0: int, low: float, high: float) -> torch.Tensor:
     wavelength = 2 * math.pi / w
     long_waves = torch.where(wavelength > L0 / low, w / s, w)
@@ -262,6 +311,13 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
     a, b = rot[..., : r // 2], rot[..., r // 2:]
     rotated = rot * cos.to(x.dtype) + torch.cat([-b, a], dim=-1) * sin.to(x.dtype)
     return torch.cat([rotated, rest], dim=-1) if rest.shape[-1] else rotated
+
+
+def query_temperature(cfg: ModelConfig, positions: torch.Tensor) -> torch.Tensor:
+    """[T] fp32 multipliers of the queries at these absolute positions: 1 + beta*ln(1 + floor(p'/F)), with
+    p' = p + 1 when attn_temperature_one_based (Llama 4) else p (Ministral 3); 1 until p' reaches F."""
+    p = positions.float() + (1.0 if cfg.attn_temperature_one_based else 0.0)
+    return 1.0 + cfg.attn_temperature * torch.log1p(torch.floor(p / cfg.attn_temperature_floor))
 
 
 def alibi_slopes(n_heads: int, device: torch.device | None = None) -> torch.Tensor:

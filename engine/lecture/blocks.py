@@ -55,7 +55,7 @@ class SerialParallel:
 def _run_block(x: torch.Tensor, eps: float, layout: str) -> LayoutResult:
     cfg = ModelConfig(name="toy-block", d_model=x.numel(), n_heads=1, norm="layernorm", norm_affine=False,
                       norm_bias=False, norm_eps=eps, block=layout, parallel_shared_norm=True)
-    block = Block(cfg, window=None)
+    block = Block(cfg)
     block.attn, block.ffn = _FirstCoordinate(), _Identity()
     y = block(x.view(1, 1, -1), torch.arange(1), None)
     seen = block.ffn.seen  # only the attention gain requires grad, so autograd tracks exactly that dependency

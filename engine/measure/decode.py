@@ -32,15 +32,15 @@ class DecodePoint:
 
 
 def _decode_step(model: DecoderLM, cache: KVCache, tok: torch.Tensor) -> Callable[[], None]:
-    """One new token on top of `cache`; afterwards the layers' (k, v, start) are put back (the step concatenates
-    new tensors, never writes in place), so every call sees the same cache."""
-    saved, pos = [(layer.k, layer.v, layer.start) for layer in cache.layers], cache.pos
+    """One new token on top of `cache`; afterwards each layer's tensors (keys, values, a recurrent state) are put
+    back (the step builds new tensors, never writes in place), so every call sees the same cache."""
+    saved, pos = [dict(vars(layer)) for layer in cache.layers], cache.pos
 
     def step():
         with torch.no_grad():
             model(tok, cache)
-        for layer, (k, v, start) in zip(cache.layers, saved):
-            layer.k, layer.v, layer.start = k, v, start
+        for layer, held in zip(cache.layers, saved):
+            vars(layer).update(held)
         cache.pos = pos
     return step
 
@@ -93,8 +93,18 @@ def decode_latency(model: DecoderLM, contexts: list[int], batch: int = 1, budget
 
 def measure_decode(variants: dict[str, ModelConfig], contexts: list[int], batch: int = 1, dtype: str = "fp32",
                    device: str = "auto", budget_s: float = 1.0, **kw) -> dict[str, list[DecodePoint]]:
-    """Refuse what would not fit at the longest context (each variant, and all of them together), build every
-    variant, then decode_curves."""
+    """Refuse what would not fit at the longest context (check_decode_fits), build every variant, then
+    decode_curves."""
+    dev = check_decode_fits(variants, contexts, batch, dtype, device)
+    with timing_session(dev):        # building on CPU also runs faster on the threads that have a core
+        models = {k: build_model(cfg, device=dev, dtype=TORCH_DTYPES[dtype]) for k, cfg in variants.items()}
+        return decode_curves(models, contexts, batch, budget_s, **kw)
+
+
+def check_decode_fits(variants: dict[str, ModelConfig], contexts: list[int], batch: int = 1, dtype: str = "fp32",
+                      device: str | torch.device = "auto") -> torch.device:
+    """MemoryRefusal, with the numbers, when a variant or all of them side by side would not fit at the longest
+    context (asked before anything is built, so a page can say it before offering the button); else the device."""
     dev, tokens = resolve_device(device), max(contexts) + 1
     for cfg in variants.values():
         check_request(cfg, batch, tokens, dtype)
@@ -104,6 +114,4 @@ def measure_decode(variants: dict[str, ModelConfig], contexts: list[int], batch:
         raise MemoryRefusal(f"refusing to build {', '.join(variants)} side by side on {dev}: together they need "
                             f"about {fmt_bytes(need)} at {tokens:,} tokens in {dtype}, but only {fmt_bytes(free)} "
                             f"is free ({int(HEADROOM * 100)}% usable)", need, free)
-    with timing_session(dev):        # building on CPU also runs faster on the threads that have a core
-        models = {k: build_model(cfg, device=dev, dtype=TORCH_DTYPES[dtype]) for k, cfg in variants.items()}
-        return decode_curves(models, contexts, batch, budget_s, **kw)
+    return dev

@@ -41,12 +41,22 @@ class DurationEstimate:
     high_s: float         # the spread never settles: the time budget runs out
     round_s: float        # one round of every point
     how: str
+    note: str = ""        # why the time budget does not bound it, when it does not ("" otherwise)
 
     @property
     def text(self) -> str:
         if self.high_s < 1.25 * self.low_s:
             return f"about {_secs(self.high_s)}"
         return f"{_secs(self.low_s)} to {_secs(self.high_s)}"
+
+
+def budget_note(round_s: float, budget_s: float, what: str = "points") -> str:
+    """Said when MIN_ROUNDS rounds outlast the time budget: the budget ends the rounds after it is spent, but
+    never before MIN_ROUNDS (a median and quartiles of fewer samples say little), so it cannot cut the time."""
+    if MIN_ROUNDS * round_s <= budget_s:
+        return ""
+    return (f"{MIN_ROUNDS} rounds of ≈ {_secs(round_s)} are the fewest a median and quartiles need, so a "
+            f"{_secs(budget_s)} time budget cannot end it sooner; fewer {what} or shorter sequences would")
 
 
 def _secs(s: float) -> str:
@@ -100,7 +110,7 @@ def sweep_estimate(cfg: ModelConfig, batches: list[int], seqs: list[int], mode: 
     return DurationEstimate(low, high, r, f"{len(batches) * len(seqs)} points, one round ≈ {_secs(r)} "
                             f"(closed-form FLOPs at {EFFICIENCY:.0%} of the measured peak{_load_note(device)}), "
                             f"time budget {_secs(budget_s)}, at least {MIN_ROUNDS} rounds, set-up and model build ≈ "
-                            f"{_secs(build)}")
+                            f"{_secs(build)}", budget_note(r, budget_s))
 
 
 def decode_estimate(variants: dict[str, ModelConfig], contexts: list[int], batch: int, dtype: str,
@@ -118,4 +128,26 @@ def decode_estimate(variants: dict[str, ModelConfig], contexts: list[int], batch
     low, high = build + fill + sum(lo for lo, _ in spans), build + fill + sum(hi for _, hi in spans)
     return DurationEstimate(low, high, sum(rounds), f"{len(variants)} variants x {len(contexts)} contexts, caches "
                             f"filled in ≈ {_secs(fill)}, time budget {_secs(budget_s)}, model builds ≈ "
-                            f"{_secs(build)} with set-up")
+                            f"{_secs(build)} with set-up", budget_note(max(rounds), budget_s / len(contexts),
+                                                                      "contexts"))
+
+
+META_S_PER_LAYER = 0.02   # FlopCounterMode over one layer on the meta device (dispatch only), idle
+
+
+def measure_estimate(cfg: ModelConfig, flops_at: tuple[int, int] | None, built_at: tuple[int, int] | None,
+                     dtype: str, device: torch.device) -> DurationEstimate:
+    """The Budgets page's Measure (engine.measure.suite): FLOPs counted on the meta device (`flops_at`: batch,
+    seq; None when skipped), then, at `built_at` (None when refused), the model built twice for real: one
+    training-mode forward for the saved activations, and a prefill plus one decode step for the KV cache."""
+    b = busy() if device.type == "cpu" else 1.0
+    count = (_setup_s() + META_S_PER_LAYER * cfg.n_layers * b) if flops_at else 0.0
+    build = run = 0.0
+    if built_at:
+        batch, seq = built_at
+        build = 2 * (SETUP_S + BUILD_S_PER_PARAM.get(device.type, 2e-8) * count_params(cfg).total * b)
+        run = 2 * call_seconds(cfg, batch, seq, "forward", dtype, device)   # the forward + loss, the prefill
+    total = count + build + run
+    return DurationEstimate(total, 2 * total, 0.0, f"FLOP count on the meta device ≈ {_secs(count)}, two model "
+                            f"builds ≈ {_secs(build)}, two forward passes ≈ {_secs(run)} (closed-form FLOPs at "
+                            f"{EFFICIENCY:.0%} of the measured peak{_load_note(device)}); up to twice that")

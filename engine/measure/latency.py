@@ -84,7 +84,7 @@ def device_peak(dev: torch.device, dtype: str, threads: int | None = None) -> tu
     device measured by the matmul probe (on CPU with `threads` threads, default torch's current count)."""
     if dev.type == "cuda":
         gpu = torch.cuda.get_device_name(dev)
-        known = next((k for k in DEVICE_PROFILES if k != "CPU (measured)" and k in gpu), None)
+        known = next((k for k, p in DEVICE_PROFILES.items() if p.match and p.match in gpu), None)
         if known is not None:
             return DEVICE_PROFILES[known].peak_flops.get(dtype) or None, known
         return machine_peaks(dev)[dtype], f"{gpu} (measured)"

@@ -16,6 +16,7 @@ import torch
 from engine.budget.params import count_params
 from engine.config import ModelConfig
 from engine.guard import MemoryRefusal, check_fits
+from engine.layers.span import keys_seen
 from engine.model import build_model
 from engine.runtime import default_device
 from engine.units import fmt_bytes
@@ -34,9 +35,9 @@ class ModelStats:
     tokens: int
     device: str
     residual_rms: list[float]         # index 0: after embeddings; index i: after block i
-    entropy: list[list[float]]        # [layer][head], nats, mean over query positions
-    uniform_entropy: list[float]      # [layer]: mean over queries of log(visible keys)
-    probs: torch.Tensor               # [layer, head, query, key] float32 on CPU, batch element 0
+    entropy: list[list[float]]        # [attention layer][head], nats, mean over query positions
+    uniform_entropy: list[float]      # [attention layer]: mean over queries of log(visible keys)
+    probs: torch.Tensor               # [attention layer, head, query, key] float32 on CPU, batch element 0
 
 
 def check_live(cfg: ModelConfig, device: str, tokens: int = 64) -> None:
@@ -79,8 +80,9 @@ def model_stats(cfg: ModelConfig, tokens: int = 64, seed: int = 0, device: str |
     finally:
         for h in hooks + [pre]:
             h.remove()
-    probs = torch.stack([a.probs[0].float().cpu() for a in model.attention_layers()])   # [L, H, T, T]
+    maps = [a.probs[0].float().cpu() for a in model.attention_layers()]   # attention layers only (hybrids)
+    probs = torch.stack(maps) if maps else torch.zeros(0, cfg.n_heads, T, T)            # [L, H, T, T]
     ent = -(probs * torch.log(probs.clamp_min(1e-30))).sum(-1).mean(-1)                 # [L, H]
-    uniform = [float(torch.tensor([math.log(min(i + 1, w or i + 1)) for i in range(T)]).mean())
-               for w in cfg.layer_windows]
+    uniform = [float(torch.tensor([math.log(keys_seen(i, w)) for i in range(T)]).mean())
+               for w in (spec.window for spec in cfg.layer_specs if spec.attention)]   # one per attention layer
     return ModelStats(T, str(device), rms, ent.tolist(), uniform, probs)

@@ -12,7 +12,8 @@ bytes per parameter (engine/budget/memory.py: weights wb, grads gb, fp32 master 
                (Narayanan et al. 2021). TP (Korthikanti et al. 2022): everything but the d_model-wide norm
                inputs divides by tp; with sequence parallelism those divide too. Recompute "full" adds one
                block's rebuilt activations. Inference: the [B, V] logits of one decode step.
-  kv_cache     inference: K and V of this stage's layers, kv heads / tp, quantized per engine/plan/quant.py
+  kv_cache     inference: this stage's attention layers' cache (kv_cache_per_gpu: kv heads / tp, an MLA latent on
+               every rank), stored per engine/plan/quant.py, plus its recurrent layers' state (vLLM's convention) / tp
   working_set  ZeRO-3 only (modelled): the gathered weights of the largest block, twice (the one computing and
                the one prefetched), plus its gathered gradients in training
   total        the sum
@@ -23,14 +24,14 @@ import math
 from dataclasses import dataclass
 
 from engine.budget.activations import activation_estimate
-from engine.budget.memory import _OPTIMIZER_STATES, _POLICY_BYTES, POLICY_DTYPE
+from engine.budget.memory import (_OPTIMIZER_STATES, _POLICY_BYTES, POLICY_DTYPE, index_key_layers, kv_cache_layers,
+                                  layer_state_bytes)
 from engine.config import ModelConfig
-from engine.layers.attention import keys_held
 from engine.layers.block import block_norm_count
 from engine.layers.norm import norm_saved_bytes
 from engine.plan.finetune import adapter_tensors
 from engine.plan.parallel import Layout, chunk_shape, stage_layers, stage_tensors, tp_shape
-from engine.plan.quant import HIGH, kv_quant_bytes, tensor_bytes
+from engine.plan.quant import Storage, kv_quant_bytes, weight_storage
 from engine.plan.tensors import EXPERTS, Tensor
 from engine.runtime import DTYPE_BYTES
 
@@ -50,7 +51,7 @@ class Setup:
     finetune: str = "full"
     lora_rank: int = 16
     lora_targets: tuple[str, ...] = ("q", "v")
-    quant: str = "none"                 # weight quantization of the block matrices
+    quant: str = "none"                 # weight storage (engine/plan/quant.py): a scheme or gguf:FILE_TYPE
     quantize_also: tuple[str, ...] = () # "embeddings", "head": quantized too
     kv_quant: str = "none"
 
@@ -79,7 +80,8 @@ def gpu_memory(cfg: ModelConfig, lay: Layout, s: Setup, stage: int = 0, dp_rank:
             chunk_shape(shape, lay.dp, dp_rank)
 
     shard_w = lay.zero >= 3
-    weights = sum(tensor_bytes(t, local(t, shard_w), s.quant, high, s.quantize_also) for t in base)
+    store = weight_storage(cfg, s.quant, high, s.quantize_also)
+    weights = sum(store(t, local(t, shard_w))[0] for t in base)
     weights += sum(math.prod(local(t, shard_w)) * wb for t in adapters)
     out = dict.fromkeys(COMPONENTS, 0)
     out["weights"] = weights
@@ -92,9 +94,9 @@ def gpu_memory(cfg: ModelConfig, lay: Layout, s: Setup, stage: int = 0, dp_rank:
     else:
         out["activations"] = (s.micro_batch * cfg.vocab_size * DTYPE_BYTES[POLICY_DTYPE[s.policy]]
                               if stage == lay.pp - 1 else 0)
-        out["kv_cache"] = _kv_cache(cfg, lay, s, stage)
+        out["kv_cache"] = kv_cache_per_gpu(cfg, lay, s, stage)
     if shard_w:
-        out["working_set"] = _working_set(cfg, lay, s, stage, base, trainable, high)
+        out["working_set"] = _working_set(lay, s, stage, cfg, base, trainable, store)
     out["total"] = sum(out[c] for c in COMPONENTS)
     return out
 
@@ -108,8 +110,8 @@ def _activations(cfg: ModelConfig, lay: Layout, s: Setup, stage: int) -> int:
         whole = sum(activation_estimate(cfg, s.micro_batch, s.seq, dtype, "sdpa", "none").per_layer[i]
                     for i in layers)
         kept = per_layer / whole if whole else 1.0     # recompute keeps this share of each block
-        norms = len(layers) * block_norm_count(cfg) * norm_saved_bytes(cfg, s.micro_batch * s.seq, cfg.d_model,
-                                                                       DTYPE_BYTES[dtype])
+        norms = sum(block_norm_count(cfg, cfg.layer_spec(i)) for i in layers) * norm_saved_bytes(
+            cfg, s.micro_batch * s.seq, cfg.d_model, DTYPE_BYTES[dtype])
         split = per_layer - (0 if lay.sequence_parallel else round(norms * kept))
         per_layer = per_layer - split + math.ceil(split / lay.tp)
     edges = (act.embedding if stage == 0 else 0) + (act.head if stage == lay.pp - 1 else 0)
@@ -118,20 +120,29 @@ def _activations(cfg: ModelConfig, lay: Layout, s: Setup, stage: int) -> int:
     return in_flight * (per_layer + edges) + peak
 
 
-def _kv_cache(cfg: ModelConfig, lay: Layout, s: Setup, stage: int) -> int:
-    heads = cfg.kv_heads // lay.tp
-    windows = [cfg.layer_windows[i] for i in stage_layers(cfg, lay.pp, stage)]
-    vectors = [2 * s.micro_batch * keys_held(s.seq, w) * heads for w in windows]
-    return kv_quant_bytes([v * cfg.head_width for v in vectors], vectors, s.kv_quant, POLICY_DTYPE[s.policy])
+def kv_cache_per_gpu(cfg: ModelConfig, lay: Layout, s: Setup, stage: int = 0) -> int:
+    """This stage's layers' cache (engine/budget/memory.py kv_cache_layers) at the batch and tokens of `s`,
+    stored under s.kv_quant; tensor parallelism splits the kv heads (an MLA latent is replicated on every rank).
+    Sparse attention's indexer keys add in their own format (FP8 with scales, replicated like the latent).
+    Recurrent layers add their fixed state, split by tp as vLLM splits heads and conv channels."""
+    layers, mine = kv_cache_layers(cfg, s.micro_batch, s.seq), stage_layers(cfg, lay.pp, stage)
+    split = 1 if cfg.mla else lay.tp
+    kv = [(values // split, width) for values, width in (layers[i] for i in mine) if values]
+    state = sum(sum(layer_state_bytes(cfg, cfg.layer_spec(i), s.micro_batch, POLICY_DTYPE[s.policy]).values())
+                for i in mine)
+    index = index_key_layers(cfg, s.micro_batch, s.seq, POLICY_DTYPE[s.policy])
+    return (kv_quant_bytes(kv, s.kv_quant, POLICY_DTYPE[s.policy]) + sum(index[i] for i in mine)
+            + math.ceil(state / lay.tp))
 
 
-def _working_set(cfg, lay, s, stage, base, trainable, high) -> int:
+def _working_set(lay: Layout, s: Setup, stage: int, cfg: ModelConfig, base: list[Tensor],
+                 trainable: list[Tensor], store: Storage) -> int:
     """2 gathered blocks of weights (+ one block's gathered gradients when training)."""
     _, gb, _, _ = _POLICY_BYTES[s.policy]
     best = 0
     shape = lambda t: tp_shape(t, lay.tp, lay.ep)   # noqa: E731
     for i in stage_layers(cfg, lay.pp, stage):
-        w = sum(tensor_bytes(t, shape(t), s.quant, high, s.quantize_also) for t in base if t.layer == i)
+        w = sum(store(t, shape(t))[0] for t in base if t.layer == i)
         g = sum(math.prod(shape(t)) for t in trainable if t.layer == i) * gb if s.mode == "train" else 0
         best = max(best, 2 * w + g)
     return best

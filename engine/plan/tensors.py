@@ -3,8 +3,9 @@
 The planner prices memory tensor by tensor (quantization groups, FSDP chunks and Megatron splits all depend on
 the shape, not only on the count), so it needs every tensor's shape; building `DecoderLM` on the meta device
 allocates nothing and is exact by construction (a tied head is the embedding's one Parameter, listed once).
-Roles: embedding, positions, head, norm, router, the block matrices q/k/v/o and gate/up/down (MoE shared
-experts too) with their biases ("q_bias", ...), and MoE routed experts expert_gate/up/down [E, out, in].
+Roles: embedding, positions, head, norm, router, the block matrices q/k/v/o (MLA: q_a/q_b/kv_a/kv_b) and
+gate/up/down (MoE shared experts too) with their biases ("q_bias", ...), and MoE routed experts
+expert_gate/up/down [E, out, in].
 """
 from __future__ import annotations
 
@@ -18,9 +19,11 @@ from engine.config import ModelConfig
 # our module names -> the role of their weight matrix
 MATRICES = {"attn.q_proj": "q", "attn.k_proj": "k", "attn.v_proj": "v", "attn.o_proj": "o",
             "ffn.gate": "gate", "ffn.up": "up", "ffn.down": "down",
-            "ffn.shared.gate": "gate", "ffn.shared.up": "up", "ffn.shared.down": "down"}   # MoE shared experts
+            "ffn.shared.gate": "gate", "ffn.shared.up": "up", "ffn.shared.down": "down",    # MoE shared experts
+            "attn.q_a": "q_a", "attn.q_b": "q_b", "attn.kv_a": "kv_a", "attn.kv_b": "kv_b"}  # MLA projections
 EXPERTS = ("expert_gate", "expert_up", "expert_down")   # MoE routed experts, stacked [E, out, in]
-COLUMN_SPLIT = ("q", "k", "v", "gate", "up")     # Megatron: output features split across tensor-parallel ranks
+COLUMN_SPLIT = ("q", "k", "v", "gate", "up", "q_b", "kv_b")   # Megatron: output features split across tensor-
+                                                               # parallel ranks (MLA's down-projections replicated)
 ROW_SPLIT = ("o", "down")                          # input features split; their bias is replicated
 
 

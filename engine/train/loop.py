@@ -10,7 +10,7 @@ import math
 import threading
 import time
 from dataclasses import asdict, dataclass, field, fields
-from typing import Callable
+from typing import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from engine.config import ConfigError, ModelConfig
 from engine.guard import check_fits
 from engine.limits import MAX_INT
+from engine.measure.rounds import summarize
 from engine.model import DecoderLM, build_model
 from engine.runtime import resolve_device
 from engine.train.data import Dataset, get_batch, load_data
@@ -110,9 +111,20 @@ class RunResult:
     params: int
     initial_loss: float | None = None  # val loss before the first update
     final_loss: float | None = None    # val loss after the last update
-    tokens_per_s: float = 0.0          # mean over the run (training steps only)
+    tokens_per_s: float = 0.0          # median over the training steps (step_throughput)
+    tokens_per_s_spread: float = 0.0   # IQR / median of the per-step tokens/s; > NOISY_SPREAD: noisy
     samples: list[str] = field(default_factory=list)
     run_id: int | None = None
+
+
+def step_throughput(records: Sequence[StepRecord]) -> tuple[float, float]:
+    """(median tokens/s over the steps, IQR / median). The median, not total tokens / total seconds: a few steps
+    slowed by another process (or the first step's allocations) would dominate a mean and make an A/B ratio say
+    more about the machine than the models; the spread says how far to trust the difference (as on Latency)."""
+    if not records:
+        return 0.0, 0.0
+    rates = summarize([r.tokens_per_s for r in records])   # Latency's median and IQR, here of rates
+    return rates.median_s, rates.spread
 
 
 def model_for(cfg: ModelConfig, data: Dataset, tc: TrainConfig) -> ModelConfig:
@@ -207,7 +219,6 @@ def train(cfg: ModelConfig, tc: TrainConfig, data: Dataset | None = None, *, dev
     if store is not None and info.main:
         result.run_id = store.create_run(mcfg, tc, data.name, n_params, dev.type, info.world,
                                          initial_loss=result.initial_loss)
-    tokens, seconds = 0, 0.0
     for step in range(1, tc.steps + 1):
         if stop is not None and stop.is_set():
             result.status, result.message = "stopped", f"stopped by the user after {step - 1} steps"
@@ -244,7 +255,6 @@ def train(cfg: ModelConfig, tc: TrainConfig, data: Dataset | None = None, *, dev
         if dev.type == "cuda":
             torch.cuda.synchronize(dev)
         dt = time.perf_counter() - t0
-        tokens, seconds = tokens + tc.batch * tc.seq, seconds + dt
         rec = StepRecord(step, train_loss, lr, gn, tc.batch * tc.seq / dt, max_logit, float(stats[1]))
         if moe:
             rec.aux_loss, rec.router_z_loss = float(moe["aux_loss"].detach()), float(moe["z_loss"].detach())
@@ -257,16 +267,20 @@ def train(cfg: ModelConfig, tc: TrainConfig, data: Dataset | None = None, *, dev
                 store.add_step(result.run_id, rec)
             if on_step is not None:
                 on_step(rec)
-    result.tokens_per_s = tokens / seconds if seconds else 0.0
+    result.tokens_per_s, result.tokens_per_s_spread = step_throughput(result.records)
     if result.status != "diverged":
         last = result.records[-1] if result.records else None
         result.final_loss = last.val_loss if last and last.val_loss is not None else _evaluate(
             model, val_batches, info)
+        if last is not None and last.val_loss is None:   # stopped between evaluations: the last step gets it
+            last.val_loss = result.final_loss
+            if store is not None and info.main:
+                store.add_step(result.run_id, last)
         if info.main or sharded:   # sharded: every rank takes part in each forward
             result.samples = sample(model, data, tc.samples, seed=tc.seed)
         if result.status == "finished":
             result.message = (f"{len(result.records)} steps: val loss {result.initial_loss:.3f} -> "
-                              f"{result.final_loss:.3f} at {result.tokens_per_s:,.0f} tokens/s")
+                              f"{result.final_loss:.3f} at {result.tokens_per_s:,.0f} tokens/s (median step)")
     if store is not None and info.main:
         store.finish_run(result)
     return result

@@ -32,6 +32,9 @@ def parallelize(model: DecoderLM, info: DistInfo, mode: str) -> nn.Module:
         fully_shard(model)
         return model
     if mode == "tp":
+        if model.cfg.hybrid:   # the plan below splits attention heads and FFN columns only
+            raise ValueError("parallel: tp splits attention and FFN layers only; this model has recurrent, "
+                             "mixer-only or FFN-only layers (use ddp or fsdp)")
         return tensor_parallel(model, info.world, "cuda" if next(model.parameters()).is_cuda else "cpu")
     raise ValueError(f"parallel: {mode!r} is not one of {', '.join(MODES)}")
 

@@ -30,7 +30,7 @@ CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT, created REAL NOT NULL, name TEXT NOT NULL, data TEXT NOT NULL,
     status TEXT NOT NULL, message TEXT NOT NULL DEFAULT '', params INTEGER NOT NULL, device TEXT NOT NULL,
     world INTEGER NOT NULL, model_config TEXT NOT NULL, train_config TEXT NOT NULL, initial_loss REAL,
-    final_loss REAL, tokens_per_s REAL, samples TEXT NOT NULL DEFAULT '[]', pid INTEGER);
+    final_loss REAL, tokens_per_s REAL, tokens_per_s_spread REAL, samples TEXT NOT NULL DEFAULT '[]', pid INTEGER);
 CREATE TABLE IF NOT EXISTS steps (
     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, step INTEGER NOT NULL,
     train_loss REAL, val_loss REAL, lr REAL, grad_norm REAL, tokens_per_s REAL, max_logit REAL, log_z REAL,
@@ -41,7 +41,7 @@ STEP_COLUMNS = ("step", "train_loss", "val_loss", "lr", "grad_norm", "tokens_per
 # MoE runs: tokens per expert per MoE layer at each step, JSON [[...], ...] (null for dense models)
 _MOE_STEP_COLUMNS = (("aux_loss", "REAL"), ("router_z_loss", "REAL"), ("expert_load", "TEXT"))
 RUN_COLUMNS = ("id", "created", "name", "data", "status", "message", "params", "device", "world",
-               "initial_loss", "final_loss", "tokens_per_s")
+               "initial_loss", "final_loss", "tokens_per_s", "tokens_per_s_spread")
 
 
 def default_path() -> Path:
@@ -136,9 +136,9 @@ class RunStore:
             columns = {r["name"] for r in db.execute("PRAGMA table_info(runs)")}
             if not {"id", "status", "name"} <= columns:
                 raise StoreError(f"run store {self.path} has a `runs` table that is not ours; {aside}")
-            for col in ("pid", "pid_start"):   # a store from before pids / start times were kept
-                if col not in columns:
-                    db.execute(f"ALTER TABLE runs ADD COLUMN {col} INTEGER")
+            for col, kind in (("pid", "INTEGER"), ("pid_start", "INTEGER"), ("tokens_per_s_spread", "REAL")):
+                if col not in columns:   # a store from before pids, start times or the tokens/s spread were kept
+                    db.execute(f"ALTER TABLE runs ADD COLUMN {col} {kind}")
             have = {r["name"] for r in db.execute("PRAGMA table_info(steps)")}
             for column, kind in _MOE_STEP_COLUMNS:   # a store from before MoE runs were kept
                 if column not in have:
@@ -188,9 +188,10 @@ class RunStore:
     def finish_run(self, result: Any) -> None:
         with self._db() as db:
             db.execute("UPDATE runs SET status=?, message=?, initial_loss=?, final_loss=?, tokens_per_s=?, "
-                       "samples=? WHERE id=?",
+                       "tokens_per_s_spread=?, samples=? WHERE id=?",
                        (result.status, result.message, _num(result.initial_loss), _num(result.final_loss),
-                        _num(result.tokens_per_s), json.dumps(result.samples), result.run_id))
+                        _num(result.tokens_per_s), _num(result.tokens_per_s_spread),
+                        json.dumps(result.samples), result.run_id))
 
     def list_runs(self) -> list[dict[str, Any]]:
         """Newest first, with the number of steps stored so far."""
@@ -229,10 +230,13 @@ class RunStore:
             return db.execute("DELETE FROM runs WHERE id=?", (run_id,)).rowcount > 0
 
     def export_csv(self, run_id: int) -> str:
-        """One row per step, the step columns as header; empty cells where a value was not measured."""
-        steps = self.get_run(run_id)["steps"]
+        """One row per step, the step columns as header; empty cells where a value was not measured. Step 0 holds
+        the val loss before the first update (the run's initial_loss)."""
+        run = self.get_run(run_id)
         out = io.StringIO()
         writer = csv.DictWriter(out, fieldnames=STEP_COLUMNS, lineterminator="\n", extrasaction="ignore")
         writer.writeheader()
-        writer.writerows(steps)
+        if run["initial_loss"] is not None:
+            writer.writerow({"step": 0, "val_loss": run["initial_loss"]})
+        writer.writerows(run["steps"])
         return out.getvalue()

@@ -1,0 +1,137 @@
+"""Serving answers (engine/plan/serve.py, speed.py) against the engines' own startup logs and formulas.
+
+vLLM: vllm-project/vllm issue 10517 prints every input of its KV sizing (Llama-3.1-8B, RTX 3090, 0.9 utilisation:
+total_gpu_memory 23.58 GiB, peak_torch 17.06 GiB with 14.9888 GiB of weights, non_torch 0.35 GiB -> kv_cache_size
+3.81 GiB, "GPU blocks: 1952", "Maximum concurrency for 20000 tokens per request: 1.56x"; at 29,000 tokens 1478
+blocks, "23648" tokens, 0.82x); PR 10511's log (Meta-Llama-3-8B, 79.22 GiB x 0.90, weights 14.96, non-torch 1.79,
+activation peak 1.26 -> 53.29 GiB for KV); issue 12330 (Llama-3-8B, A100-40GB: 5691 blocks, 11.12x for 8192
+tokens); PR 12569 (Llama-3.1-70B: 1381 blocks, 10.79x for 2048). vLLM counts its rotary cos/sin cache
+(max_position x head_dim in bf16) inside "model weights": 131,072 x 128 x 2 B = 32 MiB for Llama-3.1.
+llama.cpp: K and V cells of n_embd_k_gqa values per token and layer in the cache type's ggml rows.
+"""
+from __future__ import annotations
+
+import pytest
+
+from engine.plan import Layout, Serving, Setup
+from engine.plan.memory import gpu_memory
+from engine.plan.serve import capacity, memory_at, sequence_bytes
+from engine.plan.speed import experts_read, speed, weight_bytes
+from engine.budget.devices import DEVICE_PROFILES
+from engine.presets import get_preset
+
+GiB = 2**30
+LLAMA31, LLAMA3 = get_preset("llama-3.1-8b").config, get_preset("llama-3-8b").config
+INFER = Setup(mode="infer")
+
+
+def _weights(cfg) -> int:
+    return gpu_memory(cfg, Layout(), Setup(mode="infer", seq=1))["weights"]
+
+
+def test_the_page_is_vllms_cache_block_size():
+    """vLLM: block_size x layers x 2 (K, V) x kv_heads x head_dim x dtype bytes = 2 MiB for Llama-3-8B in bf16."""
+    assert sequence_bytes(LLAMA3, Layout(), INFER, 16) == 16 * 32 * 2 * 8 * 128 * 2 == 2 * 2**20
+
+
+def test_issue_10517_log_from_its_own_inputs():
+    rope_cache = 131072 * 128 * 2
+    act = round((17.06 - 14.9888) * GiB) + rope_cache     # peak_torch - vLLM's weights; its rotary cache is ours
+    sv = Serving(engine="vllm", utilization=0.90, activation_bytes=act, non_torch_bytes=round(0.35 * GiB))
+    c = capacity(LLAMA31, round(23.58 * GiB), Layout(), INFER, sv, request_tokens=20000)
+    assert abs(c.blocks - 1952) <= 8             # the log's three inputs are rounded to 0.01 GiB (+-2.6 blocks each)
+    assert abs(c.available_bytes / GiB - 3.81) < 0.015
+
+
+@pytest.mark.parametrize("cfg, blocks, n, tokens, shown", [
+    (LLAMA31, 1952, 20000, 31232, "1.56"),        # issue 10517, 20k
+    (LLAMA31, 1478, 29000, 23648, "0.82"),        # issue 10517, 29k: "can be stored in KV cache (23648)"
+    (LLAMA3, 5691, 8192, 91056, "11.12"),         # issue 12330
+    (get_preset("llama-3-70b").config, 1381, 2048, 22096, "10.79"),   # PR 12569 (70B, weights not modelled)
+])
+def test_blocks_to_tokens_and_concurrency_as_vllm_prints_them(cfg, blocks, n, tokens, shown):
+    """With exactly `blocks` pages free, the pool and the concurrency line read as the log prints them."""
+    page = sequence_bytes(cfg, Layout(), INFER, 16)
+    sv = Serving(engine="vllm", utilization=1.0, activation_bytes=0, non_torch_bytes=0)
+    c = capacity(cfg, _weights(cfg) + blocks * page + page // 2, Layout(), INFER, sv, request_tokens=n)
+    assert (c.blocks, c.kv_tokens, f"{c.max_concurrency:.2f}") == (blocks, tokens, shown)
+    assert c.max_concurrency == blocks * 16 / n
+
+
+def test_pr_10511_available_kv_memory():
+    sv = Serving(engine="vllm", utilization=0.90, activation_bytes=round(1.26 * GiB) + 8192 * 128 * 2,
+                 non_torch_bytes=round(1.79 * GiB))
+    c = capacity(LLAMA3, round(79.22 * GiB), Layout(), INFER, sv)
+    assert abs(c.available_bytes / GiB - 53.29) < 0.01
+    assert round(_weights(LLAMA3) / GiB, 2) == 14.96                        # "model weights take 14.96GiB"
+
+
+def test_llama_cpp_cells_in_its_cache_types():
+    """K and V per layer: n_ctx x 1024 values in ggml rows; 8,192 cells of Llama-3-8B: f16 1 GiB, q8_0 544 MiB
+    (34 B per 32 values), q4_0 288 MiB (18 per 32)."""
+    for kv, mib in (("f16", 1024), ("q8_0", 544), ("q4_0", 288), ("none", 1024)):
+        assert sequence_bytes(LLAMA3, Layout(), Setup(mode="infer", kv_quant=kv), 8192) == mib * 2**20
+    c = capacity(LLAMA3, 24 * GiB, Layout(), Setup(mode="infer", quant="gguf:Q4_K_M", kv_quant="q8_0"))
+    assert c.engine == "llama.cpp" and c.page_bytes == 544 * 2**20 // 8192          # one cell: 69,632 B
+    budget = 24 * GiB - _weights_q4(LLAMA3) - 512 * LLAMA3.vocab_size * 4
+    assert c.blocks == budget // c.page_bytes and c.kv_tokens == c.blocks
+
+
+def _weights_q4(cfg) -> int:
+    return gpu_memory(cfg, Layout(), Setup(mode="infer", seq=1, quant="gguf:Q4_K_M"))["weights"]
+
+
+def test_longest_context_follows_windows_and_the_model_limit():
+    """gpt-oss keeps 128 tokens on its sliding layers: beyond that a token costs the full layers only, so one
+    sequence reaches further than blocks x 16 (counted on every layer); a model is never offered more than its
+    context_length."""
+    oss = get_preset("gpt-oss-20b").config
+    s = Setup(mode="infer", quant="checkpoint")
+    growth = sequence_bytes(oss, Layout(), s, 10_001) - sequence_bytes(oss, Layout(), s, 10_000)
+    assert growth == 12 * 2 * 8 * 64 * 2                                  # 12 full layers, 8 kv heads of 64
+    c = capacity(oss, 24 * GiB, Layout(), s)
+    assert c.max_context > c.kv_tokens or c.kv_tokens >= oss.context_length
+    assert c.context_limit == "context_length" and c.max_context == oss.context_length
+    small = capacity(LLAMA31, 24 * GiB, Layout(), INFER)
+    assert small.context_limit == "memory" and small.max_context == small.kv_tokens
+    assert memory_at(LLAMA31, Layout(), INFER, Serving(), small.max_context) <= 24 * GiB * 0.9 + 2**20
+
+
+def test_mla_latent_is_the_cache_and_is_replicated_under_tensor_parallelism():
+    ds = get_preset("deepseek-v3").config
+    assert sequence_bytes(ds, Layout(), INFER, 1000) == 70_272 * 1000          # DESIGN: 70,272 B per token
+    assert sequence_bytes(ds, Layout(8, tp=8), INFER, 1000) == 70_272 * 1000   # vLLM keeps the latent on each rank
+    assert sequence_bytes(LLAMA3, Layout(8, tp=8), INFER, 1000) == 131_072 * 1000 // 8
+
+
+def test_decode_reads_the_weights_and_kv_once_per_step():
+    h100 = DEVICE_PROFILES["H100"]
+    sp = speed(LLAMA31, h100, Layout(), INFER, 1, 4096, efficiency=0.8)
+    kv = 4096 * 131_072
+    assert sp.weight_bytes == _weights(LLAMA31) and sp.kv_bytes == kv and sp.bound == "memory"
+    assert sp.step_seconds == pytest.approx((sp.weight_bytes + kv) / (3.35e12 * 0.8))
+    big = speed(LLAMA31, h100, Layout(), INFER, 64, 4096, efficiency=0.8)
+    assert big.total == pytest.approx(64 * big.per_user) and big.total > 20 * sp.total
+    tp = speed(LLAMA31, h100, Layout(2, tp=2), INFER, 1, 4096, efficiency=0.8)
+    assert tp.step_seconds == pytest.approx(sp.step_seconds / 2)
+
+
+def test_moe_decode_at_batch_one_reads_only_the_routed_experts():
+    """Mixtral top-2 of 8: batch 1 reads 2 experts per layer, not 8; a large batch reads nearly all of them
+    (uniform routing: 8 * (1 - (6/8)^B))."""
+    mix = get_preset("mixtral-8x7b").config
+    dense, experts = weight_bytes(mix, INFER)
+    one = speed(mix, DEVICE_PROFILES["H100"], Layout(), INFER, 1, 1024)
+    assert one.experts_read == 2 and one.weight_bytes == dense + experts * 2 // 8
+    assert experts_read(mix, 8) == pytest.approx(8 * (1 - 0.75 ** 8))
+    many = speed(mix, DEVICE_PROFILES["H100"], Layout(), INFER, 256, 1024)
+    assert many.weight_bytes == pytest.approx(dense + experts, rel=1e-6)
+    assert "2.00 of 8 experts" in one.formulas["step_seconds"]
+
+
+def test_prefill_is_compute_bound_and_efficiency_is_stated():
+    sp = speed(LLAMA31, DEVICE_PROFILES["A100"], Layout(), INFER, 1, 8192, compute_efficiency=0.5)
+    from engine.budget.flops import flops_budget
+    assert sp.prefill_seconds == pytest.approx(flops_budget(LLAMA31, 1, 8192, causal=True).forward_flops /
+                                               (312e12 * 0.5))
+    assert "0.5" in sp.formulas["prefill_seconds"]
