@@ -99,8 +99,7 @@ def index_key_layers(cfg: ModelConfig, batch: int, tokens: int, dtype: str = "bf
     scores the whole context), one entry per layer: "fp8" as DeepSeek's kernels hold them (132 B a token at
     width 128, whatever the cache dtype), "dtype" in the cache's dtype (as transformers holds them); 0 for a
     layer without its own indexer."""
-    require(choice_problem("dtype", dtype, DTYPE_BYTES), choice_problem("index_keys", index_keys, INDEX_KEY_FORMATS),
-            *size_problems(batch, tokens))
+    require(choice_problem("dtype", dtype, DTYPE_BYTES), choice_problem("index_keys", index_keys, INDEX_KEY_FORMATS))
     return [sum(m.index_key_bytes(cfg, spec, batch, tokens, DTYPE_BYTES[dtype], index_keys)
                 for m in spec_mixers(spec)) for spec in cfg.layer_specs]
 

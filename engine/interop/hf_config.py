@@ -37,7 +37,7 @@ _READERS.update(_MOE_READERS)
 from engine.interop.hf_deepseek import READERS as _DEEPSEEK_READERS  # noqa: E402
 
 _READERS.update(_DEEPSEEK_READERS)
-from engine.interop.hf_dsa import READERS as _DSA_READERS  # noqa: E402
+from engine.interop.hf_dsa import NOT_FAMILIES as _NOT_FAMILIES, READERS as _DSA_READERS  # noqa: E402
 
 _READERS.update(_DSA_READERS)   # kimi_k2 (a DeepSeek-V3 alias) and deepseek_v4 (refused by field) read too
 from engine.interop.hf_gpt_oss import READERS as _GPT_OSS_READERS  # noqa: E402
@@ -64,7 +64,8 @@ from engine.interop.hf_minimax import READERS as _MINIMAX_READERS  # noqa: E402
 
 _READERS.update(_KIMI_READERS, **_MINIMAX_READERS)
 # a multimodal wrapper imports when its text model's family does
-FAMILIES = tuple(_READERS) + tuple(w for w, spec in WRAPPERS.items() if spec.text_type in _READERS)
+FAMILIES = (tuple(f for f in _READERS if f not in _NOT_FAMILIES)
+            + tuple(w for w, spec in WRAPPERS.items() if spec.text_type in _READERS))
 
 # Every ModelConfig field a reader does not set takes this value (not ModelConfig's GPT-2 default).
 NEUTRAL: dict[str, Any] = dict(

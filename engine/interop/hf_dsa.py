@@ -117,3 +117,4 @@ def _deepseek_v4(r: _Reader) -> dict[str, Any]:
 
 READERS = {"deepseek_v32": _dsa, "glm_moe_dsa": _dsa, "kimi_k2": _kimi_k2, "deepseek_v4": _deepseek_v4}
 BUILT_AS = {"kimi_k2": "deepseek_v3"}   # the transformers model type that builds a renamed config
+NOT_FAMILIES = ("kimi_k2", "deepseek_v4")   # read, but not families we build under that name (an alias, a refusal)
