@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from engine.budget.flops import headline_flops
-from engine.budget.memory import kv_cache_bytes, memory_budget
+from engine.budget.memory import kv_cache_bytes, memory_budget, state_bytes
 from engine.budget.params import count_params
 from engine.config import ModelConfig
 
@@ -36,17 +36,21 @@ def compare_train_seq(cfg: ModelConfig) -> int:
 
 def compare_metrics(configs: Mapping[str, ModelConfig]) -> dict[str, dict[str, list[float]]]:
     """The three charts' values, one per pinned config, all closed forms: parameters (total, non-embedding);
-    memory at batch 1 (bf16 weights, bf16 KV cache at the full context, a mixed-bf16 AdamW training step at
-    compare_train_seq); training FLOPs per token at the full context (the headline: causal, windowed query-key
-    pairs) beside the 6N rule."""
+    memory at batch 1 (bf16 weights, bf16 KV cache at the full context, the recurrent layers' state in bf16 under
+    vLLM's convention when a pinned config has one, a mixed-bf16 AdamW training step at compare_train_seq);
+    training FLOPs per token at the full context (the headline: causal, windowed query-key pairs) beside the 6N
+    rule."""
     cs = list(configs.values())
     params = [count_params(c) for c in cs]
     flops = [headline_flops(c, 1, c.context_length) for c in cs]
+    state = [sum(state_bytes(c, 1, "bf16").values()) for c in cs]
+    memory = {"bf16 weights": [memory_budget(c, 1, c.context_length, "bf16", "bf16").weights_bytes for c in cs],
+              "KV cache": [kv_cache_bytes(c, 1, c.context_length, "bf16") for c in cs],
+              **({"recurrent state": state} if any(state) else {}),
+              "training step": [memory_budget(c, 1, compare_train_seq(c)).train_total_bytes for c in cs]}
     return {
         "params": {"total": [p.total for p in params], "active per token": [p.active for p in params],
                    "non-embedding": [p.non_embedding for p in params]},
-        "memory": {"bf16 weights": [memory_budget(c, 1, c.context_length, "bf16", "bf16").weights_bytes for c in cs],
-                   "KV cache": [kv_cache_bytes(c, 1, c.context_length, "bf16") for c in cs],
-                   "training step": [memory_budget(c, 1, compare_train_seq(c)).train_total_bytes for c in cs]},
+        "memory": memory,
         "flops": {"counted": [f.flops_per_token for f in flops], "6N rule": [f.six_n_per_token for f in flops]},
     }

@@ -8,6 +8,7 @@ import streamlit as st
 from app.budget_view import kv_variants, token_grid
 from app.shared import HASH_FUNCS
 from engine.activation_grid import Curve, Surface, activation_curves, gated_surface
+from engine.budget.context_memory import ContextMemory, Crossing, all_attention, context_memory, crossings
 from engine.budget.devices import Roofline, roofline
 from engine.budget.flops import FlopBudget, flops_budget
 from engine.budget.memory import (POLICIES, POLICY_DTYPE, MemoryBudget, index_key_cache_bytes, kv_cache_bytes,
@@ -79,6 +80,19 @@ def kv_series(cfg: ModelConfig, batch: int, dtype: str = "bf16") -> tuple[tuple[
     if cfg.mla:   # the per-head keys and values the latent stands for
         series["MLA, expanded per-head K/V"] = [kv_cache_bytes(cfg, batch, t, dtype, "expanded") for t in grid]
     return grid, series
+
+
+@st.cache_data(**CACHE)
+def context_memories(cfg: ModelConfig, batch: int, dtype: str, gpus: int, devices: tuple[str, ...]
+                     ) -> tuple[ContextMemory, ContextMemory | None, list[Crossing]]:
+    """Inference memory along the context grid for cfg and (a hybrid) the same model with every mixer attention,
+    and where each device's memory (`gpus` of them) is crossed; the grid holds every crossing exactly."""
+    marks = crossings(cfg, cfg.context_length, batch, dtype, gpus, devices)
+    hits = {t for c in marks for t in (c.tokens, c.all_attention_tokens) if t}
+    grid = tuple(sorted(set(token_grid(cfg.context_length, 65)) | hits))
+    dense = all_attention(cfg)
+    return (context_memory(cfg, grid, batch, dtype),
+            None if dense is cfg else context_memory(dense, grid, batch, dtype), marks)
 
 
 @st.cache_data(**CACHE)

@@ -10,11 +10,12 @@ Pure string building, so tests read the DOT directly.
 from __future__ import annotations
 
 from app.charts import COLORS
-from app.diagram_hybrid import block_title, drawn_spec, one_branch, recurrent_box
+from app.diagram_hybrid import block_title, drawn_spec, layer_strip, one_branch, recurrent_box
 from app.diagram_mla import mla_attention, mla_label
 from engine.config import ModelConfig
 from engine.layers.block import BlockLayout, block_layout
 from engine.layers.kinds import LayerSpec
+from engine.layers.layer_map import layer_map
 from engine.layers.norm import NORMS
 
 NORM_COLOR, ADD_COLOR, DATA_COLOR = COLORS["norms"], "#FFFFFF", "#EEEEEE"
@@ -267,8 +268,13 @@ def block_dot(cfg: ModelConfig, whole: bool = True) -> str:
     spec = drawn_spec(cfg)
     title = (block_title(cfg, spec) if cfg.hybrid else
              f"transformer block × {cfg.n_layers} ({cfg.block}, {cfg.norm_placement}-norm{mixed})")
+    strip = layer_strip(layer_map(cfg))
     with d.cluster("block", title):
+        if strip:
+            d.lines.append(f"  layer_map [shape=plaintext, label={strip}];")
         x, out = _block(d, cfg, spec)
+        if strip:
+            d.lines.append("  layer_map -> x_in [style=invis];")
     d.edge(chain[-1], x)
     tail = [out]
     if cfg.final_norm:

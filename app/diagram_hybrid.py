@@ -1,13 +1,14 @@
 """The block diagram of a hybrid model (engine/layers/mixers.py): which layer is drawn, the box of a recurrent
 mixer (its lines come from the kind's own `summary`), and a layer with one branch (a mixer-only or FFN-only
-layer). The layer map of every layer is drawn elsewhere; here one layer is drawn in detail and the block's title
-counts the kinds."""
+layer). One layer is drawn in detail and the block's title
+counts the kinds; above it, a strip of every layer (engine/layers/layer_map.py) when the layers differ."""
 from __future__ import annotations
 
-from app.charts import COLORS
+from app.charts import COLORS, FFN_KIND_COLORS, MIXER_COLORS, kind_color
 from engine.config import ModelConfig
 from engine.layers.block import BlockLayout, plain_spec
 from engine.layers.kinds import LayerSpec
+from engine.layers.layer_map import LayerMap
 from engine.layers.mixers import MIXERS, layer_groups, layer_kinds, spec_label
 
 
@@ -54,3 +55,27 @@ def one_branch(d, x: str, lay: BlockLayout, b_in: str, b_out: str, norm: str, no
     d.chain(b_out, add)
     d.edge(x, add, "residual")
     return x, add
+
+
+def layer_strip(m: LayerMap) -> str:
+    """The layer map as one Graphviz HTML-label node body: a mixer row and an FFN row of one cell per layer (a
+    tooltip names the layer), and a legend of every kind with its count. Empty when every layer is alike."""
+    if m.kinds == 1:
+        return ""
+    width = max(2, min(8, 320 // m.n_layers))
+
+    def row(attr: str, colors: dict[str, str]) -> str:
+        return "<TR>" + "".join(
+            f'<TD BGCOLOR="{kind_color(getattr(c, attr), colors)}" WIDTH="{width}" HEIGHT="12" FIXEDSIZE="TRUE" '
+            f'TOOLTIP="layer {c.index}: {c.label}"></TD>' for c in m.cells) + "</TR>"
+
+    def legend(kinds, colors) -> str:
+        return ", ".join(f'<FONT COLOR="{kind_color(k.key, colors)}">■</FONT> {k.label} × {len(k.layers)}'
+                         for k in kinds)
+
+    span = f'COLSPAN="{m.n_layers}"'
+    return ('<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="1" CELLPADDING="0">'
+            f'<TR><TD {span}><FONT POINT-SIZE="11">layers 1–{m.n_layers}: mixer (top), FFN (bottom)</FONT></TD></TR>'
+            + row("mixer", MIXER_COLORS) + row("ffn", FFN_KIND_COLORS)
+            + f'<TR><TD {span}><FONT POINT-SIZE="10">{legend(m.mixers, MIXER_COLORS)}</FONT></TD></TR>'
+            f'<TR><TD {span}><FONT POINT-SIZE="10">{legend(m.ffns, FFN_KIND_COLORS)}</FONT></TD></TR></TABLE>>')

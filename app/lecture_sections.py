@@ -10,7 +10,7 @@ from typing import Callable
 import streamlit as st
 
 from app import export, widgets
-from app import lecture_mla, lecture_sweeps
+from app import lecture_mla, lecture_state, lecture_sweeps
 from app.charts import lecture as charts
 from app.diagram import block_dot
 from app.lecture_kit import chart, metrics, numbers, nums, vector
@@ -270,6 +270,7 @@ SECTIONS: dict[str, tuple[str, Callable[[], None]]] = {
     "softcap": ("Soft-capping, then the mask", softcap),
     "kvcache": ("KV cache: MHA, GQA, MQA", kvcache),
     "mla": ("MLA: cache the latent, not the heads", lecture_mla.render),
+    "state": ("A fixed state instead of a growing cache", lecture_state.render),
     "moe": ("Mixture of experts: you store every expert, you compute k", moe),
     "sweeps": ("Trade-off sweeps, one click each", lecture_sweeps.render),
     "heads": ("Heads need not divide the width", heads),

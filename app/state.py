@@ -23,8 +23,9 @@ DEFAULT_PRESET = "gpt2"
 CFG, PRESET, PROBLEMS = "cfg", "preset", "cfg_problems"
 # URL keys that are not config fields: what a page shows (app.url_view; the Trade-offs page's sweep in app.sweep_view;
 # the Deploy page's layout in app.deploy_view; the Training page's run settings in app.training_view)
-VIEW_PARAMS = ("section", "present", "mla_rank", "mla_rope", "mla_dtype",               # Lecture
+VIEW_PARAMS = ("section", "present", "mla_rank", "mla_rope", "mla_dtype", "state_view_dtype",  # Lecture
                "batch", "seq", "optimizer", "recompute", "kernel", "dtype", "causal", "device",   # Budgets
+               "replica_gpus", "mark_gpus", "zoom",                    # Budgets' memory vs context
                "mode", "batches", "seqs", "budget",                                    # Latency (and dtype)
                "pins", "log", "only",                                                  # Compare
                "curves", "range", "tokens",                                            # Activations

@@ -6,11 +6,10 @@ Both dispatch by expert; transformers finds each expert's tokens with a one-hot 
 and indexes the stacked weights per expert; ours sorts the N*k assignments once and unbinds the weights once."""
 from __future__ import annotations
 
-import statistics
 
 import torch
 
-from bench.bench_vs_hf import _forward, _train_step, interleaved
+from bench.bench_vs_hf import _forward, _train_step, ratio_row
 from engine.model import build_model
 from engine.presets import get_preset
 
@@ -42,11 +41,8 @@ def main() -> None:
             gap = (ours(idx) - hf(input_ids=idx).logits).abs().max().item()
         for what, fn, mode in (("forward", _forward, "eval"), ("train step", _train_step, "train")):
             ours.train(mode == "train"), hf.train(mode == "train")
-            times = interleaved({"ours": lambda: fn(ours, idx, False), "hf": lambda: fn(hf, idx, True)}, rounds)
-            a, b = statistics.median(times["ours"]), statistics.median(times["hf"])
-            ratio = a / b
-            print(f"| B={batch}, T={seq} | {what} | {a * 1e3:,.1f} ms | {b * 1e3:,.1f} ms | {ratio:.2f}x | "
-                  f"{'met' if ratio <= GOAL else 'not met'} |", flush=True)
+            ratio_row(f"B={batch}, T={seq}", what, lambda: fn(ours, idx, False), lambda: fn(hf, idx, True), rounds,
+                      GOAL)
         print(f"(max |logits gap| {gap:.1e})")
 
 

@@ -51,6 +51,15 @@ def interleaved(fns: dict[str, callable], rounds: int) -> dict[str, list[float]]
     return times
 
 
+def ratio_row(workload: str, what: str, ours: callable, theirs: callable, rounds: int, goal: float) -> float:
+    """Time `ours` against `theirs` in interleaved rounds and print one Markdown row: medians, ratio, goal met?"""
+    times = interleaved({"ours": ours, "theirs": theirs}, rounds)
+    a, b = statistics.median(times["ours"]), statistics.median(times["theirs"])
+    print(f"| {workload} | {what} | {a * 1e3:,.1f} ms | {b * 1e3:,.1f} ms | {a / b:.2f}x | "
+          f"{'met' if a / b <= goal else 'not met'} |", flush=True)
+    return a / b
+
+
 def main() -> None:
     from engine.interop import to_transformers
     import transformers

@@ -1,5 +1,5 @@
 """Named real-model configurations, each with its reference parameter count and where that count comes from.
-(This file is longer than 300 lines: one table of every preset with its source, as litgpt's config.py keeps its models.)
+(longer than 300 lines: one table of every preset with its source, as litgpt's config.py keeps its models.)
 
 Counts from Hugging Face are `sum(p.numel() for p in model.parameters())` of the transformers model built on the
 meta device from the model's published config.json (a tied matrix counts once).

@@ -7,6 +7,8 @@ from app.charts import budgets as charts
 from app.state import current_config
 from app.text import md
 from app.widgets import page_header
+from app.budget_view import MARKED, context_caption
+from engine.budget.context_memory import memory_devices
 from engine.budget.devices import DEVICE_PROFILES
 from engine.budget.flops import gap_note
 from engine.budget.memory import DTYPE_BYTES, OPTIMIZERS, RECOMPUTE, pure_policy
@@ -67,6 +69,21 @@ st.caption(f"Closed form: 2 x layers x tokens x kv_heads x head_dim x {DTYPE_BYT
               f"{cfg.index_head_dim:,} FP8 bytes and an fp32 scale per 128 of them, as DeepSeek's kernels cache it "
               "(its own part above; transformers keeps it in the cache dtype instead)."
               if cfg.mla and cfg.sparse_attention else ""))
+
+st.header("Inference memory vs context: weights, KV cache and state")
+g1, g2, g3 = st.columns([1, 3, 1.2], vertical_alignment="bottom")
+gpus = url_view.bound("b_gpus", url_view.integer("replica_gpus", 1, 1024), 1, g1.number_input,
+                      "GPUs holding one replica", 1, 1024,
+                      help="The dotted lines are this many times each GPU's memory (weights and cache split across "
+                           "them, nothing else held).")
+names = memory_devices()
+marked = url_view.bound("b_mark_gpus", url_view.choices("mark_gpus", names), [n for n in MARKED if n in names],
+                        g2.multiselect, "GPUs to mark", names)
+zoom = url_view.bound("b_zoom", url_view.flag("zoom"), False, g3.toggle, "Zoom on the cache",
+                      help="Start the memory axis just below the weights, so a cache small beside them shows.")
+hybrid, dense, marks = compute.context_memories(cfg, batch, infer_dtype, gpus, tuple(marked))
+export.chart(charts.context_memory_figure(hybrid, dense, marks, zoom), "b_context", f"{cfg.name}-memory-vs-context")
+st.caption(md(context_caption(cfg, hybrid, dense, marks, batch, infer_dtype)))
 
 st.header("FLOPs")
 causal = url_view.bound("b_causal", url_view.flag("causal"), True, st.toggle,

@@ -9,7 +9,10 @@ from app.present import set_view_param
 from app.state import current_config
 from app.text import md
 from app.widgets import page_header, yaml_uploader
+from engine.config import ConfigError
+from engine.layers.mixers import MIXERS
 from engine.layers.moe import dense_counterpart
+from engine.sweep.hold import equal_params_transformer
 from engine.presets import PRESETS
 
 PINS, NOTE = "pins", "pin_note"
@@ -53,6 +56,16 @@ if cfg.n_experts is not None and all(cfg.moe_layers):
               on_click=pin, args=(dense.name, dense),
               help="Each MoE FFN becomes one dense FFN as wide as the k routed plus the shared experts: the same "
                    "compute per token (no router), a fraction of the memory.")
+if any(MIXERS[k].recurrent for s in cfg.layer_specs for k in s.mixers):
+    try:
+        twin = equal_params_transformer(cfg)
+    except ConfigError as e:   # no FFN width to solve: say why instead of a button
+        st.caption(md(f"No transformer of equal parameters: {'; '.join(e.problems)}"))
+    else:
+        st.button("Pin the transformer with the same parameters", key="cmp_transformer_equal", on_click=pin,
+                  args=(twin.name, twin),
+                  help="Every mixer layer softmax attention, the FFN width (d_ff, or expert_d_ff when every layer is "
+                       "MoE) solved so the total parameters equal this hybrid's within one step of that width.")
 if st.session_state.get(NOTE):
     st.warning(md(st.session_state[NOTE]))
 unpin = st.multiselect("Pinned (remove one to unpin)", [lab for lab, _ in pins], default=[lab for lab, _ in pins],
@@ -79,7 +92,7 @@ with mem_cols[1]:
     export.chart(charts.compare_bars("FLOPs per token", labels, values["flops"], "flops", log), "cmp_flops",
                  "compare-flops")
 st.caption("All closed forms (engine/budget): exact parameter counts; memory at batch 1 (KV cache in bf16 at the "
-           "config's full context, training step with mixed-bf16 AdamW at sequence min(context, "
+           "config's full context, a recurrent layer's fixed state in bf16 as vLLM holds it, training step with mixed-bf16 AdamW at sequence min(context, "
            f"{compare_view.COMPARE_TRAIN_SEQ:,})); training FLOPs per token at each config's own context length "
            "(causal and windowed query-key pairs only) beside the 6N rule.")
 

@@ -7,6 +7,7 @@ from app.diagram import block_dot
 from app.state import current_config, current_preset
 from app import widgets
 from app.widgets import page_header
+from engine.layers.layer_map import layer_map
 from engine.layers.position import rope_frequency_profile, rope_scaling_text
 from engine.presets import PRESETS
 from engine.units import fmt_count
@@ -29,6 +30,14 @@ verb = "saves" if pc.tied else "would save"
 st.markdown(f"**{fmt_count(pc.total)}** parameters in total, **{fmt_count(pc.non_embedding)}** outside the "
             f"embeddings. Tying the output head to the token embedding {verb} **{fmt_count(pc.tying_saves)}** "
             f"parameters (vocab_size × d_model); one block holds **{fmt_count(pc.per_layer)}**.")
+
+lmap = layer_map(cfg)
+if lmap.kinds > 1:
+    st.subheader("Layer map")
+    export.shared_chart(charts.layer_map_chart, cfg, key="design_layer_map", name=f"{cfg.name}-layer-map")
+    st.caption("Each layer's token mixer (top) and FFN (bottom), read from layer_types and ffn_types: "
+               + "; ".join(f"{k.label} in layers {k.ranges} ({len(k.layers):,})" for k in lmap.mixers + lmap.ffns)
+               + ".")
 
 # Beside the table only while the diagram is narrow enough to keep its text readable there (2/5 of the page:
 # 320 px at 1280 with the sidebar open); a wider one (MLA, most MoE) goes below, at its own size.

@@ -96,7 +96,9 @@ held = view.held_text(sweep)
 title = f"{sweep.base.name}: {' x '.join(sweep.knobs)}"
 measured = [m for m in MEASURED if any(r.get(m) is not None for r in rows)]
 dense = all(r["active_params"] == r["total_params"] for r in rows)      # the active panel only says something for MoE
-shown = [m for m in (*METRICS, *measured) if m != "latency_iqr_ms" and not (dense and m == "active_params")]
+stateless = all(not r["state_bytes"] for r in rows)                     # no recurrent layer at any point
+shown = [m for m in (*METRICS, *measured) if m != "latency_iqr_ms" and not (dense and m == "active_params")
+         and not (stateless and m == "state_bytes")]
 panels = charts.small_multiples(rows, sweep.knobs, shown, cols=4 if on_stage else 3, title=title, note=held)
 pareto = charts.pareto_figure(rows, sweep.knobs, spec.x, spec.y, note=held)
 

@@ -287,6 +287,10 @@ LECTURE_NUMBERS = {
     "kvcache": {"MHA (32 KV heads)": "4.00 GiB", "GQA-8 (8 KV heads)": "1.00 GiB", "MQA (1 KV head)": "128.00 MiB"},
     "mla": {"MHA": "36.00 KiB/token", "MQA": "3.00 KiB/token", "MLA latent": "6.75 KiB/token",   # gpt2: 12 layers,
             "MLA expanded": "45.00 KiB/token"},                                                  # 12 heads of 64
+    "state": {"softmax attention, every layer, at 1M tokens": "36.00 GiB",   # gpt2: 12 x 2 x 12 x 64 x 2 B x 2^20
+              # 12 layers x (12 x 64 x 64 state + 3 x 2,304 conv) x 2 B = 1,345,536 B
+              "Gated DeltaNet, every layer, at 1M tokens": "1.28 MiB",
+              "hybrid: 3 attention of 12, at 1M tokens": "9.00 GiB"},
     "moe": {"stored parameters": "46,702,792,704", "used per token": "12,879,925,248", "bf16 weights": "86.99 GiB"},
     "sweeps": {"KV cache, n_kv_heads=1": "3.00 MiB", "KV cache, n_kv_heads=12": "36.00 MiB",   # gpt2: 12 layers, 1,024
                "total parameters, n_kv_heads=12": "124,439,808"},

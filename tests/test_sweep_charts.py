@@ -22,10 +22,10 @@ def test_small_multiples_one_panel_per_metric_with_units():
     kv = fig.data[list(METRICS).index("kv_cache_bytes")]
     assert list(kv.x) == ["1", "2", "4", "8", "32"] and list(kv.y) == [0.125, 0.25, 0.5, 1.0, 4.0]   # GiB, 5 skipped
     titles = {fig.layout[f"yaxis{i + 1 if i else ''}"].title.text for i in range(len(METRICS))}
-    assert titles == {"billions", "GiB", "GFLOP"}          # the unit; the panel's title names the metric
-    # the knob under the lowest panel of each column only (7 panels in 3 columns: 5, 6 and 7)
+    assert titles == {"billions", "GiB", "GFLOP", "B"}     # the unit; B: the recurrent state, 0 without such layers
+    # the knob under the lowest panel of each column only (8 panels in 3 columns: 6, 7 and 8)
     assert [fig.layout[f"xaxis{i + 1 if i else ''}"].title.text for i in range(len(METRICS))] == \
-        [None] * 4 + ["n_kv_heads"] * 3
+        [None] * 5 + ["n_kv_heads"] * 3
     assert list(fig.layout.xaxis.categoryarray)[-1] == "5"
 
 

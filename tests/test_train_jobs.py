@@ -20,7 +20,8 @@ def test_ab_pairs_differ_in_the_compared_knob_only(choice):
     a, b = ab_configs(SMALL, choice).values()
     diff = {k for k, v in a.to_dict().items() if b.to_dict()[k] != v} - {"name"}
     expected = {"LayerNorm vs RMSNorm": {"norm", "norm_bias"}, "dense vs SwiGLU": {"ffn", "d_ff"},
-                "pre-norm vs post-norm": {"norm_placement"}, "learned positions vs RoPE": {"position"}}[choice]
+                "pre-norm vs post-norm": {"norm_placement"}, "learned positions vs RoPE": {"position"},
+                "transformer vs hybrid": {"layer_types", "d_ff"}}[choice]
     assert diff <= expected and diff & expected
 
 

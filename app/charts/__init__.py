@@ -37,6 +37,20 @@ MEMORY_COLORS: dict[str, str] = {
     "kv_cache": "#72B7B2",
     "logits": "#9D755D",
 }
+# One colour per layer kind on the layer map (engine/layers/layer_map.py keys): softmax attention keeps the
+# attention orange, a recurrent mixer its own hue, a missing branch grey; a key not listed takes KIND_FALLBACK.
+MIXER_COLORS: dict[str, str] = {"full": COLORS["attention"], "sliding": "#FFBF79", "chunked": "#C96A0E",
+                                "gdn": "#4C78A8", "mamba2": "#9467BD", "mamba1": "#17BECF",
+                                "none": "#D9D9D9"}
+FFN_KIND_COLORS: dict[str, str] = {"dense": COLORS["ffn"], "moe": "#1F6F3A", "none": "#D9D9D9"}
+KIND_FALLBACK = ["#9467BD", "#17BECF", "#8C564B", "#E377C2"]
+
+
+def kind_color(key: str, table: dict[str, str]) -> str:
+    """A layer kind's colour; keys of two mixers side by side ('full+gdn') not in the table take a fallback."""
+    return table.get(key) or KIND_FALLBACK[sum(map(ord, key)) % len(KIND_FALLBACK)]
+
+
 # Which colour group each engine parameter component belongs to.
 COMPONENT_GROUP: dict[str, str] = {
     "token_embedding": "embeddings", "positions": "positions",

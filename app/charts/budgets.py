@@ -9,6 +9,7 @@ import math
 import plotly.graph_objects as go
 
 from app.charts import COLORS, MEMORY_COLORS, layout
+from engine.budget.context_memory import ContextMemory, Crossing
 from engine.budget.devices import DeviceProfile, Roofline, fmt_ratio
 from engine.budget.flops import FlopBudget
 from engine.budget.memory import MemoryBudget
@@ -61,6 +62,59 @@ def kv_vs_context_figure(tokens: list[int], series: dict[str, list[int]], curren
     fig.update_xaxes(title_text="context length (tokens)", tickformat=",")
     fig.update_yaxes(title_text=f"KV cache ({unit})", rangemode="tozero")
     return layout(fig, "KV cache vs context length", height=420, hovermode="x unified")
+
+
+def context_memory_figure(m: ContextMemory, dense: ContextMemory | None, marks: list[Crossing],
+                          zoom: bool = False) -> go.Figure:
+    """Inference memory against context, stacked: weights (flat), recurrent state (flat), KV cache of the attention
+    layers (growing); `dense` (the same model with every mixer attention) as a dashed total; each device's memory
+    as a dotted line, marked where each model crosses it. `zoom`: the y axis starts just below the weights, so a
+    cache small beside them shows (the axis title says so)."""
+    top = max(m.totals + (dense.totals if dense else ()))
+    near = 1.15 if zoom else 2     # device lines near the data show; zoomed in, only those just above it
+    top = max([top] + [c.memory_bytes for c in marks if c.memory_bytes <= near * top])
+    div, unit = byte_unit(top)
+    x = list(m.tokens)
+    fig = go.Figure()
+    for name, values, color in (("weights", [m.weights] * len(x), MEMORY_COLORS["weights"]),
+                                ("recurrent + conv state", [m.state] * len(x), MEMORY_COLORS["logits"]),
+                                ("KV cache (attention layers)", m.kv, MEMORY_COLORS["kv_cache"])):
+        if name.startswith("recurrent") and not m.state:
+            continue
+        fig.add_trace(go.Scatter(x=x, y=[v / div for v in values], name=name, mode="lines", stackgroup="memory",
+                                 line=dict(width=0.5, color=color), fillcolor=color,
+                                 customdata=[fmt_bytes(v) for v in values],
+                                 hovertemplate=f"{name}: %{{customdata}}<extra>%{{x:,}} tokens</extra>"))
+    fig.add_trace(go.Scatter(x=x, y=[t / div for t in m.totals], name="total", mode="lines",
+                             line=dict(color="#222222", width=2), customdata=[fmt_bytes(t) for t in m.totals],
+                             hovertemplate="total: %{customdata}<extra>%{x:,} tokens</extra>"))
+    if dense is not None:
+        fig.add_trace(go.Scatter(x=x, y=[t / div for t in dense.totals], name="same model, every mixer attention",
+                                 mode="lines", line=dict(color=COLORS["attention"], width=3, dash="dash"),
+                                 customdata=[fmt_bytes(t) for t in dense.totals],
+                                 hovertemplate="every mixer attention: %{customdata}<extra>%{x:,} tokens</extra>"))
+    for c in marks:
+        y = c.memory_bytes / div
+        fig.add_trace(go.Scatter(x=[x[0], x[-1]], y=[y, y], mode="lines",
+                                 name=f"{c.device}: {fmt_bytes(c.memory_bytes)}",
+                                 line=dict(color="#888888", width=1, dash="dot"), legendgroup=c.device,
+                                 hovertemplate=f"{c.device}: {fmt_bytes(c.memory_bytes)}<extra></extra>"))
+        other = c.all_attention_tokens if dense else None
+        for tokens, symbol, who in ((c.tokens, "x", "this model"), (other, "circle-open", "every mixer attention")):
+            if tokens is not None:
+                fig.add_trace(go.Scatter(x=[max(tokens, x[0])], y=[y], mode="markers", showlegend=False,
+                                         legendgroup=c.device, marker=dict(size=12, symbol=symbol, color="#222222"),
+                                         hovertemplate=f"{who} crosses {c.device} at {tokens:,} tokens"
+                                         + (" (the weights alone do not fit)" if tokens == 0 else "")
+                                         + "<extra></extra>"))
+    fig.update_xaxes(title_text="context length (tokens)", tickformat=",")
+    low = 0.0
+    if zoom:
+        low = min([m.weights] + ([dense.weights] if dense else [])) / div
+        low -= 0.1 * (top / div - low)
+    fig.update_yaxes(title_text=f"inference memory ({unit}{', axis from ' + f'{low:,.1f}' if zoom else ''})",
+                     range=[low, top / div + 0.08 * (top / div - low)])
+    return layout(fig, "Inference memory vs context: weights, KV cache and state", height=480, hovermode="closest")
 
 
 def flops_figure(fb: FlopBudget) -> go.Figure:

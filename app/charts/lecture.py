@@ -5,8 +5,9 @@ Colours follow app.charts.COLORS where a component is shown; every axis names it
 from __future__ import annotations
 
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
-from app.charts import ACTIVATION_COLORS, COLORS, COMPONENT_GROUP
+from app.charts import ACTIVATION_COLORS, COLORS, COMPONENT_GROUP, MIXER_COLORS
 from app.charts import layout as _base_layout
 from engine.config import DENSE_FFNS
 from engine.lecture.attention import MaskOrder
@@ -15,8 +16,9 @@ from engine.lecture.ffn import GatingMatch
 from engine.lecture.latent import LatentCache
 from engine.lecture.moe import StoreVsCompute
 from engine.lecture.sizes import DepthWidth, KVVariant, MicroTable
+from engine.lecture.state import FixedState
 from engine.lecture.tying import AbsentTokenGrad
-from engine.units import byte_unit, fmt_bytes, fmt_count
+from engine.units import byte_unit, fmt_bytes, fmt_count, fmt_flops
 
 PAIR = ("#4C78A8", "#F58518")   # two things side by side: serial/parallel, before/after, first/second
 
@@ -180,3 +182,32 @@ def latent_cache_figure(r: LatentCache) -> go.Figure:
     fig.update_xaxes(tickformat=",")
     return _layout(fig, f"KV cache vs context: {r.n_layers} layers, {r.n_heads} query heads, {r.dtype}, batch 1",
                    "context length (tokens)", f"KV cache ({unit})", hovermode="x unified")
+
+
+STATE_COLORS = (MIXER_COLORS["full"], MIXER_COLORS["gdn"], MIXER_COLORS["mamba2"], COLORS["ffn"])   # .., hybrid
+
+
+def fixed_state_figure(r: FixedState) -> go.Figure:
+    """Left: bytes one sequence holds (KV cache + recurrent state) against context; right: forward FLOPs of one
+    decoded token. Both axes logarithmic; dotted lines at the marked contexts (4K, 128K, 1M)."""
+    div, unit = byte_unit(max(max(k.bytes) for k in r.kinds))
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
+                        subplot_titles=("what one sequence holds", "what one decoded token computes"))
+    for k, color in zip(r.kinds, STATE_COLORS):
+        for col, values, text in ((1, k.bytes, [fmt_bytes(v) for v in k.bytes]),
+                                  (2, k.flops, [fmt_flops(v) for v in k.flops])):
+            fig.add_trace(go.Scatter(x=r.tokens, y=[v / div for v in values] if col == 1 else list(values),
+                                     mode="lines", name=k.kind, legendgroup=k.kind, showlegend=col == 1,
+                                     line=dict(color=color, width=4 if k.kind.startswith("hybrid") else 2.5),
+                                     customdata=text, hovertemplate=f"{k.kind}: %{{customdata}}"
+                                                                    "<extra>%{x:,} tokens</extra>"), row=1, col=col)
+    for t in r.marks:
+        for col in (1, 2):
+            fig.add_vline(x=t, line=dict(color="#999999", dash="dot", width=1), row=1, col=col)
+    fig.update_xaxes(type="log", dtick=1, tickformat="~s", title_text="context (tokens, log)")
+    fig.update_yaxes(type="log", dtick=1, tickformat="~g", title_text=f"bytes per sequence ({unit}, log)", row=1, col=1)
+    fig.update_yaxes(type="log", dtick=1, tickformat="~s", title_text="FLOPs per decoded token (FLOP, log)", row=1,
+                     col=2)
+    marks = ", ".join(f"{t:,}" for t in r.marks)
+    return _base_layout(fig, f"{r.name}, {r.dtype}, batch 1: dotted at {marks} tokens", height=440,
+                        legend=dict(orientation="h", y=-0.22))

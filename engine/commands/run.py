@@ -35,6 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data", default="names", help="names (character level), stdlib (byte level) or a text file")
     p.add_argument("--device", default="auto")
     p.add_argument("--json", action="store_true")
+    from engine.train.jobs import AB_CHOICES
+    p.add_argument("--ab", choices=tuple(AB_CHOICES), metavar="COMPARISON",
+                   help="train the two configs of an A/B comparison one after the other, same data and seed, both "
+                        f"stored: {'; '.join(AB_CHOICES)}")
     from engine.train.loop import TrainConfig
     for name, default in TrainConfig().__dict__.items():
         if name not in ("data", "dropout"):   # dropout is the config field's --dropout flag
@@ -101,32 +105,49 @@ def _train(args: argparse.Namespace) -> int:
         device = resolve_device(args.device)
     except (ValueError, RuntimeError) as e:
         raise UsageError(str(e)) from None
+    configs = {cfg.name: cfg}
+    if args.ab:
+        from engine.train.jobs import ab_configs
+        try:
+            configs = ab_configs(cfg, args.ab)
+        except ValueError as e:   # a layout the comparison cannot build names its field
+            raise UsageError(str(e)) from None
     stop = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())   # Ctrl-C ends the run as "stopped"
+    results = {}
     try:
         with ddp.session(device.type) as info:
             store = _store() if info.main else None
-            on_step = None if args.json or not info.main else _print_step(tc)
-            r = train(cfg, tc, data, device=str(device), on_step=on_step, stop=stop, store=store, info=info)
+            for label, c in configs.items():
+                if stop.is_set():
+                    break
+                if args.ab and info.main and not args.json:
+                    print(f"{label}: {c.name}")
+                on_step = None if args.json or not info.main else _print_step(tc)
+                results[label] = train(c, tc, data, device=str(device), on_step=on_step, stop=stop, store=store,
+                                       info=info)
     except MemoryRefusal as e:
         raise UsageError(str(e)) from None
     finally:
         signal.signal(signal.SIGINT, previous)
+    diverged = any(r.status == "diverged" for r in results.values())
     if not info.main:
-        return 0 if r.status != "diverged" else 1
-    out = {"id": r.run_id, "initial_loss": r.initial_loss, "final_loss": r.final_loss,
-           "tokens_per_s": r.tokens_per_s, "status": r.status, "message": r.message, "steps": len(r.records),
-           "params": r.params, "processes": info.world, "samples": r.samples}
+        return 1 if diverged else 0
+    outs = {label: {"id": r.run_id, "initial_loss": r.initial_loss, "final_loss": r.final_loss,
+                    "tokens_per_s": r.tokens_per_s, "status": r.status, "message": r.message,
+                    "steps": len(r.records), "params": r.params, "processes": info.world, "samples": r.samples}
+            for label, r in results.items()}
     if args.json:
-        print_json(out)
-    else:
-        if r.samples:
-            print("samples:", *r.samples, sep="\n  ")
-        print(f"run {r.run_id} ({r.status}): {r.message}" if r.status != "diverged" else f"run {r.run_id} diverged")
-    if r.status == "diverged":
-        print(f"error: {r.message}", file=sys.stderr)
-        return 1
-    return 0
+        print_json({"comparison": args.ab, "runs": outs} if args.ab else next(iter(outs.values())))
+    for label, r in results.items():
+        if not args.json:
+            if r.samples:
+                print("samples:", *r.samples, sep="\n  ")
+            name = f"{label}: run {r.run_id}" if args.ab else f"run {r.run_id}"
+            print(f"{name} ({r.status}): {r.message}" if r.status != "diverged" else f"{name} diverged")
+        if r.status == "diverged":
+            print(f"error: {r.message}", file=sys.stderr)
+    return 1 if diverged else 0
 
 
 def _store():

@@ -24,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "points are listed with their reason.")
     add_config_args(p)
     p.add_argument("--knob", action="append", required=True, metavar="FIELD",
-                   help="the config field to sweep; give --knob twice for a grid of two")
+                   help="the config field to sweep (or attention_layers: how many of the mixer layers are softmax "
+                        "attention, the others the config's recurrent kind or Gated DeltaNet); give --knob twice for a grid of two")
     p.add_argument("--values", action="append", nargs="+", metavar="V",
                    help="the knob's values, `1,2,4` or `1 2 4` (the n-th --values belongs to the n-th --knob)")
     p.add_argument("--hold", choices=HOLD_FIELDS, help="solve this field at each point to keep parameters fixed")
@@ -119,7 +120,7 @@ _FMT = {"parameters": fmt_count, "bytes": fmt_bytes, "FLOP": fmt_flops, "ms": la
 _SHORT = {"total_params": "params", "non_embedding_params": "non-emb", "active_params": "active",
           "weights_bytes": "weights", "kv_cache_bytes": "KV cache", "flops_per_token": "FLOPs/token",
           "train_memory_bytes": "train mem", "latency_ms": "latency", "latency_iqr_ms": "IQR",
-          "val_loss": "val loss"}
+          "val_loss": "val loss", "state_bytes": "state"}
 
 
 def _print_table(sweep, rows: list[dict]) -> None:

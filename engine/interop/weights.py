@@ -1,5 +1,5 @@
 """State-dict conversion between our DecoderLM and transformers checkpoints, family by family.
-(This file is longer than 300 lines: every codec and the family dispatch stay together, so a round trip reads in one place.)
+(longer than 300 lines: every codec and the family dispatch stay together, so a round trip reads in one place.)
 
 A family is a list of module pairs (HF module, our module(s), codec); `.weight` and `.bias` are mapped
 wherever our module has them. Every codec is an exact rearrangement, so HF -> ours -> HF returns the same

@@ -1,4 +1,5 @@
-"""Equal-parameter sweeps: solve d_ff or d_model so a point keeps the base's total (or non-embedding) count.
+"""Equal-parameter sweeps: solve d_ff or d_model so a point keeps the base's total (or non-embedding) count; and
+the transformer of a hybrid at equal parameters (every mixer layer attention, the FFN width solved).
 
 d_ff: every count is linear in d_ff (dense 2*d*f + biases, gated 3*d*f + biases), so two counts give the line
 and the exact solution, rounded to the nearest multiple of ffn_multiple_of: the total lands within half a step
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from engine.budget.params import count_params
 from engine.config import ConfigError, ModelConfig
+from engine.layers.layer_map import with_attention_layers
 
 HOLD_FIELDS = ("d_ff", "d_model")
 HOLD_TARGETS = ("total", "non_embedding")
@@ -26,18 +28,22 @@ def d_ff_step(cfg: ModelConfig, target: str = "total") -> int:
     return one * cfg.ffn_multiple_of
 
 
-def _solve_d_ff(cfg: ModelConfig, target_name: str, target: int) -> ModelConfig:
-    at1 = held_count(cfg.replace(d_ff=1), target_name)
-    slope = held_count(cfg.replace(d_ff=2), target_name) - at1
+def _solve_width(cfg: ModelConfig, target_name: str, target: int, field: str = "d_ff") -> ModelConfig:
+    """A width every count is linear in (d_ff, expert_d_ff): two counts give the line, the solution is rounded to
+    ffn_multiple_of for d_ff, to a whole number for expert_d_ff."""
+    at1 = held_count(cfg.replace(**{field: 1}), target_name)
+    slope = held_count(cfg.replace(**{field: 2}), target_name) - at1
     if slope == 0:
-        raise ConfigError(["d_ff: no dense FFN in this config uses d_ff (every layer is MoE); hold d_model instead"])
+        what = "dense FFN" if field == "d_ff" else "expert"
+        raise ConfigError([f"{field}: no {what} in this config uses {field}"
+                           + (" (every layer is MoE); hold d_model instead" if field == "d_ff" else "")])
     exact = 1 + (target - at1) / slope
-    m = cfg.ffn_multiple_of
+    m = cfg.ffn_multiple_of if field == "d_ff" else 1
     f = m * round(exact / m)
     if f < 1:
-        raise ConfigError([f"d_ff: no width keeps {target_name} parameters at {target:,}: the rest of this config "
-                           f"already has {at1 - slope:,} (d_ff would be {exact:,.0f})"])
-    return cfg.replace(d_ff=f)
+        raise ConfigError([f"{field}: no width keeps {target_name} parameters at {target:,}: the rest of this config "
+                           f"already has {at1 - slope:,} ({field} would be {exact:,.0f})"])
+    return cfg.replace(**{field: f})
 
 
 def _solve_d_model(cfg: ModelConfig, target_name: str, target: int) -> ModelConfig:
@@ -61,4 +67,15 @@ def _solve_d_model(cfg: ModelConfig, target_name: str, target: int) -> ModelConf
 def solve(cfg: ModelConfig, field: str, target_name: str, target: int) -> ModelConfig:
     """`cfg` with `field` (d_ff or d_model) set so its `target_name` count is as close to `target` as the
     field's grid allows; ConfigError naming the field when no width does."""
-    return (_solve_d_ff if field == "d_ff" else _solve_d_model)(cfg, target_name, target)
+    return (_solve_width if field == "d_ff" else _solve_d_model)(cfg, target_name, target)
+
+
+def equal_params_transformer(cfg: ModelConfig) -> ModelConfig:
+    """cfg with softmax attention in every mixer layer (engine/layers/layer_map.py with_attention_layers) and its
+    FFN width solved so the total count is cfg's, within one step of that width: d_ff when a dense FFN uses it,
+    else the experts' expert_d_ff. The transformer a hybrid is compared against."""
+    n = sum(bool(s.mixers) for s in cfg.layer_specs)
+    plain = with_attention_layers(cfg, n)
+    field = "d_ff" if any(s.ffn == "dense" for s in plain.layer_specs) else "expert_d_ff"
+    solved = _solve_width(plain, "total", count_params(cfg).total, field)
+    return solved.replace(name=f"{cfg.name} as a transformer (equal parameters)")

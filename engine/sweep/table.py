@@ -10,6 +10,8 @@ messages of that rejection, so a table never hides a value silently. Metrics (al
   flops_per_token                      training (forward + backward) FLOPs per token of a batch x context step,
                                        counting the query-key pairs a causal, windowed kernel computes
   train_memory_bytes                   weights + grads + optimizer + master + activations under `policy`
+  state_bytes                          recurrent layers' conv window + state per sequence x batch (vLLM's convention)
+A layout knob (grid.LAYOUT_KNOBS: attention_layers) is applied after the fields, before any equal-parameter solve.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from engine.budget.memory import OPTIMIZERS, POLICIES, memory_budget
 from engine.budget.params import count_params
 from engine.config import ConfigError, ModelConfig, coerce
 from engine.runtime import DTYPE_BYTES
-from engine.sweep.grid import KNOBS, default_values, value_label
+from engine.sweep.grid import KNOBS, LAYOUT_KNOBS, default_values, value_label
 from engine.sweep.hold import HOLD_FIELDS, HOLD_TARGETS, solve
 
 MAX_POINTS = 400
@@ -48,6 +50,8 @@ METRICS: dict[str, Metric] = {
                               "(forward + backward) / tokens of one batch x context step; causal query-key pairs"),
     "train_memory_bytes": Metric("training memory", "bytes",
                                  "weights + grads + optimizer state + master copy + saved activations"),
+    "state_bytes": Metric("recurrent state", "bytes", "conv window + recurrent state of every recurrent layer x batch "
+                                                      "(vLLM's convention), whatever the context"),
 }
 
 
@@ -118,12 +122,17 @@ def metrics(cfg: ModelConfig, s: SweepSettings) -> dict[str, float]:
     return {"total_params": pc.total, "non_embedding_params": pc.non_embedding, "active_params": pc.active,
             "weights_bytes": pc.total * DTYPE_BYTES[s.dtype], "kv_cache_bytes": mem.kv_cache_bytes,
             "flops_per_token": headline_flops(cfg, s.batch, context).flops_per_token,
-            "train_memory_bytes": mem.train_total_bytes}
+            "train_memory_bytes": mem.train_total_bytes, "state_bytes": mem.state_bytes}
 
 
 def parse_values(knob: str, texts: list[str]) -> list[Any]:
     """Knob values from strings (CLI, URL), each converted by the field's own declaration."""
     check_knob(knob)
+    if knob in LAYOUT_KNOBS:
+        bad = [t for t in texts if not t.strip().isdigit()]
+        if bad:
+            raise ConfigError([f"{knob}: {bad[0]!r} is not a whole number >= 0"])
+        return [int(t) for t in texts]
     return [coerce(knob, t) for t in texts]
 
 
@@ -139,7 +148,10 @@ def _point(base: ModelConfig, values: dict[str, Any], s: SweepSettings, hold: st
            target: int | None) -> Point:
     name = f"{base.name} " + ", ".join(f"{k}={value_label(k, v)}" for k, v in values.items())
     try:
-        cfg = base.replace(**values, name=name)
+        cfg = base.replace(**{k: v for k, v in values.items() if k not in LAYOUT_KNOBS}, name=name)
+        for k, v in values.items():
+            if k in LAYOUT_KNOBS:
+                cfg = LAYOUT_KNOBS[k].apply(cfg, v)
         solved = {}
         if hold is not None:
             cfg = solve(cfg, hold, hold_target, target)

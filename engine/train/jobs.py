@@ -13,7 +13,10 @@ import torch
 
 from engine.config import ModelConfig
 from engine.job_queue import QueuedJob, Ticket
+from engine.layers.layer_map import own_recurrent, with_attention_layers
+from engine.layers.mixers import MIXERS
 from engine.measure.estimate import call_seconds
+from engine.sweep.hold import equal_params_transformer
 from engine.train.data import Dataset
 from engine.train.loop import RunResult, StepRecord, TrainConfig, model_for, train
 from engine.validation import choice_problem, require
@@ -29,6 +32,18 @@ def _ffn_pair(cfg: ModelConfig) -> dict[str, ModelConfig]:
     return {"dense GELU": dense, "SwiGLU (matched params)": cfg.replace(ffn="swiglu", d_ff=matched_gated_dff(dense.d_ff))}
 
 
+def _hybrid_pair(cfg: ModelConfig) -> dict[str, ModelConfig]:
+    """One attention layer in four (at least one) and the config's recurrent kind elsewhere (Gated DeltaNet when
+    it has none), against the transformer with the same total parameters (every layer attention, the FFN width
+    solved: engine/sweep/hold.py)."""
+    n = sum(bool(s.mixers) for s in cfg.layer_specs)
+    k = max(1, n // 4)
+    hybrid = with_attention_layers(cfg, k)
+    kind = MIXERS[own_recurrent(cfg)].label
+    return {"transformer (equal params)": equal_params_transformer(hybrid),
+            f"hybrid ({k} attention of {n}, {kind})": hybrid}
+
+
 AB_CHOICES = {
     "LayerNorm vs RMSNorm": lambda c: {"LayerNorm": c.replace(norm="layernorm"),
                                        "RMSNorm": c.replace(norm="rmsnorm", norm_bias=False)},
@@ -37,6 +52,7 @@ AB_CHOICES = {
                                         "post-norm": c.replace(norm_placement="post")},
     "learned positions vs RoPE": lambda c: {"learned": c.replace(position="learned"),
                                             "RoPE": c.replace(position="rope", rope_fraction=1.0)},
+    "transformer vs hybrid": _hybrid_pair,
 }
 
 

@@ -1,0 +1,83 @@
+"""engine/budget/context_memory.py: inference memory against context, held against memory.* closed forms and the
+issue's published figures (Qwen3-Next-80B: 24,576 cached bytes per token in bf16; as 48 attention layers 98,304)."""
+import pytest
+
+from engine.budget.context_memory import all_attention, context_memory, crossing, crossings, inference_bytes
+from engine.budget.memory import kv_cache_bytes, memory_budget, state_bytes
+from engine.budget.params import count_params
+from engine.presets import PRESETS
+from tests.hybrid_cases import hybrid_configs
+
+QWEN = PRESETS["qwen3-next-80b-a3b"].config
+
+
+def test_terms_are_the_memory_closed_forms():
+    grid = (1, 4096, 131072, 262144)
+    m = context_memory(QWEN, grid, batch=2, dtype="bf16")
+    assert m.weights == 79_674_391_296 * 2
+    assert m.kv == tuple(kv_cache_bytes(QWEN, 2, t, "bf16") for t in grid)
+    assert m.kv == tuple(2 * 24_576 * t for t in grid)           # 12 attention layers x 2 KV heads x 256 x K,V x bf16
+    parts = state_bytes(QWEN, 2, "bf16")
+    assert m.state == parts["conv"] + parts["recurrent"] > 0
+    budget = memory_budget(QWEN, 2, 4096, "bf16", "bf16")
+    assert m.totals[1] == budget.infer_total_bytes == inference_bytes(QWEN, 4096, 2, "bf16")
+
+
+def test_all_attention_is_the_same_model_with_attention_everywhere():
+    dense = all_attention(QWEN)
+    assert dense.layer_types == ("full",) * 48 and dense.ffn_types == QWEN.ffn_types
+    assert kv_cache_bytes(dense, 1, 1000, "bf16") == 98_304 * 1000
+    assert state_bytes(dense, 1)["recurrent"] == 0
+    gdn, attention = (count_params(c).components for c in (QWEN, dense))
+    assert attention["routed_experts"] == gdn["routed_experts"]       # the FFNs are untouched
+    assert all_attention(PRESETS["llama-3-8b"].config) is PRESETS["llama-3-8b"].config
+
+
+@pytest.mark.parametrize("name", list(hybrid_configs()))
+def test_all_attention_keeps_ffns_and_attention_words(name):
+    cfg = hybrid_configs()[name]
+    dense = all_attention(cfg)
+    for spec, plain in zip(cfg.layer_specs, dense.layer_specs):
+        assert plain.ffn == spec.ffn and plain.window == spec.window
+        assert plain.mixers == (("attention",) if spec.mixers else ())
+    assert state_bytes(dense, 1) == {"conv": 0, "recurrent": 0}
+
+
+def test_crossing_is_the_first_context_over_memory():
+    fixed = context_memory(QWEN, ())
+    base = fixed.weights + fixed.state
+    memory = base + 24_576 * 30_000 + 100                 # room for 30,000 tokens and a little
+    at = crossing(QWEN, memory, 262_144)
+    assert at == 30_001
+    assert inference_bytes(QWEN, at - 1) <= memory < inference_bytes(QWEN, at)
+    assert crossing(QWEN, base - 1, 262_144) == 0          # the weights and state alone do not fit
+    assert crossing(QWEN, base + 24_576 * 262_144, 262_144) is None
+    dense = all_attention(QWEN)                            # four times the KV per token: crossed sooner
+    got = crossing(dense, memory, 262_144)
+    assert got is not None and got < at
+
+
+def test_crossing_with_a_window_counts_what_the_window_holds():
+    """Gemma-2-2B's sliding layers stop growing at 4,096 tokens: the closed form's kink is found exactly."""
+    cfg = PRESETS["gemma-2-2b"].config
+    memory = inference_bytes(cfg, 6000) + 1
+    at = crossing(cfg, memory, cfg.context_length)
+    assert inference_bytes(cfg, at - 1) <= memory < inference_bytes(cfg, at)
+
+
+def test_crossings_per_device():
+    """Two H100s (2 x 80 GiB) hold Qwen3-Next's 148 GiB of bf16 weights and its whole 262,144-token context; the
+    same model with attention in every layer runs out part way. One RTX 4090 cannot hold the weights at all."""
+    from engine.budget.devices import DEVICE_PROFILES
+    got = {c.device: c for c in crossings(QWEN, 262_144, gpus=2, devices=["H100", "RTX 4090"])}
+    h100 = got["2 × H100"]
+    assert h100.memory_bytes == 2 * DEVICE_PROFILES["H100"].memory_bytes
+    assert h100.tokens is None and h100.all_attention_tokens == crossing(all_attention(QWEN), h100.memory_bytes,
+                                                                          262_144)
+    assert 0 < h100.all_attention_tokens < 262_144
+    assert got["2 × RTX 4090"].tokens == 0
+    plain = crossings(PRESETS["llama-2-7b"].config, 4096)
+    assert all(c.tokens == c.all_attention_tokens for c in plain)
+    assert {c.device for c in plain} == {n for n, p in DEVICE_PROFILES.items() if p.memory_bytes is not None}
+    with pytest.raises(ValueError, match="devices: 'H900' is not one of"):
+        crossings(QWEN, 4096, devices=["H900"])
