@@ -11,7 +11,8 @@ from engine.activation_grid import Curve, Surface, activation_curves, gated_surf
 from engine.budget.context_memory import ContextMemory, Crossing, all_attention, context_memory, crossings
 from engine.budget.devices import Roofline, roofline
 from engine.budget.flops import FlopBudget, flops_budget
-from engine.budget.memory import POLICIES, POLICY_DTYPE, MemoryBudget, kv_cache_bytes, memory_budget
+from engine.budget.memory import (POLICIES, POLICY_DTYPE, MemoryBudget, index_key_cache_bytes, kv_cache_bytes,
+                                  memory_budget)
 from engine.budget.params import ParamCount, count_params
 from engine.config import ModelConfig
 from engine.measure.stats import ModelStats, model_stats
@@ -68,9 +69,14 @@ def policy_memories(cfg: ModelConfig, batch: int, seq: int, optimizer: str = "ad
 @st.cache_data(**CACHE)
 def kv_series(cfg: ModelConfig, batch: int, dtype: str = "bf16") -> tuple[tuple[int, ...], dict[str, list[int]]]:
     """The context grid up to context_length and the KV-cache bytes along it for the config and its
-    attention variants (app.budget_view.kv_variants, the current config first; MLA adds its expanded cache)."""
+    attention variants (app.budget_view.kv_variants, the current config first; MLA adds its expanded cache,
+    sparse attention its two parts: the latent cache and the indexer's FP8 keys)."""
     grid = token_grid(cfg.context_length)
     series = {label: [kv_cache_bytes(v, batch, t, dtype=dtype) for t in grid] for label, v in kv_variants(cfg).items()}
+    if cfg.mla and cfg.sparse_attention:
+        index = [index_key_cache_bytes(cfg, batch, t, dtype) for t in grid]
+        series["part: MLA latent + rotary key"] = [total - i for total, i in zip(next(iter(series.values())), index)]
+        series["part: indexer keys (FP8 + scale)"] = index
     if cfg.mla:   # the per-head keys and values the latent stands for
         series["MLA, expanded per-head K/V"] = [kv_cache_bytes(cfg, batch, t, dtype, "expanded") for t in grid]
     return grid, series

@@ -2,7 +2,8 @@
 
 The block is drawn from engine/layers/block.py's block_layout (the structure the Block module is built from):
 serial or parallel layout, norms pre, post or sandwich; the attention box shows MHA/GQA/MQA, QK-norm, RoPE,
-soft-capping and windows, or MLA's latent projections and cache (app/diagram_mla.py); the FFN box shows dense or
+soft-capping and windows, or MLA's latent projections and cache with, for sparse attention, its lightning indexer
+(app/diagram_mla.py); the FFN box shows dense or
 gated wiring.
 Pure string building, so tests read the DOT directly.
 """
@@ -69,7 +70,7 @@ def attention_label(cfg: ModelConfig) -> str:
     lay = block_layout(cfg)
     kind = lay.attention
     heads = f"{cfg.n_heads} q heads" + ("" if kind == "MHA" else f", {cfg.kv_heads} kv heads")
-    lines = mla_label(lay.mla) if lay.mla else [f"Attention ({kind})", f"{heads} x {cfg.head_width}"]
+    lines = mla_label(lay.mla, lay.indexer) if lay.mla else [f"Attention ({kind})", f"{heads} x {cfg.head_width}"]
     if lay.qk_norm:
         lines.append("QK-norm on q and k" + (" (no gain, RoPE layers only)" if lay.qk_norm_rope_only else ""))
     if lay.rope_fraction is not None:
@@ -177,7 +178,7 @@ def _mixers(d: _Dot, cfg: ModelConfig, lay: BlockLayout, spec: LayerSpec) -> tup
         if kind != "attention":
             boxes.append(recurrent_box(d, "b_", cfg, kind))
         elif lay.mla:
-            boxes.append(mla_attention(d, "b_", cfg, lay.mla, attention_label(cfg), NORM_COLOR))
+            boxes.append(mla_attention(d, "b_", cfg, lay.mla, attention_label(cfg), NORM_COLOR, lay.indexer))
         else:
             boxes.append(_attention(d, "b_", cfg, lay))
     if len(boxes) == 1:

@@ -97,6 +97,9 @@ def _unused_notes(raw: dict[str, Any]) -> dict[str, str]:
         notes["norm_bias"] = "Follows the norm: on for layernorm."
     if raw["ffn"] != "swiglu_clamped":
         notes.update(dict.fromkeys(("swiglu_limit", "swiglu_alpha"), "Only used with ffn = swiglu_clamped (gpt-oss)."))
+    if raw["index_topk"] is None:
+        notes.update(dict.fromkeys(("index_n_heads", "index_head_dim", "index_rope_interleave", "indexer_types"),
+                                   "Only used with sparse attention (index_topk set, on MLA)."))
     return notes
 
 

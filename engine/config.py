@@ -1,7 +1,8 @@
 """ModelConfig: every architecture knob, declared once.
 
 Each family declares its own fields next to its module and closed forms (`Knobs` dataclasses in engine/layers/:
-attention, MLA, position, FFN, MoE, norm, block); the model-wide sizes and the output head are declared here.
+attention, MLA, sparse-attention indexer, position, FFN, MoE, norm, block); the model-wide sizes and the output
+head are declared here.
 ModelConfig is assembled from them, in FAMILIES order (the order of the YAML keys and of the editor's groups), and
 checks every field's declaration, then each family's rules tying its fields together. Validation, YAML, the CLI
 and the UI editor are all derived from these declarations (FIELDS). The defaults describe GPT-2 small, so
@@ -23,6 +24,7 @@ from engine.layers.attention import AttentionKnobs
 from engine.layers.block import BlockKnobs
 from engine.layers.ffn import DENSE_FFNS, GATED_FFNS, FFNKnobs
 from engine.layers.gdn import GDNKnobs
+from engine.layers.indexer import IndexerKnobs
 from engine.layers.kda import KDAKnobs
 from engine.layers.mamba1 import Mamba1Knobs
 from engine.layers.mamba2 import Mamba2Knobs
@@ -73,9 +75,9 @@ class OutputKnobs(Knobs):
                                      "not built.", lo=1, null="no multi-token-prediction modules")
 
 
-FAMILIES: tuple[type[Knobs], ...] = (SizeKnobs, AttentionKnobs, MLAKnobs, LayerKnobs, GDNKnobs, KDAKnobs, SSMKnobs,
-                                     Mamba2Knobs, Mamba1Knobs, PositionKnobs, FFNKnobs, MoEKnobs, NormKnobs, BlockKnobs,
-                                     OutputKnobs, CheckpointKnobs)
+FAMILIES: tuple[type[Knobs], ...] = (SizeKnobs, AttentionKnobs, MLAKnobs, IndexerKnobs, LayerKnobs, GDNKnobs, KDAKnobs,
+                                     SSMKnobs, Mamba2Knobs, Mamba1Knobs, PositionKnobs, FFNKnobs, MoEKnobs, NormKnobs,
+                                     BlockKnobs, OutputKnobs, CheckpointKnobs)
 
 
 @dataclass(frozen=True)

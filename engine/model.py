@@ -14,6 +14,7 @@ from torch import nn
 from engine.config import ModelConfig
 from engine.layers.attention import Attention, LayerKV
 from engine.layers.block import Block
+from engine.layers.indexer import Chosen
 from engine.layers.init import init_linear, init_norm
 from engine.layers.moe import MoE
 from engine.layers.norm import make_norm
@@ -24,8 +25,10 @@ class KVCache:
     """Per-layer decode cache: keys/values of attention layers, the fixed state of recurrent ones (LayerKV);
     `pos` is the number of tokens seen so far."""
 
-    def __init__(self, n_layers: int):
-        self.layers = [LayerKV() for _ in range(n_layers)]
+    def __init__(self, n_layers: int, index_keys: str = "fp8"):
+        """index_keys: how sparse-attention layers hold their indexer keys, "fp8" (DeepSeek's kernels: FP8 with
+        an fp32 scale per 128 values) or "dtype" (the model's dtype, as transformers holds them)."""
+        self.layers = [LayerKV(index_keys) for _ in range(n_layers)]
         self.pos = 0
 
     def nbytes(self) -> int:
@@ -129,8 +132,9 @@ class DecoderLM(nn.Module):
             tables["global"] = model_rope_tables(cfg, pos, start + T)   # cos, sin [T, r] each
         if "local" in kinds:
             tables["local"] = tables_from(pos, plain_inv_freq(cfg.rotary_dim, cfg.rope_local_base, pos.device))
+        chosen = Chosen() if cfg.sparse_attention else None   # the indexer's choice, for shared layers
         for i, block in enumerate(self.blocks):
-            x = block(x, pos, tables[kinds[i]], cache.layers[i] if cache is not None else None)
+            x = block(x, pos, tables[kinds[i]], cache.layers[i] if cache is not None else None, chosen)
         if self.final_norm is not None:
             x = self.final_norm(x)
         logits = self.head(x)                            # [B, T, vocab]

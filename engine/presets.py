@@ -211,6 +211,38 @@ PRESETS: dict[str, Preset] = {p.config.name: p for p in [
            "(best 4) plus one shared: 37,552,282,624 active. YaRN x40 with DeepSeek's softmax correction. Its "
            "multi-token-prediction module (11,610,067,968, not built by transformers' causal LM) is counted "
            "apart, not in the total."),
+    Preset(ModelConfig(name="deepseek-v3.2", **_LLAMA, vocab_size=129280, context_length=163840, d_model=7168,
+                       n_layers=61, n_heads=128, d_ff=18432, norm_eps=1e-6, kv_lora_rank=512, q_lora_rank=1536,
+                       qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, index_topk=2048, index_n_heads=64,
+                       index_head_dim=128, n_experts=256, experts_per_token=8, expert_d_ff=2048, n_shared_experts=1,
+                       moe_first_dense=3, router="sigmoid", router_selection_bias=True, router_groups=8,
+                       router_group_topk=4, routed_scale=2.5, **_DEEPSEEK_YARN, rope_mscale_all_dim=1.0, mtp_depth=1,
+                       ckpt_format="fp8_block", ckpt_group_size=128),
+           671_877_929_216, _HF + "deepseek-ai/DeepSeek-V3.2",
+           "DeepSeek-V3 plus DeepSeek Sparse Attention: a lightning indexer (64 heads of 128, 13,959,424 parameters "
+           "a layer) keeps the 2,048 best earlier keys of every query, so MLA's cost stops growing with the "
+           "context while the indexer's still does; its key cache is 132 B a token and layer in FP8. "
+           "38,403,807,488 active; the multi-token-prediction module (11,624,027,392, with its own indexer) is "
+           "counted apart."),
+    Preset(ModelConfig(name="glm-5", **_LLAMA, vocab_size=154880, context_length=202752, d_model=6144, n_layers=78,
+                       n_heads=64, d_ff=12288, norm_eps=1e-5, mla_norm_eps=1e-6, kv_lora_rank=512, q_lora_rank=2048,
+                       qk_rope_head_dim=64, qk_nope_head_dim=192, v_head_dim=256, index_topk=2048, index_n_heads=32,
+                       index_head_dim=128, index_rope_interleave=True, rope_base=1e6, n_experts=256,
+                       experts_per_token=8, expert_d_ff=2048, n_shared_experts=1, moe_first_dense=3, router="sigmoid",
+                       router_selection_bias=True, routed_scale=2.5, mtp_depth=1), 743_911_199_232,
+           _HF + "zai-org/GLM-5",
+           "DeepSeek-V3.2's design at GLM's sizes: MLA with 192 + 64 query/key and 256 value widths, a 32-head "
+           "indexer rotating adjacent pairs keeping 2,048 keys, 256 experts top-8 in one group: 41,784,709,632 "
+           "active. Block norms eps 1e-5, latent norms 1e-6."),
+    Preset(ModelConfig(name="kimi-k2", **_LLAMA, vocab_size=163840, context_length=131072, d_model=7168, n_layers=61,
+                       n_heads=64, d_ff=18432, norm_eps=1e-6, kv_lora_rank=512, q_lora_rank=1536, qk_rope_head_dim=64,
+                       qk_nope_head_dim=128, v_head_dim=128, n_experts=384, experts_per_token=8, expert_d_ff=2048,
+                       n_shared_experts=1, moe_first_dense=1, router="sigmoid", router_selection_bias=True,
+                       routed_scale=2.827, rope_base=50000.0, rope_scaling="yarn", rope_factor=32.0,
+                       rope_original_context=4096, rope_beta_fast=1.0, rope_attention_factor=1.0,
+                       rope_mscale_all_dim=1.0, ckpt_format="fp8_block", ckpt_group_size=128), 1_026_408_209_408, _HF + "moonshotai/Kimi-K2-Instruct",
+           "DeepSeek-V3's architecture (its config.json says model_type kimi_k2) with half the heads (64), 384 "
+           "experts top-8 in one group and one dense layer: 32,861,477,888 active. YaRN x32 from 4,096."),
     Preset(ModelConfig(name="deepseek-v2-lite", **_LLAMA, vocab_size=102400, context_length=163840, d_model=2048,
                        n_layers=27, n_heads=16, d_ff=10944, norm_eps=1e-6, kv_lora_rank=512, qk_rope_head_dim=64,
                        qk_nope_head_dim=128, v_head_dim=128, n_experts=64, experts_per_token=6, expert_d_ff=1408,

@@ -45,12 +45,8 @@ if cfg.n_experts is not None:
             f"stored), FLOPs further down from the **{pc.active:,} active** ones (router, shared experts and "
             f"{cfg.experts_per_token} of {cfg.n_experts} routed experts per token), because each token is "
             "computed by k experts but any token may pick any of them.", icon=":material/info:")
-try:
-    train = compute.policy_memories(cfg, batch, seq, optimizer, recompute, attention)
-    infer = compute.memory(cfg, batch, seq, infer_dtype, pure_policy(infer_dtype), optimizer, recompute, attention)
-except ValueError as e:   # a valid config one closed form does not cover (MLA's activations on the explicit kernel)
-    st.error(md(e), icon=":material/block:")
-    st.stop()
+train = compute.policy_memories(cfg, batch, seq, optimizer, recompute, attention)
+infer = compute.memory(cfg, batch, seq, infer_dtype, pure_policy(infer_dtype), optimizer, recompute, attention)
 export.chart(charts.memory_figure(train, infer, f"inference ({infer_dtype})", optimizer), "b_memory",
              f"{cfg.name}-memory")
 st.caption("Closed forms from engine/budget/memory.py; activations are what autograd saves for one forward + "
@@ -68,7 +64,11 @@ st.caption(f"Closed form: 2 x layers x tokens x kv_heads x head_dim x {DTYPE_BYT
            "proportionally; a window caps it." + (
                f" MLA holds layers x tokens x (kv_lora_rank {cfg.kv_lora_rank:,} + qk_rope_head_dim "
                f"{cfg.qk_rope_head_dim:,}) x {DTYPE_BYTES[infer_dtype]} bytes: the latent and the shared rotary "
-               "key; the expanded line is the per-head keys and values a plain cache would keep." if cfg.mla else ""))
+               "key; the expanded line is the per-head keys and values a plain cache would keep." if cfg.mla else "")
+           + (f" Sparse attention adds the lightning indexer's key per token in {sum(cfg.indexer_layers):,} layers: "
+              f"{cfg.index_head_dim:,} FP8 bytes and an fp32 scale per 128 of them, as DeepSeek's kernels cache it "
+              "(its own part above; transformers keeps it in the cache dtype instead)."
+              if cfg.mla and cfg.sparse_attention else ""))
 
 st.header("Inference memory vs context: weights, KV cache and state")
 g1, g2, g3 = st.columns([1, 3, 1.2], vertical_alignment="bottom")

@@ -45,7 +45,9 @@ def mla_fields(draw) -> dict:
                   qk_rope_head_dim=draw(st.sampled_from([2, 4, 6])), qk_nope_head_dim=draw(st.integers(1, 6)),
                   v_head_dim=draw(st.integers(1, 6)), mla_rope_interleave=draw(st.booleans()),
                   rope_mscale_all_dim=draw(st.none() | st.floats(0.1, 2)),
-                  mla_norm_eps=draw(st.none() | st.floats(1e-8, 1e-2)))
+                  mla_norm_eps=draw(st.none() | st.floats(1e-8, 1e-2)),
+                  index_topk=draw(st.none() | st.integers(1, 6)), index_n_heads=draw(st.integers(1, 4)),
+                  index_head_dim=draw(st.integers(6, 10)), index_rope_interleave=draw(st.booleans()))
     if values["kv_lora_rank"] is not None and draw(st.integers(0, 2)) == 0:
         return values
     return dict(values, kv_lora_rank=None)
@@ -76,6 +78,8 @@ def ssm_fields(draw) -> dict:
 
 
 def _mla_compatible(values: dict) -> dict:
+    if values["kv_lora_rank"] is None or values["q_lora_rank"] is None:   # sparse attention needs both latents
+        values = dict(values, index_topk=None)
     if values["kv_lora_rank"] is None:
         return values
     return dict(values, position=values["position"] if values["position"] == "none" else "rope", n_kv_heads=None,
@@ -141,7 +145,9 @@ def configs(draw, max_d: int = 24) -> ModelConfig:
         swiglu_limit=draw(st.floats(0.5, 10)), swiglu_alpha=draw(st.floats(0.5, 2)),
         mtp_depth=draw(opt(st.integers(1, 2))), attn_out_scale=draw(st.floats(0.25, 2)),
         ffn_gate_scale=draw(st.floats(0.25, 2)), ffn_out_scale=draw(st.floats(0.25, 2)),
-        embed_multiplier=draw(st.floats(0.25, 4)), residual_alpha=draw(st.floats(0.25, 4)))
+        embed_multiplier=draw(st.floats(0.25, 4)), residual_alpha=draw(st.floats(0.25, 4)),
+        indexer_types=draw(opt(st.lists(st.sampled_from(["full", "shared"]), min_size=n_layers - 1,
+                                        max_size=n_layers - 1).map(lambda rest: ("full", *rest)))))
     values["norm_bias"] = values["norm"] == "layernorm" and draw(st.booleans())
     values.update(qk_norm_scope=draw(st.sampled_from(FIELDS["qk_norm_scope"].choices)), **draw(moe_fields()),
                   **draw(mla_fields()), **draw(gdn_fields()), **draw(ssm_fields()), **draw(checkpoint_fields()))
@@ -200,20 +206,22 @@ AXES = _axes()
 
 def make(choice: dict) -> ModelConfig:
     """A tiny config with these choices (rmsnorm implies norm_bias=False)."""
-    return ModelConfig(**GRID_SIZES, **GRID_FIXED, **choice, norm_bias=choice.get("norm", "layernorm") == "layernorm")
+    return ModelConfig(**{**GRID_SIZES, **GRID_FIXED, **choice}, norm_bias=choice.get("norm", "layernorm") == "layernorm")
 
 
-def pairwise_variants(seed: int = 0, candidates: int = 30) -> list[dict]:
-    """Greedy all-pairs: each round keeps, of `candidates` random configs, the one covering most new pairs."""
+def pairwise_variants(seed: int = 0, candidates: int = 30, axes: dict[str, list] | None = None) -> list[dict]:
+    """Greedy all-pairs over `axes` (AXES): each round keeps, of `candidates` random configs, the one covering
+    most new pairs."""
+    grid = AXES if axes is None else axes
     rng = random.Random(seed)
-    names = list(AXES)
-    todo = {((a, va), (b, vb)) for a, b in itertools.combinations(names, 2) for va in AXES[a] for vb in AXES[b]}
+    names = list(grid)
+    todo = {((a, va), (b, vb)) for a, b in itertools.combinations(names, 2) for va in grid[a] for vb in grid[b]}
     chosen = []
     while todo:
         best, gain, open_pairs = None, 0, sorted(todo, key=repr)
         for _ in range(candidates):
             (a, va), (b, vb) = rng.choice(open_pairs)   # force one uncovered pair: progress every round
-            pick = {k: rng.choice(v) for k, v in AXES.items()} | {a: va, b: vb}
+            pick = {k: rng.choice(v) for k, v in grid.items()} | {a: va, b: vb}
             got = sum(((x, pick[x]), (y, pick[y])) in todo for x, y in itertools.combinations(names, 2))
             if got > gain:
                 best, gain = pick, got
@@ -223,15 +231,42 @@ def pairwise_variants(seed: int = 0, candidates: int = 30) -> list[dict]:
 
 
 def variant_configs(seed: int = 0) -> list[ModelConfig]:
-    """One config per single-knob change from the default, then the pairwise grid."""
+    """One config per single-knob change from the default, then the pairwise grid, then the MLA grid."""
     singles = [{k: v} for k, vals in AXES.items() for v in vals[1:]]
+    return _build([{}] + singles + pairwise_variants(seed)) + mla_variant_configs(seed)
+
+
+def _build(choices: list[dict], base: dict | None = None) -> list[ModelConfig]:
     out = []
-    for choice in [{}] + singles + pairwise_variants(seed):
+    for choice in choices:
         try:
-            out.append(make(choice))
+            out.append(make({**(base or {}), **choice}))
         except ConfigError as e:       # an invalid pair would be reported, not hidden
             raise AssertionError(f"variant grid produced an invalid config {choice}: {e}") from None
     return out
+
+
+# ---- the MLA grid: latent attention and DeepSeek Sparse Attention crossed with every knob MLA takes ----------
+# MLA fixes the knobs below (rope on a decoupled key, one key/value head per query head, full causal attention
+# before the indexer's choice, no QK-norm, soft-cap or sinks); every other axis of AXES is crossed with
+# its own: sparse or dense, an indexer in every layer or a shared second one (GLM-5.2), value heads as wide as
+# the query/key heads (SDPA's flash kernel) or not (its math path), the latent norms' own eps. index_topk 3 binds
+# at the closed-form tests' 6 tokens.
+MLA_BASE = dict(position="rope", kv_lora_rank=6, q_lora_rank=8, qk_rope_head_dim=4, qk_nope_head_dim=4,
+                index_n_heads=2, index_head_dim=6, attn_chunk=None)
+MLA_FIXED = {"position", "n_kv_heads", "head_dim", "rope_fraction", "attn_window", "global_every", "qk_norm",
+             "qk_norm_scope", "attn_softcap", "nope_layers", "attn_sinks", "layer_types", "rope_local_base",
+             "qkv_bias", "attn_chunk", "attn_temperature", "attn_gate"}
+MLA_AXES = {k: v for k, v in AXES.items() if k not in MLA_FIXED} | {
+    "index_topk": [3, None], "indexer_types": [None, ("full", "shared")], "v_head_dim": [6, 8],
+    "mla_norm_eps": [None, 1e-3]}
+
+
+def mla_variant_configs(seed: int = 0) -> list[ModelConfig]:
+    """MLA and sparse-attention configs: one per single change of an MLA axis, then all pairs of MLA_AXES."""
+    singles = [{k: v} for k in ("index_topk", "indexer_types", "v_head_dim", "mla_norm_eps", "index_rope_interleave",
+                                "mla_rope_interleave") for v in MLA_AXES[k][1:]]
+    return _build([{}] + singles + pairwise_variants(seed, axes=MLA_AXES), base=MLA_BASE)
 
 
 # section -> metric label -> the value the page must show (the worked numbers of the teaching material)
@@ -313,5 +348,3 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-

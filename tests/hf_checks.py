@@ -100,8 +100,10 @@ def hf_language_counts(config: dict) -> tuple[int, int | None]:
     import torch
     import transformers
 
+    from engine.interop.hf_dsa import BUILT_AS
     from engine.interop.hf_wrappers import WRAPPERS
-    cfg = transformers.AutoConfig.for_model(config["model_type"], **{k: v for k, v in config.items() if k != "model_type"})
+    built_as = BUILT_AS.get(config["model_type"], config["model_type"])   # kimi_k2: transformers' deepseek_v3
+    cfg = transformers.AutoConfig.for_model(built_as, **{k: v for k, v in config.items() if k != "model_type"})
     auto = transformers.AutoModelForCausalLM
     if type(cfg) in transformers.AutoModelForImageTextToText._model_mapping:
         auto = transformers.AutoModelForImageTextToText
@@ -133,3 +135,28 @@ def assert_both_attention_paths_match(ours, idx, ref, atol: float = 1e-5) -> Non
                 torch.testing.assert_close(ours(idx), ref, rtol=1e-5, atol=atol)
         finally:
             ours.set_attention("sdpa")
+
+
+def hooked_outputs(modules: dict, run) -> dict:
+    """{key: output} of each module in `modules` ({key: nn.Module}) during `run()` (no grad), hooks removed after."""
+    import torch
+    got = {}
+    hooks = [m.register_forward_hook(lambda _m, _a, out, k=k: got.__setitem__(k, out)) for k, m in modules.items()]
+    try:
+        with torch.no_grad():
+            run()
+    finally:
+        for h in hooks:
+            h.remove()
+    return got
+
+
+def assert_counts_match(hf) -> None:
+    """Our closed form == our built model == the transformers model `hf`, for the config imported from it."""
+    from engine.budget.params import count_params
+    from engine.interop import from_hf_config
+    from engine.model import build_model
+    cfg = from_hf_config(hf.config.to_dict())
+    built = build_model(cfg, device="meta")
+    assert count_params(cfg).total == sum(p.numel() for p in built.parameters()) == sum(
+        p.numel() for p in hf.parameters())

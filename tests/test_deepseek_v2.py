@@ -13,6 +13,7 @@ from engine.model import build_model
 transformers = pytest.importorskip("transformers", minversion="5.0")
 from engine.interop import (from_hf_config, from_transformers, hf_model_from_config, scramble_,  # noqa: E402
                             to_transformers)
+from tests.hf_checks import hooked_outputs  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 V, T = 97, 12
@@ -42,14 +43,9 @@ def _hf(name: str, seed: int = 0):
 
 def _hf_choices(hf, idx) -> list[torch.Tensor]:
     """The experts transformers' routers choose, per MoE layer, sorted per token (top-k is unsorted there)."""
-    got = []
-    hooks = [layer.mlp.gate.register_forward_hook(lambda m, i, out: got.append(out[2].sort(-1)[0]))
-             for layer in hf.model.layers if hasattr(layer.mlp, "gate")]
-    with torch.no_grad():
-        hf(input_ids=idx)
-    for h in hooks:
-        h.remove()
-    return got
+    gates = {i: layer.mlp.gate for i, layer in enumerate(hf.model.layers) if hasattr(layer.mlp, "gate")}
+    got = hooked_outputs(gates, lambda: hf(input_ids=idx))
+    return [got[i][2].sort(-1)[0] for i in sorted(got)]
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -144,7 +140,6 @@ def test_mscale_all_dim_under_default_rope_is_ignored_as_transformers_ignores_it
     (dict(mlp_bias=True), "mlp_bias"),
     (dict(num_key_value_heads=2), "num_key_value_heads"),
     (dict(num_experts_per_tok=None), "num_experts_per_tok"),   # transformers has no default: top-k of None
-    (dict(rms_norm_eps=1e-5), "rms_norm_eps"),   # transformers' latent norms stay at 1e-6
     (dict(topk_method="group_limited_greedy", n_group=None, topk_group=None), "n_group"),
     (dict(rope_parameters=dict(rope_type="linear", factor=2.0, mscale_all_dim=1.0)),
      "rope_parameters.mscale_all_dim"),

@@ -1,6 +1,7 @@
 """Reading a DeepSeek config.json (hf_deepseek.py): each value MLA or DeepSeek's MoE cannot express is one exact
 problem naming the HF key, its value and why; the derived keys transformers recomputes are accepted when they
-agree. Pure stdlib: no transformers needed."""
+agree and listed as ignored when stale (transformers overwrites them); an rms_norm_eps other than the latent
+norms' fixed 1e-6 is read with mla_norm_eps. Pure stdlib: no transformers needed."""
 import pytest
 
 from engine.config import ConfigError
@@ -27,14 +28,10 @@ def _refused(key: str, value: str, why: str) -> str:
 @pytest.mark.parametrize("family", ["deepseek_v2", "deepseek_v3"])
 @pytest.mark.parametrize("changes,problem", [
     (dict(num_key_value_heads=2), _refused("num_key_value_heads", "2", "MLA rebuilds keys and values for every head")),
-    (dict(head_dim=16), _refused("head_dim", "16", "transformers sets it to 6")),           # qk_rope_head_dim
-    (dict(qk_head_dim=6), _refused("qk_head_dim", "6", "transformers sets it to 16")),      # rope + nope
     (dict(attention_bias=True),
      _refused("attention_bias", "True", "our `bias` would put biases on the MLP too")),
     (dict(moe_layer_freq=2),
      _refused("moe_layer_freq", "2", "transformers makes every layer after the dense ones MoE")),
-    (dict(rms_norm_eps=1e-5), _refused("rms_norm_eps", "1e-05",
-                                       "transformers keeps the latent norms at eps 1e-6; ours share one eps")),
 ])
 def test_each_inexpressible_mla_value_is_one_exact_problem(family, changes, problem):
     assert _problems(family, **changes) == [problem]
@@ -52,6 +49,17 @@ def test_v3_router_refusals_are_exact(changes, problem):
 def test_derived_keys_that_agree_are_accepted():
     cfg = from_hf_config({"model_type": "deepseek_v3", **_HF, "head_dim": 6, "qk_head_dim": 16, "moe_layer_freq": 1})
     assert (cfg.qk_rope_head_dim, cfg.qk_nope_head_dim, cfg.n_experts, cfg.moe_first_dense) == (6, 10, 8, 1)
+
+
+@pytest.mark.parametrize("family", ["deepseek_v2", "deepseek_v3"])
+def test_stale_derived_keys_are_ignored_and_another_eps_keeps_the_latent_norms_at_1e6(family):
+    extra = {"num_experts_per_tok": 2} if family == "deepseek_v2" else {}
+    cfg, ignored = import_hf_config({"model_type": family, **_HF, **extra, "head_dim": 16, "qk_head_dim": 6,
+                                     "rms_norm_eps": 1e-5})
+    assert ignored == ["head_dim: transformers derives it and sets it to 6",
+                       "qk_head_dim: transformers derives it and sets it to 16"]
+    assert (cfg.norm_eps, cfg.mla_norm_eps) == (1e-5, 1e-6)
+    assert from_hf_config({"model_type": family, **_HF, **extra}).mla_norm_eps is None   # 1e-6: one eps
 
 
 def test_every_layer_dense_reads_no_router():

@@ -7,7 +7,6 @@ import math
 import pytest
 import torch
 
-from engine.budget.params import count_params
 from engine.config import ConfigError, ModelConfig
 from engine.layers.attention import attention_variants
 from engine.layers.mla import mla_kv_bytes, mla_softmax_scale
@@ -16,6 +15,7 @@ from engine.presets import PRESETS
 
 transformers = pytest.importorskip("transformers", minversion="5.0")
 from engine.interop import from_hf_config, from_transformers, hf_model_from_config, scramble_  # noqa: E402
+from tests.hf_checks import assert_counts_match  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 V, T = 97, 12
@@ -26,7 +26,9 @@ _HF = dict(vocab_size=V, hidden_size=32, intermediate_size=48, moe_intermediate_
            first_k_dense_replace=1, routed_scaling_factor=2.5, max_position_embeddings=64, bos_token_id=None,
            eos_token_id=None, pad_token_id=None)
 CASES = {"q_lora": dict(_HF, q_lora_rank=20), "no_q_lora": dict(_HF, q_lora_rank=None),
-         "dense_halves": dict(_HF, q_lora_rank=None, first_k_dense_replace=3, rope_interleave=False)}
+         "dense_halves": dict(_HF, q_lora_rank=None, first_k_dense_replace=3, rope_interleave=False),
+         # block norms at 1e-2, the latent norms still at transformers' fixed 1e-6 (mla_norm_eps)
+         "norm_eps": dict(_HF, q_lora_rank=20, rms_norm_eps=1e-2)}
 
 
 def _hf(name: str, seed: int = 0):
@@ -46,17 +48,14 @@ def test_logits_match_transformers_deepseek_v3(name):
     idx = torch.randint(0, V, (2, T), generator=torch.Generator().manual_seed(3))
     with torch.no_grad():
         want, got = hf(input_ids=idx).logits, ours(idx)
-    assert ours.cfg.attention_kind == "MLA" and (ours.cfg.q_lora_rank is None) == (name != "q_lora")
+    assert ours.cfg.attention_kind == "MLA"
+    assert (ours.cfg.q_lora_rank is None) == (name in ("no_q_lora", "dense_halves"))
     assert (got - want).abs().max().item() < 1e-5
 
 
 @pytest.mark.parametrize("name", CASES)
 def test_param_count_matches_transformers_and_closed_form(name):
-    hf = _hf(name)
-    cfg = from_hf_config(hf.config.to_dict())
-    built = build_model(cfg, device="meta")
-    n_hf = sum(p.numel() for p in hf.parameters())
-    assert count_params(cfg).total == sum(p.numel() for p in built.parameters()) == n_hf
+    assert_counts_match(_hf(name))
 
 
 def _tiny(**kw) -> ModelConfig:
@@ -136,17 +135,15 @@ def test_activation_bytes_equal_saved_tensor_measurement(dtype, q_lora, v_head_d
     assert m.estimate == m.measured
 
 
-def test_activation_estimate_refuses_what_it_does_not_cover():
-    from engine.budget.activations import activation_estimate
-    with pytest.raises(ValueError, match="attention: the MLA activation estimate covers sdpa"):
-        activation_estimate(_tiny(), 1, 8, "fp32", "explicit")
-    covers = "attention: the MLA activation estimate covers sdpa without dropout; got "
-    dropout = _tiny().replace(dropout=0.1)
-    for cfg, impl, got in [(_tiny(), "explicit", "explicit"), (dropout, "sdpa", "sdpa with dropout"),
-                           (dropout, "explicit", "explicit with dropout")]:
-        with pytest.raises(ValueError) as err:
-            activation_estimate(cfg, 1, 8, "fp32", impl)
-        assert str(err.value) == covers + got
+@pytest.mark.parametrize("impl", ["sdpa", "explicit"])
+@pytest.mark.parametrize("dropout", [0.0, 0.1])
+def test_activation_estimate_covers_both_kernels_with_and_without_dropout(impl, dropout):
+    """With dropout SDPA falls back to its math path (fp32 on CPU); the explicit path keeps noise and dropped
+    probabilities: both held exactly against saved-tensor hooks, dense and sparse."""
+    from engine.measure.activations import measure_activations
+    for cfg in (_tiny(q_lora_rank=20), _tiny(q_lora_rank=20, index_topk=3, index_n_heads=2, index_head_dim=8)):
+        m = measure_activations(cfg.replace(dropout=dropout), 2, 7, impl)
+        assert m.estimate == m.measured, (cfg.index_topk, m)
 
 
 def test_attn_scale_replaces_the_default_one_over_sqrt_qk_head_dim():

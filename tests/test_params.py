@@ -27,8 +27,8 @@ def component_of(name: str) -> str:
         return {"tok_emb": "token_embedding", "pos_emb": "positions", "head": "output_head"}[path[0]]
     if "attn" in path:
         module = path[path.index("attn") + 1]
-        if module == "sinks":
-            return "attention_sinks"
+        if module in ("sinks", "indexer"):
+            return "attention_sinks" if module == "sinks" else "indexer"
         if module == "g_proj":
             return "attention_gate"
         return "qk_norm" if module in ("q_norm", "k_norm", "kv_norm") else f"attention_{module[0]}"

@@ -47,9 +47,11 @@ NO_FORWARD_EFFECT = {"state_dtype": {"fp32", "bf16", "fp16"},
                                    "head"}}
 # choices held against transformers instead of a hand-written forward (their formulas are long; each family's
 # own code is the independent reference): RoPE scaling in tests/test_rope_scaling.py, ALiBi in
-# tests/test_interop_families.py; MLA attention (kv_lora_rank, a size, not a choice: the grid never sets it, so
-# mla_rope_interleave is inert here) in tests/test_mla.py
-HELD_BY_TRANSFORMERS = {"rope_scaling": {"linear", "dynamic", "llama3", "yarn", "longrope"}, "position": {"alibi"}}
+# tests/test_interop_families.py; MLA attention (kv_lora_rank, a size, not a choice: this grid never sets it, so
+# mla_rope_interleave and the sparse-attention switches are inert here) in tests/test_mla.py and
+# tests/test_indexer.py
+HELD_BY_TRANSFORMERS = {"rope_scaling": {"linear", "dynamic", "llama3", "yarn", "longrope"}, "position": {"alibi"},
+                        "indexer_types": {"full", "shared"}}   # glm_moe_dsa, tests/test_indexer.py
 REF_ROUTERS = ("softmax_topk", "topk_softmax", "sigmoid")
 REF_GROUP_SCORES = {"top2_sum": lambda s: sum(sorted(s)[-2:]), "max": max}   # a group's score from its experts'
 HANDLED = {"ffn": set(REF_ACT) | set(REF_GATE) | set(REF_CLAMPED), "norm": set(REF_NORMS), "position": set(REF_POSITIONS),
@@ -57,7 +59,7 @@ HANDLED = {"ffn": set(REF_ACT) | set(REF_GATE) | set(REF_CLAMPED), "norm": set(R
            "router": set(REF_ROUTERS), "layer_types": set(REF_LAYER_TYPES), "rope_scaling": {"none"},
            "router_group_score": set(REF_GROUP_SCORES), "ffn_types": set(REF_FFN_TYPES), "attn_gate": set(REF_GATES),
            "attn_temperature_layers": {"all", "nope"}, "ssm_gate": set(ssm_reference.SSM_GATES)}
-CONFIGS = variant_configs()
+CONFIGS = [c for c in variant_configs() if not c.mla]   # MLA and sparse attention: against transformers (see above)
 HYBRIDS = hybrid_configs()
 MOE = dict(n_experts=4, experts_per_token=2, expert_d_ff=8)
 MOE_CONFIGS = [make(MOE | c) for c in (

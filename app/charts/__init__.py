@@ -55,7 +55,7 @@ def kind_color(key: str, table: dict[str, str]) -> str:
 COMPONENT_GROUP: dict[str, str] = {
     "token_embedding": "embeddings", "positions": "positions",
     "attention_q": "attention", "attention_k": "attention", "attention_v": "attention", "attention_o": "attention",
-    "qk_norm": "attention", "attention_sinks": "attention", "ffn": "ffn", "norms": "norms",
+    "qk_norm": "attention", "attention_sinks": "attention", "indexer": "attention", "ffn": "ffn", "norms": "norms",
     "output_head": "output_head",
     "router": "ffn", "shared_experts": "ffn", "routed_experts": "ffn",   # an MoE layer's FFN, split three ways
     "attention_gate": "attention",
@@ -69,7 +69,8 @@ COMPONENT_GROUP: dict[str, str] = {
 LABELS: dict[str, str] = {
     "token_embedding": "token embedding", "positions": "learned positions", "attention_q": "q projection",
     "attention_k": "k projection", "attention_v": "v projection", "attention_o": "o projection",
-    "qk_norm": "QK-norm", "attention_sinks": "attention sinks", "ffn": "feed-forward", "norms": "norms",
+    "qk_norm": "QK-norm", "attention_sinks": "attention sinks", "indexer": "lightning indexer",
+    "ffn": "feed-forward", "norms": "norms",
     "output_head": "output head",
     "router": "router", "shared_experts": "shared experts", "routed_experts": "routed experts",
     "attention_gate": "attention output gate", "gdn_in_proj": "Gated DeltaNet in_proj",

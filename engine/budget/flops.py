@@ -10,11 +10,17 @@ A = n_heads*head_dim, K = kv_heads*head_dim, f = d_ff, V = vocab, L = layers:
               (the full square, as FlopCounterMode and the 12*L*H*Q*T rule count it); causal=True counts
               only visible keys: (i+1) for query i, min(i+1, window) on window layers. The headline
               (page metric row, Budgets, Compare, CLI `flops`) is causal=True: what a causal, windowed kernel needs
+  sparse      (DSA, engine/layers/indexer.py) MLA attends to min(i+1, index_topk) keys for query i (causal; the
+              full square T^2 is what a dense kernel under the top-k mask computes, as FlopCounterMode counts
+              it), while each layer's lightning indexer scores every visible key: its projections
+              2*(rq*H_I*D_I + d*D_I + d*H_I) a token plus 2*H_I*(D_I + 1) a query-key pair (indexer_flops,
+              the attention mixer's no_grad_flops)
   recurrent   a recurrent mixer's own products beyond its weights (Gated DeltaNet's chunked delta rule:
               engine/layers/delta_rule.py chunked_flops), none of them growing with the context at decode
 Backward = 2 x forward (gradient w.r.t. inputs and w.r.t. weights for every product), except where a kind says
-otherwise (Gated DeltaNet recomputes its chunks and its triangular solve's backward differs). Fused attention
-kernels also recompute QK^T in backward (+0.5 x attention forward); that is not added here.
+otherwise (Gated DeltaNet recomputes its chunks and its triangular solve's backward differs; the lightning indexer
+runs without gradients). Fused attention kernels also recompute QK^T in backward (+0.5 x attention forward); that
+is not added here.
 Each layer family holds its part (engine/layers/attention.py, ffn.py, moe.py, block.py, each mixer kind's
 module); this module sums over layers. Rules of thumb beside it, each as its paper defines it: Kaplan et al. 2020
 (scaling laws) 6N per token with N the non-embedding parameters (active ones for an MoE); Chowdhery et al. 2022
@@ -30,6 +36,7 @@ from engine.budget.params import count_params
 from engine.config import ModelConfig
 from engine.layers.span import query_key_pairs
 from engine.layers.block import block_matmul_params
+from engine.layers.indexer import indexer_matmul_params
 from engine.layers.mixers import layer_groups, spec_mixers
 from engine.units import fmt_flops
 from engine.validation import require, size_problems
@@ -41,12 +48,13 @@ class FlopBudget:
     backward_flops: int
     flops_per_token: float         # training (forward + backward) per token of the batch
     attention_flops: int           # forward QK^T + PV of the softmax-attention layers
-    matmul_flops: int              # forward weight matmuls (projections, FFN, head)
+    matmul_flops: int              # forward weight matmuls (projections, FFN, head; not the indexer's)
     six_n_per_token: int           # Kaplan 6N, N = (active) non-embedding params
     palm_per_token: int            # PaLM 6N + 12*L*H*Q*T, N = all (active) params
     formulas: dict[str, str]
     causal: bool = False           # True: only visible query-key pairs (the headline); False: the full square
     recurrent_flops: int = 0       # forward products of recurrent mixers beyond their weights (e.g. delta rule)
+    indexer_flops: int = 0         # sparse attention: the lightning indexers' forward (no backward)
 
     @property
     def train_flops(self) -> int:
@@ -62,19 +70,21 @@ def matmul_params(cfg: ModelConfig) -> int:
     return sum(n * block_matmul_params(cfg, spec) for spec, n in layer_groups(cfg)) + cfg.d_model * cfg.vocab_size
 
 
-def mixer_flops(cfg: ModelConfig, batch: int, seq: int, causal: bool) -> tuple[int, int, int]:
-    """(softmax attention, recurrent mixers) forward products beyond the weights, summed over layers, and the
-    backward of both (each kind's own rule)."""
-    attention = recurrent = backward = 0
+def mixer_flops(cfg: ModelConfig, batch: int, seq: int, causal: bool) -> tuple[int, int, int, int]:
+    """(softmax attention, recurrent mixers, no-gradient parts such as DSA's lightning indexer) forward products
+    beyond the weights, summed over layers, and the backward of all (each kind's own rule)."""
+    attention = recurrent = no_grad = backward = 0
     for spec, n in layer_groups(cfg):
         for m in spec_mixers(spec):
-            forward = n * m.forward_flops(cfg, spec, batch, seq, causal)
+            free = n * m.no_grad_flops(cfg, spec, batch, seq, causal)
+            forward = n * m.forward_flops(cfg, spec, batch, seq, causal) - free
             backward += n * m.backward_flops(cfg, spec, batch, seq, causal)
+            no_grad += free
             if m.recurrent:
                 recurrent += forward
             else:
                 attention += forward
-    return attention, recurrent, backward
+    return attention, recurrent, no_grad, backward
 
 
 def flops_budget(cfg: ModelConfig, batch: int, seq: int, causal: bool = False) -> FlopBudget:
@@ -82,8 +92,8 @@ def flops_budget(cfg: ModelConfig, batch: int, seq: int, causal: bool = False) -
     require(*size_problems(batch, seq))
     tokens, weights = batch * seq, matmul_params(cfg)
     mm = 2 * weights * tokens
-    attn, recurrent, mixer_backward = mixer_flops(cfg, batch, seq, causal)
-    fwd = mm + attn + recurrent
+    attn, recurrent, index, mixer_backward = mixer_flops(cfg, batch, seq, causal)
+    fwd = mm + attn + recurrent + index
     pc = count_params(cfg)
     n, n_all = pc.active_non_embedding, pc.active   # == non_embedding / total for a dense model
     L, H, Q = cfg.n_layers, cfg.n_heads, cfg.head_width
@@ -95,19 +105,27 @@ def flops_budget(cfg: ModelConfig, batch: int, seq: int, causal: bool = False) -
                            + f" * B={batch} * query-key pairs over {L} layers; {scope}",
         "recurrent_flops": "each recurrent mixer's own products (e.g. Gated DeltaNet's chunked delta rule: "
                            "engine/layers/delta_rule.py chunked_flops), summed over its layers",
-        "forward_flops": "matmul_flops + attention_flops + recurrent_flops",
+        "forward_flops": "matmul_flops + attention_flops + recurrent_flops" + (" + indexer_flops" if index else ""),
         "backward_flops": "2 * (matmul_flops + attention_flops) (grads w.r.t. inputs and weights) + the recurrent "
-                          "mixers' backward (Gated DeltaNet: a recompute, then its products' gradients)",
+                          "mixers' backward (Gated DeltaNet: a recompute, then its products' gradients)"
+                          + ("; the indexer has no backward" if index else ""),
         "flops_per_token": "(forward + backward) / (B*T)",
         "six_n_per_token": f"Kaplan et al. 2020: 6 * N, N = {n:,} (active) non-embedding params",
         "palm_per_token": f"Chowdhery et al. 2022 (PaLM): 6 * N + 12 * L={L} * H={H} * Q={Q} * T={seq}, "
                           f"N = {n_all:,} (active) params, embeddings included",
     }
+    if index:
+        own = sum(n for spec, n in layer_groups(cfg) if spec.index == "full")
+        formulas["attention_flops"] += f"; MLA attends to at most index_topk={cfg.index_topk:,} keys a query"
+        formulas["indexer_flops"] = (
+            f"{own} indexer layers * (2 * {indexer_matmul_params(cfg):,} projection weights * "
+            f"{tokens:,} tokens + 2 * H_I={cfg.index_n_heads} * (D_I={cfg.index_head_dim} + 1) * B={batch} * "
+            f"query-key pairs, every visible key)")
     backward = 2 * mm + mixer_backward
     return FlopBudget(forward_flops=fwd, backward_flops=backward, flops_per_token=(fwd + backward) / tokens,
                       attention_flops=attn, matmul_flops=mm, six_n_per_token=6 * n,
                       palm_per_token=6 * n_all + 12 * L * H * Q * seq, formulas=formulas, causal=causal,
-                      recurrent_flops=recurrent)
+                      recurrent_flops=recurrent, indexer_flops=index)
 
 
 def headline_flops(cfg: ModelConfig, batch: int, seq: int) -> FlopBudget:
@@ -122,11 +140,16 @@ def gap_note(cfg: ModelConfig, seq: int) -> str:
     attn_c, attn_f = 3 * causal.attention_flops / seq, 3 * full.attention_flops / seq
     window = " and windowed" if any(query_key_pairs(seq, s.window, True) < query_key_pairs(seq, None, True)
                                     for s, _ in layer_groups(cfg) if s.attention) else ""
+    if causal.indexer_flops:
+        window = f", top-{cfg.index_topk:,} sparse"
     f = fmt_flops
+    index = (f", plus {f(causal.indexer_flops / seq)} of lightning indexer (forward only: its projections and a "
+             f"score for every visible key)" if causal.indexer_flops else "")
     return (f"The headline {f(causal.flops_per_token)} per token is 6 FLOPs per matrix weight, the output head "
             f"included ({f(head)}, which Kaplan's 6N = {f(causal.six_n_per_token)} leaves out with all of "
             f"attention), plus "
-            f"{f(attn_c)} of attention over the query-key pairs a causal{window} kernel computes at T = {seq:,}; "
+            f"{f(attn_c)} of attention over the query-key pairs a causal{window} kernel computes at T = {seq:,}"
+            f"{index}; "
             f"the PaLM rule 6N + 12·L·H·Q·T = {f(causal.palm_per_token)} (N with the embeddings) charges the "
             f"full T×T square "
             f"({f(attn_f)}, {attn_f / attn_c:.1f}× that), as torch's FlopCounterMode does "
@@ -135,8 +158,9 @@ def gap_note(cfg: ModelConfig, seq: int) -> str:
 
 def decode_flops(cfg: ModelConfig, batch: int, context: int) -> int:
     """Forward FLOPs of one decode step: one new token per sequence, at position `context`, attending to the
-    cached tokens it sees (window layers at most `window` of them, chunked layers those of its own chunk); a
-    recurrent layer's step does not grow with the context."""
+    cached tokens it sees (window layers at most `window` of them, chunked layers those of its own chunk, sparse
+    attention index_topk after its indexer scored all context + 1); a recurrent layer's step does not grow with
+    the context."""
     mm = 2 * matmul_params(cfg) * batch
     return mm + sum(n * m.decode_flops(cfg, spec, batch, context)
                     for spec, n in layer_groups(cfg) for m in spec_mixers(spec))

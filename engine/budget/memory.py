@@ -9,7 +9,10 @@ Training state (bytes per parameter, by precision policy; optimizer states: Adam
   mixed-fp16      2       2      4       4
 Activations (what autograd saves for forward + cross-entropy) and the KV cache use `dtype`; see
 engine/budget/activations.py for the per-op derivation. KV cache = 2 * sum over layers of min(T, window_l) * B *
-kv_heads * head_dim * e over the attention layers only (each layer's term: engine/layers/attention.py kv_bytes).
+kv_heads * head_dim * e over the attention layers only (each layer's term: engine/layers/attention.py kv_bytes);
+MLA holds its latent and rotary key instead (engine/layers/mla.py), and with sparse attention each indexer layer
+its indexer key per token too (engine/layers/indexer.py: FP8 with its scales, 132 B a token at width 128, or in
+the cache dtype; index_key_layers).
 A recurrent layer (engine/layers/mixers.py) holds a fixed state per sequence instead: its convolution window and
 its recurrent state, whose bytes depend on the engine holding them (engine/layers/kinds.py CONVENTIONS:
 transformers, vLLM, llama.cpp, each with the source line it follows); this engine's own cache is vLLM's.
@@ -24,6 +27,7 @@ from engine.budget.activations import activation_estimate
 from engine.budget.params import count_params
 from engine.config import ModelConfig
 from engine.layers.attention import ATTENTION_IMPLS
+from engine.layers.indexer import INDEX_KEY_FORMATS
 from engine.layers.kinds import CONVENTIONS, OURS, LayerSpec
 from engine.layers.mixers import layer_groups, spec_mixers
 from engine.layers.span import cache_keep
@@ -60,6 +64,7 @@ class MemoryBudget:
     kv_cache_expanded_bytes: int | None = None   # MLA: the per-head K/V a plain cache would hold instead
     state_bytes: int = 0                 # recurrent layers' fixed state at batch B (this engine's: vLLM's convention)
     states: dict[str, dict] = field(default_factory=dict)   # convention -> conv, recurrent, total bytes, source
+    kv_cache_index_bytes: int | None = None      # sparse attention: the indexer keys' part of kv_cache_bytes
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -81,21 +86,35 @@ def kv_cache_layers(cfg: ModelConfig, batch: int, tokens: int) -> list[tuple[int
     values per cached vector). The one path every KV figure takes (this module's bytes, the planner's per-GPU and
     quantized caches, the serving answers of engine/plan/serve.py): each layer's mixers say what they hold (a
     window layer only the last `window` tokens, a chunked layer its chunk, an MLA layer the latent and the shared
-    rotary key, a recurrent mixer nothing: its state is state_bytes)."""
+    rotary key, a recurrent mixer nothing: its state is state_bytes). Keys held in a format of their own (DSA's
+    indexer keys) are beside it, in index_key_layers, and every KV figure adds them."""
     width = cfg.kv_lora_rank + cfg.qk_rope_head_dim if cfg.mla else cfg.head_width
     return [(sum(m.kv_bytes(cfg, spec, batch, tokens, 1) for m in spec_mixers(spec)), width)
             for spec in cfg.layer_specs]
 
 
-def kv_cache_bytes(cfg: ModelConfig, batch: int, tokens: int, dtype: str = "bf16", kind: str = "latent") -> int:
+def index_key_layers(cfg: ModelConfig, batch: int, tokens: int, dtype: str = "bf16",
+                     index_keys: str = "fp8") -> list[int]:
+    """Bytes of each layer's sparse-attention indexer keys after `tokens` positions (every token: the indexer
+    scores the whole context), one entry per layer: "fp8" as DeepSeek's kernels hold them (132 B a token at
+    width 128, whatever the cache dtype), "dtype" in the cache's dtype (as transformers holds them); 0 for a
+    layer without its own indexer."""
+    require(choice_problem("dtype", dtype, DTYPE_BYTES), choice_problem("index_keys", index_keys, INDEX_KEY_FORMATS))
+    return [sum(m.index_key_bytes(cfg, spec, batch, tokens, DTYPE_BYTES[dtype], index_keys)
+                for m in spec_mixers(spec)) for spec in cfg.layer_specs]
+
+
+def kv_cache_bytes(cfg: ModelConfig, batch: int, tokens: int, dtype: str = "bf16", kind: str = "latent",
+                   index_keys: str = "fp8") -> int:
     """Keys and values of every layer after `tokens` positions; window layers hold only the last `window`.
     MLA holds the latent and the shared rotary key (kind "latent") or, for comparison, the expanded per-head
-    keys and values (kind "expanded")."""
+    keys and values (kind "expanded"); with sparse attention, plus index_key_cache_bytes."""
     require(choice_problem("dtype", dtype, DTYPE_BYTES), *size_problems(batch, tokens))
+    index = index_key_cache_bytes(cfg, batch, tokens, dtype, index_keys)
     if cfg.mla and kind == "expanded":
         layers = sum(n for spec, n in layer_groups(cfg) if spec.attention)
-        return layers * mla_kv_bytes(cfg, batch, tokens, DTYPE_BYTES[dtype], kind)
-    return sum(values for values, _ in kv_cache_layers(cfg, batch, tokens)) * DTYPE_BYTES[dtype]
+        return layers * mla_kv_bytes(cfg, batch, tokens, DTYPE_BYTES[dtype], kind) + index
+    return sum(values for values, _ in kv_cache_layers(cfg, batch, tokens)) * DTYPE_BYTES[dtype] + index
 
 
 def attention_windows(cfg: ModelConfig) -> list[int | None]:
@@ -103,13 +122,29 @@ def attention_windows(cfg: ModelConfig) -> list[int | None]:
     return [spec.window for spec in cfg.layer_specs if spec.attention]
 
 
+def index_key_cache_bytes(cfg: ModelConfig, batch: int, tokens: int, dtype: str = "bf16",
+                          index_keys: str = "fp8") -> int:
+    """Sparse attention's indexer keys, every token of every layer running an indexer: "fp8" as DeepSeek's
+    kernels hold them (132 B a token at width 128), "dtype" in the cache's dtype (as transformers holds them);
+    0 without sparse attention."""
+    return sum(index_key_layers(cfg, batch, tokens, dtype, index_keys))
+
+
+def _index_formula(cfg: ModelConfig, batch: int, tokens: int) -> str:
+    own = sum(n for spec, n in layer_groups(cfg) if spec.index == "full")
+    return (f"{own} indexer layers * T={tokens} * B={batch} * (index_head_dim="
+            f"{cfg.index_head_dim} FP8 bytes + 4 B fp32 scale per 128 of them) (the lightning indexer's key per "
+            f"token, as DeepSeek's kernels cache it)")
+
+
 def _kv_formula(cfg: ModelConfig, batch: int, tokens: int, e: int) -> str:
     windows = attention_windows(cfg)
     of = "" if len(windows) == cfg.n_layers else f" (the {len(windows)} attention layers of {cfg.n_layers})"
     if cfg.mla:
+        index = f" + {_index_formula(cfg, batch, tokens)}" if cfg.sparse_attention else ""
         return (f"L={len(windows)}{of} * T={tokens} * B={batch} * (kv_lora_rank={cfg.kv_lora_rank} + "
                 f"qk_rope_head_dim={cfg.qk_rope_head_dim}) * {e} B (MLA caches the latent and one shared "
-                f"rotary key per token)")
+                f"rotary key per token){index}")
     keeps = Counter(cache_keep(w) for w in windows)   # attention layers by the most keys they keep
     held = " + ".join(f"{n}*{tokens}" if keep is None else f"{n}*min({tokens}, {keep})"
                       for keep, n in sorted(keeps.items(), key=lambda kv: kv[0] or 0))
@@ -190,12 +225,16 @@ def memory_budget(cfg: ModelConfig, batch: int, seq: int, dtype: str = "bf16", p
                         else "0: no recurrent layer"),
     }
     expanded = kv_cache_bytes(cfg, batch, seq, dtype, "expanded") if cfg.mla else None
+    index = index_key_cache_bytes(cfg, batch, seq, dtype) if cfg.mla and cfg.sparse_attention else None
     if cfg.mla:
         formulas["kv_cache_expanded_bytes"] = (
             f"L={len(attention_windows(cfg))} * T={seq} * B={batch} * n_heads={cfg.n_heads} * (qk_head_dim={cfg.qk_head_dim} "
-            f"+ v_head_dim={cfg.v_head_dim}) * {e} B (per-head keys and values rebuilt from the latent)")
+            f"+ v_head_dim={cfg.v_head_dim}) * {e} B (per-head keys and values rebuilt from the latent)"
+            + (" + the indexer keys" if index is not None else ""))
+    if index is not None:
+        formulas["kv_cache_index_bytes"] = _index_formula(cfg, batch, seq)
     return MemoryBudget(weights_bytes=weights, grads_bytes=grads, optimizer_bytes=opt, master_bytes=master,
                         activations_bytes=act.total, kv_cache_bytes=kv, train_total_bytes=train,
                         infer_total_bytes=infer, activations_per_layer=act.per_layer, logits_bytes=act.head,
                         embedding_bytes=act.embedding, formulas=formulas, kv_cache_expanded_bytes=expanded,
-                        state_bytes=state, states=conventions)
+                        state_bytes=state, states=conventions, kv_cache_index_bytes=index)

@@ -6,6 +6,8 @@ Per layer, with d = d_model, A = n_heads*head_dim, K = kv_heads*head_dim, f = d_
   attention   q: d*A (+A)   k, v: d*K (+K each)   o: A*d (+d)        (q/k/v biases: bias or qkv_bias; o: bias)
   QK-norm     2 norms of width head_dim
   sinks       H (one learned logit per query head)
+  MLA         latent projections and norms (engine/layers/mla.py); with sparse attention each layer running
+              its own lightning indexer adds `indexer` (engine/layers/indexer.py)
   gate        d*A or d*H (an attention output gate)
   other mixers  each kind's own components (engine/layers/mixers.py MIXERS, e.g. gdn_in_proj ... in gdn.py);
               a layer holds the mixers its layer_types entry names, and the FFN its ffn_types entry names

@@ -64,6 +64,8 @@ def _memory(args: argparse.Namespace) -> int:
         print_json({**{k: getattr(b, k) for k in MEMORY_KEYS}, "activations_per_layer": b.activations_per_layer,
                     "logits_bytes": b.logits_bytes, "embedding_bytes": b.embedding_bytes, "formulas": b.formulas,
                     **({"kv_cache_expanded_bytes": b.kv_cache_expanded_bytes} if cfg.mla else {}),
+                    **({"kv_cache_index_bytes": b.kv_cache_index_bytes} if b.kv_cache_index_bytes is not None
+                       else {}),
                     "kv_cache_layers": len(attention_windows(cfg)), "state_convention": OURS, "states": b.states,
                     **({"measurements": {k: m.as_dict() for k, m in measured.items()}, "peak_note": note}
                        if args.measure else {})})
@@ -75,6 +77,9 @@ def _memory(args: argparse.Namespace) -> int:
         if cfg.mla:
             print(f"  {'kv expanded':<12} {fmt_bytes(b.kv_cache_expanded_bytes):>12}  "
                   f"{b.formulas['kv_cache_expanded_bytes']}")
+        if b.kv_cache_index_bytes is not None:
+            print(f"  {'kv indexer':<12} {fmt_bytes(b.kv_cache_index_bytes):>12}  "
+                  f"{b.formulas['kv_cache_index_bytes']} (part of kv_cache)")
         if b.state_bytes:
             _print_states(b.states)
         _print_measurements(measured, fmt_bytes)
@@ -132,6 +137,7 @@ def _flops(args: argparse.Namespace) -> int:
             raise UsageError(str(e)) from None
     if args.json:
         print_json({**{k: getattr(f, k) for k in FLOP_KEYS}, "train_flops": f.train_flops, "causal": f.causal,
+                    **({"indexer_flops": f.indexer_flops} if f.indexer_flops else {}),
                     "formulas": f.formulas,
                     "arithmetic_intensity": {k: v.flops_per_byte
                                              for k, v in arithmetic_intensity(cfg, B, T, args.dtype).items()},
@@ -142,7 +148,7 @@ def _flops(args: argparse.Namespace) -> int:
     print(f"{cfg.name}: batch {B}, seq {T}, attention "
           + ("over the full T x T square (--full-square)" if args.full_square else
              "over the causal/window query-key pairs (--full-square for FlopCounterMode's convention)"))
-    for k in FLOP_KEYS:
+    for k in FLOP_KEYS + (("indexer_flops",) if f.indexer_flops else ()):
         print(f"  {k:<16} {fmt_flops(getattr(f, k)):>14}  {f.formulas[k]}")
     print(f"  {gap_note(cfg, T)}")
     for r in roof.values():

@@ -63,6 +63,7 @@ def _parity_check(cfg: ModelConfig, config: dict, args: argparse.Namespace) -> i
     from engine.interop.hf_models import (from_transformers, hf_model_from_config, load_into, logits_gap,
                                           read_checkpoint, scramble_)
     from engine.guard import MemoryRefusal, check_fits
+    from engine.interop.hf_dsa import BUILT_AS
     from engine.runtime import default_device
     transformers.logging.set_verbosity_error()
     kwargs = {k: v for k, v in config.items() if k != "model_type"}
@@ -75,7 +76,8 @@ def _parity_check(cfg: ModelConfig, config: dict, args: argparse.Namespace) -> i
     except ValueError as e:
         raise UsageError(str(e)) from None
     try:
-        hf = hf_model_from_config(config["model_type"], kwargs, attn_implementation="eager")
+        family = BUILT_AS.get(config["model_type"], config["model_type"])   # kimi_k2: transformers' deepseek_v3
+        hf = hf_model_from_config(family, kwargs, attn_implementation="eager")
     except (ValueError, TypeError) as e:
         raise UsageError(f"transformers cannot build this config: {e}") from None
     if state is None:

@@ -37,6 +37,9 @@ _READERS.update(_MOE_READERS)
 from engine.interop.hf_deepseek import READERS as _DEEPSEEK_READERS  # noqa: E402
 
 _READERS.update(_DEEPSEEK_READERS)
+from engine.interop.hf_dsa import NOT_FAMILIES as _NOT_FAMILIES, READERS as _DSA_READERS  # noqa: E402
+
+_READERS.update(_DSA_READERS)   # kimi_k2 (a DeepSeek-V3 alias) and deepseek_v4 (refused by field) read too
 from engine.interop.hf_gpt_oss import READERS as _GPT_OSS_READERS  # noqa: E402
 
 _READERS.update(_GPT_OSS_READERS)
@@ -61,7 +64,8 @@ from engine.interop.hf_minimax import READERS as _MINIMAX_READERS  # noqa: E402
 
 _READERS.update(_KIMI_READERS, **_MINIMAX_READERS)
 # a multimodal wrapper imports when its text model's family does
-FAMILIES = tuple(_READERS) + tuple(w for w, spec in WRAPPERS.items() if spec.text_type in _READERS)
+FAMILIES = (tuple(f for f in _READERS if f not in _NOT_FAMILIES)
+            + tuple(w for w, spec in WRAPPERS.items() if spec.text_type in _READERS))
 
 # Every ModelConfig field a reader does not set takes this value (not ModelConfig's GPT-2 default).
 NEUTRAL: dict[str, Any] = dict(
@@ -73,7 +77,8 @@ NEUTRAL: dict[str, Any] = dict(
     rope_beta_slow=1.0, rope_truncate=True, rope_attention_factor=None, rope_short_factor=None,
     rope_long_factor=None, layer_types=None, ffn_types=None, state_dtype=None, attn_gate=None, attn_scale=None,
     rope_local_base=None, nope_layers=None, head_bias=False, logit_scale=1.0, ckpt_format="none", ckpt_bits=None,
-    ckpt_group_size=None, ckpt_double_quant=False, ckpt_keep=None, residual_alpha=1.0)
+    ckpt_group_size=None, ckpt_double_quant=False, ckpt_keep=None, residual_alpha=1.0, mla_norm_eps=None,
+    index_topk=None, indexer_types=None)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ softmax scale by mscale^2 (rope_mscale_all_dim). They differ in the router:
       best; weighted by the scores, renormalised when norm_topk_prob.
 V3's multi-token-prediction modules (num_nextn_predict_layers) are not part of transformers' causal LM: read
 as mtp_depth and counted apart (engine/budget/mtp.py), not built. transformers fixes the latent norms' eps at
-1e-6, which is DeepSeek's rms_norm_eps; another rms_norm_eps is refused (our norms share one eps).
+1e-6, which is DeepSeek's rms_norm_eps; another rms_norm_eps (GLM-5's 1e-5) is read with mla_norm_eps = 1e-6.
+Sparse attention (deepseek_v32, glm_moe_dsa) and the renamed DeepSeek-V3 configs (kimi_k2): hf_dsa.py.
 """
 from __future__ import annotations
 
@@ -64,12 +65,11 @@ def _mla(r: _Reader) -> dict[str, Any]:
         r.bad("num_key_value_heads", r.d["num_key_value_heads"], "MLA rebuilds keys and values for every head")
     rope_dim = r("qk_rope_head_dim")
     for key, want in (("head_dim", rope_dim), ("qk_head_dim", rope_dim + r("qk_nope_head_dim"))):
-        if r.d.get(key) is not None and r(key) != want:   # derived by transformers; a stale value is refused
-            r.bad(key, r.d[key], f"transformers sets it to {want}")
+        if r.d.get(key) is not None and r(key) != want:   # derived by transformers, which overwrites the file's
+            r.ignore(key, f"transformers derives it and sets it to {want}")
         r.read.add(key)
     r.expect("attention_dropout", (0, 0.0), "our dropout also acts on the residual stream")
     r.expect("attention_bias", (False,), "our `bias` would put biases on the MLP too")
-    r.expect("rms_norm_eps", (1e-6,), "transformers keeps the latent norms at eps 1e-6; ours share one eps")
     r.read.update({"output_router_logits", "num_nextn_predict_layers", "num_mtp_layers", "aux_loss_alpha",
                    "seq_aux", "moe_layer_freq", "ep_size"})
     if r("moe_layer_freq", 1) != 1:
@@ -78,6 +78,7 @@ def _mla(r: _Reader) -> dict[str, Any]:
     return dict(vocab_size=r("vocab_size"), context_length=r("max_position_embeddings"), d_model=d,
                 n_layers=r("num_hidden_layers"), n_heads=heads, d_ff=r("intermediate_size"),
                 ffn=r.act("hidden_act", GATED_ACTS), norm="rmsnorm", norm_eps=float(r("rms_norm_eps")),
+                mla_norm_eps=None if float(r("rms_norm_eps")) == 1e-6 else 1e-6,   # transformers' latent norms
                 position="rope", bias=False, tie_embeddings=bool(r("tie_word_embeddings")),
                 kv_lora_rank=r("kv_lora_rank"), q_lora_rank=r.nullable("q_lora_rank"), qk_rope_head_dim=rope_dim,
                 qk_nope_head_dim=r("qk_nope_head_dim"), v_head_dim=r("v_head_dim"),
@@ -170,5 +171,9 @@ def deepseek_pairs(cfg: ModelConfig) -> list[Pair]:
     pairs = [Pair("model.embed_tokens", ("tok_emb",), "copy"), Pair("model.norm", ("final_norm",), "copy")]
     for i, moe in enumerate(cfg.moe_layers):
         h, o = f"model.layers.{i}.", f"blocks.{i}."
-        pairs += mla_pairs(cfg, h + "self_attn.", o + "attn.") + norm_pairs(h, o) + deepseek_ffn_pairs(cfg, h, o, moe)
+        pairs += mla_pairs(cfg, h + "self_attn.", o + "attn.")
+        if cfg.layer_indexer(i):   # sparse attention's lightning indexer (hf_dsa.py), same names both sides
+            pairs += [Pair(f"{h}self_attn.indexer.{x}", (f"{o}attn.indexer.{x}",), "copy")
+                      for x in ("wq_b", "wk", "k_norm", "weights_proj")]
+        pairs += norm_pairs(h, o) + deepseek_ffn_pairs(cfg, h, o, moe)
     return pairs

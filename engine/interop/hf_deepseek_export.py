@@ -1,7 +1,8 @@
-"""ModelConfig -> deepseek_v3 or deepseek_v2 config.json; the inverse of hf_deepseek.py's readers. A model with
-MLA attention, a gated FFN and, if any, DeepSeek's MoE: every layer after the first dense ones MoE, shared
-experts of the routed width; V3 routes with sigmoid scores and a selection bias, V2 with a softmax, plain or
-inside the groups with the best expert (never renormalised)."""
+"""ModelConfig -> deepseek_v3, deepseek_v2, deepseek_v32 or glm_moe_dsa config.json; the inverse of hf_deepseek.py's
+and hf_dsa.py's readers. A model with MLA attention, a gated FFN and, if any, DeepSeek's MoE: every layer after the
+first dense ones MoE, shared experts of the routed width; V3 (and V3.2, GLM-5) routes with sigmoid scores and a
+selection bias, V2 with a softmax, plain or inside the groups with the best expert (never renormalised). V3.2 and
+GLM-5 add sparse attention: V3.2's indexer rotates halves, GLM-5's adjacent pairs and may share an indexer."""
 from __future__ import annotations
 
 from typing import Any
@@ -11,12 +12,12 @@ from engine.interop.hf_writer import _GATED, _Writer
 
 def _mla(w: _Writer) -> dict[str, Any]:
     c = w.cfg
-    w.common("rmsnorm", moe=True, mla=True, mtp=w.family == "deepseek_v3")
+    w.common("rmsnorm", moe=True, mla=True, mtp=w.family != "deepseek_v2", dsa=w.family in DSA)
     w.check(c.mla, "kv_lora_rank", f"{w.family} attention is MLA")
     w.need("block", "serial")
     w.need("bias", False, "DeepSeek's attention_bias leaves the MLP without biases")
-    w.need("norm_eps", 1e-6, "transformers keeps the latent norms at eps 1e-6")
-    w.need("mla_norm_eps", (None, 1e-6), "transformers keeps the latent norms at eps 1e-6")
+    w.need("mla_norm_eps" if c.mla_norm_eps is not None else "norm_eps", 1e-6,
+           "transformers keeps the latent norms at eps 1e-6")
     w.need("position", "rope", "DeepSeek rotates the decoupled key")
     w.no_dropout()
     return dict(vocab_size=c.vocab_size, hidden_size=c.d_model, intermediate_size=c.ffn_width,
@@ -41,7 +42,12 @@ def _experts(w: _Writer) -> dict[str, Any]:
 
 def _deepseek_v3(w: _Writer) -> dict[str, Any]:
     c = w.cfg
-    out = dict(_mla(w), rope_interleave=c.mla_rope_interleave, num_nextn_predict_layers=c.mtp_depth or 0)
+    out = dict(_mla(w), num_nextn_predict_layers=c.mtp_depth or 0)
+    if w.family in DSA:   # transformers' sparse-attention MLA always rotates adjacent pairs
+        w.need("mla_rope_interleave", True, f"{w.family} always rotates adjacent pairs")
+        out.update(_indexer(w))
+    else:
+        out["rope_interleave"] = c.mla_rope_interleave
     if c.n_experts is None:   # every layer dense
         return dict(out, first_k_dense_replace=c.n_layers)
     w.need("router", "sigmoid", "DeepSeek-V3 scores experts with a sigmoid")
@@ -68,4 +74,22 @@ def _deepseek_v2(w: _Writer) -> dict[str, Any]:
                 n_group=c.router_groups, topk_group=c.router_group_topk, norm_topk_prob=False)
 
 
-WRITERS = {"deepseek_v3": _deepseek_v3, "deepseek_v2": _deepseek_v2}
+DSA = ("deepseek_v32", "glm_moe_dsa")
+
+
+def _indexer(w: _Writer) -> dict[str, Any]:
+    c = w.cfg
+    glm = w.family == "glm_moe_dsa"
+    w.check(c.sparse_attention, "index_topk", f"{w.family} attention is sparse (a lightning indexer)")
+    w.check(c.q_lora_rank is not None, "q_lora_rank", f"{w.family} queries always pass through a latent")
+    w.need("index_rope_interleave", glm, "the indexer rotates " + ("adjacent pairs" if glm else "halves"))
+    if not glm:
+        w.need("indexer_types", None, "every layer runs its own indexer")
+    out = dict(index_topk=c.index_topk, index_n_heads=c.index_n_heads, index_head_dim=c.index_head_dim)
+    if glm:
+        out.update(indexer_rope_interleave=True, indexer_types=list(c.indexer_types or ("full",) * c.n_layers))
+    return out
+
+
+WRITERS = {"deepseek_v3": _deepseek_v3, "deepseek_v2": _deepseek_v2, "deepseek_v32": _deepseek_v3,
+           "glm_moe_dsa": _deepseek_v3}

@@ -10,10 +10,6 @@ _HYBRID = "mixers other than softmax attention (hybrid layers) are not built yet
 REFUSED: dict[str, tuple[str, str]] = {
     "lfm2": ("layer_types", f"its conv layers are LFM2's gated short convolutions: {_HYBRID}"),
     "lfm2_moe": ("layer_types", f"its conv layers are LFM2's gated short convolutions: {_HYBRID}"),
-    "deepseek_v32": ("index_topk", "the lightning indexer's top-k sparse attention is not built yet"),
-    "glm_moe_dsa": ("index_topk", "the lightning indexer's top-k sparse attention is not built yet"),
-    "kimi_k2": ("model_type", "DeepSeek-V3 under another name, loaded by remote code; transformers 5.24 has no "
-                              "kimi_k2 class (only Kimi K2.5's wrapper renames it to deepseek_v3)"),
     "gemma4_text": ("attention_k_eq_v", "Gemma 4 attention is not modelled: values RMS-normalized without a gain "
                                          "(v_norm), unscaled scores, global layers with their own head width and "
                                          "key/value heads (global_head_dim), key/value sharing across layers "

@@ -36,7 +36,7 @@ class _Writer:
                embed_norm: bool = False, final_norm: bool = True, residual_alpha: bool = False,
                nope: bool = False, chunk: bool = False, temperature: bool = False, scales_input: bool = False,
                selection_param: bool = False, local_rope: bool = False, embed_dropout: bool = True,
-               scales: bool = False) -> None:
+               scales: bool = False, dsa: bool = False) -> None:
         """What every supported family shares (a final norm, no embedding norm, learned gains) and the
         features only some have, off unless the family passes them: hybrid layer kinds (layer_types beyond
         attention, ffn_types), and the branch, embedding and logit multipliers (scales); residual_alpha: any alpha
@@ -63,6 +63,8 @@ class _Writer:
             self.need("n_experts", None, "a dense family")
         if not mla:
             self.need("kv_lora_rank", None, "no latent attention (MLA)")
+        if not dsa:
+            self.need("index_topk", None, "dense attention (no lightning indexer)")
         if not mtp:
             self.need("mtp_depth", None, "no multi-token-prediction modules")
         if self.cfg.qk_norm:

@@ -174,7 +174,7 @@ def pairs_for(cfg: ModelConfig, family: str) -> list[Pair]:
         pairs = moe_pairs(cfg, family)
     elif family == "gpt_oss":
         pairs = gpt_oss_pairs(cfg)
-    elif family in ("deepseek_v2", "deepseek_v3"):
+    elif family in ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "kimi_k2"):
         pairs = deepseek_pairs(cfg)
     elif family == "bloom":
         pairs = _bloom(cfg)

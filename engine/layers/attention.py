@@ -128,13 +128,17 @@ class AttentionKnobs(Knobs):
 class LayerKV:
     """One layer's decode cache. Attention: keys and values [B, kv_heads, S, hd] and the absolute position of
     the first key (a sliding-window layer keeps only the last `window` positions, so its cache really is
-    smaller). A recurrent mixer (engine/layers/mixers.py): its fixed state, the short convolution's last inputs
-    `conv` [B, C, K-1] and the recurrent `recurrent` tensor, whatever the context length."""
+    smaller); a sparse-attention (DSA) layer also its indexer's keys, in `index_format` (engine/layers/
+    indexer.py). A recurrent mixer (engine/layers/mixers.py): its fixed state, the short convolution's last
+    inputs `conv` [B, C, K-1] and the recurrent `recurrent` tensor, whatever the context length."""
 
-    def __init__(self) -> None:
+    def __init__(self, index_format: str = "fp8") -> None:
         self.k: torch.Tensor | None = None
         self.v: torch.Tensor | None = None
         self.start = 0
+        self.index_format = index_format
+        self.index_keys: torch.Tensor | None = None     # [B, S, D], FP8 or the model's dtype
+        self.index_scales: torch.Tensor | None = None   # [B, S, blocks] fp32 beside FP8 keys
         self.conv: torch.Tensor | None = None
         self.recurrent: torch.Tensor | None = None
 
@@ -143,7 +147,12 @@ class LayerKV:
         return sum(t.numel() * t.element_size() for t in tensors if t is not None)
 
     def kv_nbytes(self) -> int:
-        return self._bytes(self.k, self.v)
+        """What grows with the context: keys and values (or MLA's latent) and the indexer keys."""
+        return self._bytes(self.k, self.v) + self.index_nbytes()
+
+    def index_nbytes(self) -> int:
+        """The indexer keys (and their scales) alone."""
+        return self._bytes(self.index_keys, self.index_scales)
 
     def state_nbytes(self) -> int:
         return self._bytes(self.conv, self.recurrent)
@@ -276,7 +285,7 @@ def attention_variants(cfg: ModelConfig) -> dict[str, ModelConfig]:
     """The same config as MHA, one GQA (kv_head_choices) and MQA: fewer key/value heads mean a smaller cache
     to hold and to read at every decode step. For an MLA config, the same model with plain attention."""
     if cfg.mla:   # plain attention beside MLA: same heads, each v_head_dim wide (keys and values alike)
-        cfg = cfg.replace(kv_lora_rank=None, head_dim=cfg.v_head_dim)
+        cfg = cfg.replace(kv_lora_rank=None, head_dim=cfg.v_head_dim, index_topk=None)
     return {kind: cfg.replace(n_kv_heads=None if k == cfg.n_heads else k)
             for kind, k in kv_head_choices(cfg.n_heads, cfg.kv_heads).items()}
 

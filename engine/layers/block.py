@@ -17,6 +17,7 @@ from torch import nn
 
 from engine.layers.attention import LayerKV
 from engine.layers.ffn import GATE_ACTIVATION, ffn_matmul_params, ffn_params, ffn_saved_bytes, make_ffn
+from engine.layers.indexer import Chosen, IndexerLayout, indexer_layout
 from engine.layers.init import init_norm
 from engine.layers.kinds import LayerSpec
 from engine.layers.mixers import MIXERS, spec_mixers
@@ -73,14 +74,15 @@ class BlockLayout:
     mixers: tuple[str, ...] = ("attention",)   # this layer's mixer kinds (engine/layers/mixers.py); () none
     ffn_kind: str = "dense"     # this layer's FFN: "dense", "moe" or "none"
     attn_gate: str | None = None  # the attention output gate: "elementwise", "head" or None
+    chunk: int | None = None    # chunked local attention: block size of the chunked layers (Llama 4)
+    qk_norm_rope_only: bool = False   # QK-norm without gain, only where RoPE runs (Llama 4)
+    temperature: str | None = None    # the long-context query temperature, as a formula
+    indexer: IndexerLayout | None = None   # sparse attention: the lightning indexer choosing MLA's keys
 
     @property
     def branches(self) -> int:
         """Branches on the residual stream: the mixer(s) and the FFN, each when present."""
         return bool(self.mixers) + (self.ffn_kind != "none")
-    chunk: int | None = None    # chunked local attention: block size of the chunked layers (Llama 4)
-    qk_norm_rope_only: bool = False   # QK-norm without gain, only where RoPE runs (Llama 4)
-    temperature: str | None = None    # the long-context query temperature, as a formula
 
     @property
     def norm_count(self) -> int:
@@ -89,11 +91,15 @@ class BlockLayout:
 
 
 def plain_spec(cfg: ModelConfig, moe: bool = False) -> LayerSpec:
-    """An attention layer with full attention and a dense (or MoE) FFN: the block of a one-kind model."""
-    return LayerSpec(("attention",), "moe" if moe else "dense", None, "global" if cfg.position == "rope" else None)
+    """An attention layer with full attention and a dense (or MoE) FFN: the block of a one-kind model (with
+    sparse attention, running its own indexer)."""
+    index = "full" if cfg.mla and cfg.sparse_attention else None
+    return LayerSpec(("attention",), "moe" if moe else "dense", None, "global" if cfg.position == "rope" else None,
+                     index=index)
 
 
 def block_layout(cfg: ModelConfig, spec: LayerSpec | None = None) -> BlockLayout:
+    """The structure of a block with `spec` (the first layer's kind of a one-kind model by default)."""
     spec = spec or plain_spec(cfg)
     parallel, placement = cfg.block == "parallel", cfg.norm_placement
     present = bool(spec.mixers) + (spec.ffn != "none")   # a parallel block always has both (a config rule)
@@ -110,7 +116,8 @@ def block_layout(cfg: ModelConfig, spec: LayerSpec | None = None) -> BlockLayout
         shared_experts=(cfg.n_shared_experts or 0) if cfg.n_experts else 0, attn_sinks=cfg.attn_sinks,
         mla=mla_layout(cfg) if cfg.mla else None, mixers=spec.mixers, ffn_kind=spec.ffn, attn_gate=cfg.attn_gate,
         chunk=cfg.attn_chunk if cfg.layer_types and any("chunked" in w.split("+") for w in cfg.layer_types) else None,
-        qk_norm_rope_only=cfg.qk_norm and cfg.qk_norm_scope == "rope_heads", temperature=_temperature(cfg))
+        qk_norm_rope_only=cfg.qk_norm and cfg.qk_norm_scope == "rope_heads", temperature=_temperature(cfg),
+        indexer=indexer_layout(cfg, spec.index == "full") if spec.index else None)
 
 
 def _temperature(cfg: ModelConfig) -> str | None:
@@ -164,11 +171,12 @@ class Block(nn.Module):
         for norm in (self.norm1, self.norm2, self.post_attn_norm, self.post_ffn_norm):
             init_norm(norm)
 
-    def _attn(self, h, pos, rope, cache):
-        """The mixer branch: every mixer reads h, their outputs add."""
+    def _attn(self, h, pos, rope, cache, chosen):
+        """The mixer branch: every mixer reads h, their outputs add; sparse MLA also gets the indexer's choice."""
         y = None
         for attr in self.mixer_attrs:
-            out = getattr(self, attr)(h, pos, rope, cache)
+            mixer = getattr(self, attr)
+            out = mixer(h, pos, rope, cache) if chosen is None else mixer(h, pos, rope, cache, chosen)
             y = out if y is None else y + out
         y = self.post_attn_norm(y) if self.post_attn_norm is not None else y
         return F.dropout(y, self.p, self.training)
@@ -182,29 +190,31 @@ class Block(nn.Module):
         """The residual a branch output is added to: alpha x (a scalar multiply: autograd saves nothing for it)."""
         return x if self.alpha == 1.0 else x * self.alpha
 
-    def forward(self, x: torch.Tensor, pos: torch.Tensor, rope: tuple | None,
-                cache: LayerKV | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, pos: torch.Tensor, rope: tuple | None, cache: LayerKV | None = None,
+                chosen: Chosen | None = None) -> torch.Tensor:
         # x: [B, T, d] residual stream in and out; every branch (mixers, FFN, norms) reads and returns [B, T, d]
+        # chosen: sparse attention's kept keys, passed from an indexer layer to the shared layers after it
         mix, ffn, r = bool(self.mixer_attrs), self.ffn is not None, self._res
         if self.parallel:
             if self.placement == "post":
-                return self.norm1(r(x) + self._attn(x, pos, rope, cache) + self._ffn(x))
+                return self.norm1(r(x) + self._attn(x, pos, rope, cache, chosen) + self._ffn(x))
             h1 = x if self.norm1 is None else self.norm1(x)
             h2 = h1 if self.norm2 is None else self.norm2(x)
-            return r(x) + self._attn(h1, pos, rope, cache) + self._ffn(h2)
+            return r(x) + self._attn(h1, pos, rope, cache, chosen) + self._ffn(h2)
         if self.placement == "post":
-            x = self.norm1(r(x) + self._attn(x, pos, rope, cache)) if mix else x
+            x = self.norm1(r(x) + self._attn(x, pos, rope, cache, chosen)) if mix else x
             return self.norm2(r(x) + self._ffn(x)) if ffn else x
         if mix:
-            x = r(x) + self._attn(x if self.norm1 is None else self.norm1(x), pos, rope, cache)
+            x = r(x) + self._attn(x if self.norm1 is None else self.norm1(x), pos, rope, cache, chosen)
         return r(x) + self._ffn(x if self.norm2 is None else self.norm2(x)) if ffn else x
 
 
 # Closed forms of one block, summed from the mixer, FFN and norm families.
 
 def block_params(cfg: ModelConfig, spec: LayerSpec | None = None) -> dict[str, int]:
-    """Parameters of one block by component (the names of engine.budget.params.COMPONENTS): its mixers',
-    its FFN's (an MoE block has router, shared_experts and routed_experts instead of ffn) and its norms."""
+    """Parameters of one block by component (the names of engine.budget.params.COMPONENTS): its mixers' (a
+    sparse-attention layer running its own lightning indexer adds `indexer`), its FFN's (an MoE block has
+    router, shared_experts and routed_experts instead of ffn) and its norms."""
     spec = spec or plain_spec(cfg)
     out: dict[str, int] = {}
     for m in spec_mixers(spec):

@@ -33,6 +33,8 @@ class LayerSpec:
     rope: str | None = None        # attention: "global", "local" or None (no rotary table)
     temperature: bool = False      # attention: queries scaled by the long-context temperature (Llama 4)
     layer: int | None = None       # the layer's index, for a kind whose module depends on it (Mixer.per_layer)
+    index: str | None = None       # sparse attention (DSA): "full" runs its own lightning indexer, "shared"
+                                   # reuses the previous indexer layer's choice; None: dense attention
 
     @property
     def attention(self) -> bool:
@@ -77,12 +79,22 @@ class Mixer:
         """Backward of those products: 2x (a gradient for each operand), unless the kind says otherwise."""
         return 2 * self.forward_flops(cfg, spec, batch, seq, causal)
 
+    def no_grad_flops(self, cfg: ModelConfig, spec: LayerSpec, batch: int, seq: int, causal: bool) -> int:
+        """The part of forward_flops that runs without gradients (DSA's lightning indexer): no backward."""
+        return 0
+
     def decode_flops(self, cfg: ModelConfig, spec: LayerSpec, batch: int, context: int) -> int:
         """Products beyond the weights of one decode step after `context` tokens."""
         return 0
 
     def kv_bytes(self, cfg: ModelConfig, spec: LayerSpec, batch: int, tokens: int, e: int) -> int:
         """Per-token cache after `tokens` positions (0 for a recurrent kind)."""
+        return 0
+
+    def index_key_bytes(self, cfg: ModelConfig, spec: LayerSpec, batch: int, tokens: int, e: int,
+                        key_format: str) -> int:
+        """Bytes of keys cached beside the KV in a format of their own after `tokens` positions (DSA's lightning
+        indexer keys: FP8 with scales, or the cache dtype e); 0 for a kind without them."""
         return 0
 
     def state_elements(self, cfg: ModelConfig, conv_positions: Callable[[int], int]) -> dict[str, int]:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Callable
 from engine.layers.attention import (Attention, attention_matmul_params, attention_params, attention_saved_bytes,
                                      kv_bytes, score_flops)
 from engine.layers.gdn import GDNMixer
+from engine.layers.indexer import index_key_bytes, index_score_flops, indexer_matmul_params, indexer_params
 from engine.layers.kda import KDAMixer
 from engine.layers.lightning import LightningMixer
 from engine.layers.kinds import FFN_KINDS, LayerSpec, Mixer
@@ -35,28 +36,58 @@ if TYPE_CHECKING:
 
 
 class AttentionMixer(Mixer):
-    """Softmax attention, as engine/layers/attention.py (MHA/GQA/MQA, windows) and mla.py (MLA) compute it."""
+    """Softmax attention, as engine/layers/attention.py (MHA/GQA/MQA, windows) and mla.py (MLA) compute it; with
+    sparse attention (DSA, engine/layers/indexer.py: spec.index) MLA attends to at most index_topk keys a query,
+    and a layer running its own lightning indexer scores every visible key, without gradients."""
     name, label, words, attr = "attention", "softmax attention", ("full", "sliding", "chunked"), "attn"
     components = ("attention_q", "attention_k", "attention_v", "attention_o", "attention_gate", "qk_norm",
-                  "attention_sinks")
+                  "attention_sinks", "indexer")
 
     def build(self, cfg, spec):
-        return MLA(cfg) if cfg.mla else Attention(cfg, spec.window, spec.temperature)
+        return MLA(cfg, spec.index == "full") if cfg.mla else Attention(cfg, spec.window, spec.temperature)
 
     def params(self, cfg, spec):
-        return mla_params(cfg) if cfg.mla else attention_params(cfg)
+        if not cfg.mla:
+            return attention_params(cfg)
+        return {**mla_params(cfg), **({"indexer": indexer_params(cfg)} if spec.index == "full" else {})}
 
-    def matmul_params(self, cfg, spec):
+    def matmul_params(self, cfg, spec):   # the indexer's projections are in no_grad_flops, not here
         return mla_matmul_params(cfg) if cfg.mla else attention_matmul_params(cfg)
 
+    @staticmethod
+    def _keys(cfg, spec):
+        """The most keys one query attends to: its window, or with sparse attention index_topk."""
+        return cfg.index_topk if spec.index else spec.window
+
+    def _scores(self, cfg, spec, batch, seq, causal):
+        return score_flops(cfg, batch, query_key_pairs(seq, self._keys(cfg, spec), causal))
+
     def forward_flops(self, cfg, spec, batch, seq, causal):
-        return score_flops(cfg, batch, query_key_pairs(seq, spec.window, causal))
+        return self._scores(cfg, spec, batch, seq, causal) + self.no_grad_flops(cfg, spec, batch, seq, causal)
+
+    def backward_flops(self, cfg, spec, batch, seq, causal):
+        return 2 * self._scores(cfg, spec, batch, seq, causal)
+
+    def no_grad_flops(self, cfg, spec, batch, seq, causal):
+        """The lightning indexer: its projections for every token, a score for every visible key (not only the
+        top-k): 2*(rq*H_I*D_I + d*D_I + d*H_I) a token plus 2*H_I*(D_I + 1) a query-key pair."""
+        if spec.index != "full":
+            return 0
+        return (2 * indexer_matmul_params(cfg) * batch * seq
+                + index_score_flops(cfg, batch, query_key_pairs(seq, None, causal)))
 
     def decode_flops(self, cfg, spec, batch, context):
-        return score_flops(cfg, batch, keys_seen(context, spec.window))
+        scores = score_flops(cfg, batch, keys_seen(context, self._keys(cfg, spec)))
+        if spec.index != "full":
+            return scores
+        return scores + 2 * indexer_matmul_params(cfg) * batch + index_score_flops(cfg, batch,
+                                                                                   keys_seen(context, None))
 
     def kv_bytes(self, cfg, spec, batch, tokens, e):
         return mla_kv_bytes(cfg, batch, tokens, e) if cfg.mla else kv_bytes(cfg, batch, tokens, spec.window, e)
+
+    def index_key_bytes(self, cfg, spec, batch, tokens, e, key_format):
+        return index_key_bytes(cfg, batch, tokens, e, key_format) if spec.index == "full" else 0
 
     def saved_bytes(self, cfg, spec, B, T, e, impl, add):
         if cfg.mla:
@@ -113,8 +144,10 @@ class LayerKnobs(Knobs):
         window = self.layer_window(i) if "attention" in mixers else None
         attention = "attention" in mixers
         depth = i if any(MIXERS[k].per_layer for k in mixers) else None   # only where a module depends on it
+        index = ("full" if self.layer_indexer(i) else "shared") if attention and self.mla and \
+            self.sparse_attention else None
         return LayerSpec(mixers, self.layer_ffn(i), window, self.layer_rope(i),
-                         attention and self.layer_temperature(i), depth)
+                         attention and self.layer_temperature(i), depth, index)
 
     @property
     def layer_specs(self) -> list[LayerSpec]:

@@ -1,11 +1,15 @@
 """Multi-head latent attention (MLA, DeepSeek-V2/V3), as transformers' DeepseekV2/V3Attention computes it.
+(This file is longer than 300 lines: the family's declared fields, its module, its layout for the diagram and its
+closed forms stay in one place.)
 
 Each token's keys and values come from one latent c = RMSNorm(x W_dkv) of width r = kv_lora_rank: per head, the
 non-rotary key part and the value are up-projections of c (kv_b). Position enters through a decoupled rotary key
 k_rot = RoPE(x W_kr) of width qk_rope_head_dim, one head shared by every query head. A query head is
 [q_nope | RoPE(q_rot)], from x directly or through its own latent (q_lora_rank). So a decode step needs only
 c and k_rot per past token: the latent cache. The expanded cache keeps the per-head keys and values instead
-(what a plain attention cache would hold); both give the same logits. Below the module: the closed forms.
+(what a plain attention cache would hold); both give the same logits. With sparse attention (index_topk, DeepSeek-
+V3.2 and GLM-5) each query attends only to the keys a lightning indexer keeps (engine/layers/indexer.py).
+Below the module: the closed forms.
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.layers.attention import LayerKV
+from engine.layers.indexer import Chosen, LightningIndexer
 from engine.layers.span import keys_held, visible
 from engine.layers.init import init_linear, init_norm
 from engine.layers.norm import STAT, make_norm, norm_params, norm_saved_bytes
@@ -46,7 +51,8 @@ class MLAKnobs(Knobs):
                                          "(x0, x1), (x2, x3), ... as DeepSeek's weights expect, instead of halves.")
     mla_norm_eps: float | None = declare(None, "attention", "MLA: epsilon of the RMSNorms on the latents "
                                           "(transformers' DeepSeek and Kimi Linear fix 1e-6 there, whatever "
-                                          "rms_norm_eps says).", lo=0, lo_open=True, null="norm_eps")
+                                          "rms_norm_eps says, e.g. GLM-5's 1e-5).", lo=0, lo_open=True,
+                                          null="norm_eps")
 
     @property
     def mla(self) -> bool:
@@ -122,7 +128,9 @@ def mla_layout(cfg: ModelConfig) -> MLALayout:
 
 
 class MLA(nn.Module):
-    def __init__(self, cfg: ModelConfig):
+    def __init__(self, cfg: ModelConfig, indexer: bool = True):
+        """indexer: with sparse attention (index_topk), whether this layer runs its own lightning indexer or
+        reuses the previous indexer layer's choice (a shared layer)."""
         super().__init__()
         d, H = cfg.d_model, cfg.n_heads
         self.H, self.r, self.dn, self.dr, self.dv = H, cfg.kv_lora_rank, cfg.qk_nope_head_dim, \
@@ -141,6 +149,8 @@ class MLA(nn.Module):
         self.kv_norm = make_norm(cfg, self.r, eps=cfg.mla_norm_eps)
         self.kv_b = nn.Linear(self.r, H * (self.dn + self.dv), bias=False)
         self.o_proj = nn.Linear(H * self.dv, d, bias=cfg.bias)
+        self.sparse = cfg.index_topk is not None
+        self.indexer = LightningIndexer(cfg) if self.sparse and indexer else None
         self.cache_kind = "latent"  # what a decode cache holds: "latent" (c, k_rot) or "expanded" (k, v)
         self.impl = "sdpa"          # "sdpa" or "explicit" (explicit can keep the probabilities for plots)
         self.keep_probs = False
@@ -153,6 +163,8 @@ class MLA(nn.Module):
         init_linear(self.o_proj, out_std, generator)
         init_norm(self.q_norm)
         init_norm(self.kv_norm)
+        if self.indexer is not None:
+            self.indexer.init_weights(std, generator)
 
     def _rope(self, x: torch.Tensor, rope: tuple | None) -> torch.Tensor:
         if rope is None:      # position none: the shared key part is not rotated (Kimi Linear's NoPE MLA)
@@ -168,10 +180,11 @@ class MLA(nn.Module):
         k_nope, v = kv.split([self.dn, self.dv], dim=-1)
         return torch.cat([k_nope, k_rot.expand(B, self.H, S, self.dr)], dim=-1), v
 
-    def forward(self, x: torch.Tensor, pos: torch.Tensor, rope: tuple,
-                cache: LayerKV | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, pos: torch.Tensor, rope: tuple, cache: LayerKV | None = None,
+                chosen: Chosen | None = None) -> torch.Tensor:
         B, T, _ = x.shape                                                  # x: [B, T, d_model]
-        q = self.q_proj(x) if self.q_proj is not None else self.q_b(self.q_norm(self.q_a(x)))
+        q_latent = None if self.q_proj is not None else self.q_norm(self.q_a(x))   # [B, T, rq]
+        q = self.q_proj(x) if q_latent is None else self.q_b(q_latent)
         q = q.view(B, T, self.H, self.dn + self.dr).transpose(1, 2)       # [B, H, T, dn + dr]
         q_nope, q_rot = q.split([self.dn, self.dr], dim=-1)
         c, k_rot = self.kv_a(x).split([self.r, self.dr], dim=-1)           # [B, T, r], [B, T, dr]
@@ -188,16 +201,26 @@ class MLA(nn.Module):
                 k, v = torch.cat([cache.k, k], dim=2), torch.cat([cache.v, v], dim=2)
             cache.k, cache.v = k, v
         k_pos = torch.arange(k.shape[2], device=x.device) if cache is not None else pos
+        allowed = visible(pos, k_pos, None)                                # [T, S]
+        if self.sparse:   # only the keys the indexer kept (this layer's, or the last indexer layer's)
+            if self.indexer is not None:
+                keep = self.indexer(x, q_latent, allowed, rope, cache)     # [B, T, S]
+                if chosen is not None:
+                    chosen.keep = keep
+            else:
+                keep = chosen.keep
+            allowed = keep[:, None]                                        # [B, 1, T, S]
         if self.impl == "explicit" or self.keep_probs:
             scores = (q @ k.transpose(-2, -1)) * self.scale                # [B, H, T, S]
-            scores = scores.masked_fill(~visible(pos, k_pos, None), float("-inf"))
+            scores = scores.masked_fill(~allowed, float("-inf"))
             probs = torch.softmax(scores, dim=-1, dtype=torch.promote_types(q.dtype, torch.float32)).to(q.dtype)
             if self.keep_probs:
                 self.probs = probs.detach()
             y = F.dropout(probs, self.dropout, self.training) @ v
         else:
-            mask = None if cache is None else visible(pos, k_pos, None)
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=cache is None, scale=self.scale,
+            causal = cache is None and not self.sparse
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=None if causal else allowed, is_causal=causal,
+                                               scale=self.scale,
                                                dropout_p=self.dropout if self.training else 0.0)
         out = self.o_proj(y.transpose(1, 2).reshape(B, T, self.H * self.dv))    # [B, T, d_model]
         return out * self.out_scale if self.out_scale != 1.0 else out
@@ -252,30 +275,43 @@ def mla_kv_bytes(cfg: ModelConfig, batch: int, tokens: int, e: int, kind: str = 
 
 def mla_saved_bytes(cfg: ModelConfig, B: int, T: int, e: int, impl: str, add) -> None:
     """Saved tensors of one MLA layer beyond its input (the normed residual), by term (`add(term, bytes)`).
-    Measured for SDPA without dropout (held by tests/test_mla.py against saved-tensor hooks):
-      latent norms  the kv latent's RMSNorm (its input is a slice of the kv_a output, so in fp32 the whole
-                    [N, r + dr] storage is held) and the up-projection's input [N, r]; with a query latent the
-                    same for the q norm ([N, rq], whole) and q_b's input; outside fp32 the rotary tables
-                    cast for this layer
-      attention     qk_head_dim != v_head_dim: SDPA's math path, in fp32 on CPU: q, k^T [B*H, ., dqk],
-                    v [B*H, S, dv] and the fp32 probabilities; equal widths: the flash kernel keeps q, k, the
-                    value slice of the up-projection (its [N, H*(dn + dv)] storage), its output and the fp32
-                    logsumexp; then o_proj's input [N, H*dv] either way"""
-    if impl != "sdpa" or cfg.dropout > 0:
-        raise ValueError(f"attention: the MLA activation estimate covers sdpa without dropout; got {impl}"
-                         f"{' with dropout' if cfg.dropout > 0 else ''}")
+    Measured on CPU (held by tests/test_mla.py and the MLA variant grid against saved-tensor hooks):
+      latent norms  the kv latent's norm (its input is a slice of the kv_a output, so where the norm saves its
+                    input itself, in fp32 or as a LayerNorm, the whole [N, r + dr] storage is held) and the
+                    up-projection's input [N, r]; with a query latent the same for the q norm ([N, rq], whole)
+                    and q_b's input; outside fp32 the rotary tables cast for this layer
+      SDPA          with dropout, or qk_head_dim != v_head_dim: its math path, in fp32: q, k^T [B*H, ., dqk],
+                    v [B*H, S, dv], the probabilities (with dropout also its noise and the dropped
+                    probabilities); equal widths without dropout: the flash kernel keeps q, k, the value slice
+                    of the up-projection (its [N, H*(dn + dv)] storage), its output, the fp32 logsumexp and,
+                    with sparse attention, the top-k mask as an additive float mask [B, 1, T, T]
+      explicit      q, k^T, a contiguous copy of v, the bool mask ([T, S], or [B, 1, T, S] with sparse
+                    attention), the fp32 softmax, then dropout's noise and dropped probabilities or the cast
+                    probabilities outside fp32
+      either        o_proj's input [N, H*dv]
+    The lightning indexer runs without gradients: it saves nothing."""
     N, H, r, dr, rq = B * T, cfg.n_heads, cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.q_lora_rank
     dqk, dv = cfg.qk_head_dim, cfg.v_head_dim
-    latent = norm_saved_bytes(cfg, N, r, e) + N * r * e + (N * dr * e if e == STAT else 0)
+    own_copy = cfg.norm == "rmsnorm" and e != STAT   # the norm saves its own fp32 copy, not the kv_a slice
+    latent = norm_saved_bytes(cfg, N, r, e) + N * r * e + (0 if own_copy else N * dr * e)
     if rq is not None:
         latent += norm_saved_bytes(cfg, N, rq, e) + N * rq * e
     add("latent_norms", latent)
     add("rope_tables", rope_saved_bytes(cfg, T, e)[1])
-    if dqk != dv:
+    scores = B * H * T * T
+    if impl == "explicit":
+        add("attn_qkv", B * H * T * (2 * dqk + dv) * e)
+        add("attn_mask", B * T * T if cfg.sparse_attention else T * T)
+        drop = 2 * scores * e if cfg.dropout > 0 else (scores * e if e != STAT else 0)
+        add("attn_scores", scores * STAT + drop)
+        add("attn_out", N * H * dv * e)
+        return
+    if cfg.dropout > 0 or dqk != dv:   # SDPA's math path, in fp32 on CPU (with dropout: noise, dropped probs)
         add("attn_qkv", B * H * T * (2 * dqk + dv) * STAT)
-        add("attn_scores", B * H * T * T * STAT)
+        add("attn_scores", (3 if cfg.dropout > 0 else 1) * scores * STAT)
     else:
         add("attn_qkv", B * H * T * 2 * dqk * e + N * H * (cfg.qk_nope_head_dim + dv) * e)
         add("attn_out", N * H * dv * e)
         add("attn_lse", B * H * T * STAT)
+        add("attn_mask", B * T * T * e if cfg.sparse_attention else 0)
     add("attn_out", N * H * dv * e)

@@ -14,17 +14,19 @@ from engine.runtime import TORCH_DTYPES
 
 @torch.no_grad()
 def measure_kv_cache(cfg: ModelConfig, batch: int, tokens: int, dtype: str = "fp32", device: str = "cpu",
-                     seed: int = 0) -> Measurement:
-    """Cache bytes after `tokens` positions (window layers keep only their last `window` keys; a recurrent layer
-    its fixed state, as this engine holds it: vLLM's convention)."""
+                     seed: int = 0, index_keys: str = "fp8") -> Measurement:
+    """Cache bytes after `tokens` positions (window layers keep only their last `window` keys; sparse-attention
+    layers their indexer keys too, in `index_keys` format; a recurrent layer its fixed state, as this engine
+    holds it: vLLM's convention)."""
     check_fits(cfg, device, batch, tokens, dtype, training=False)
     model = build_model(cfg, device=device, dtype=TORCH_DTYPES[dtype], seed=seed).eval()
     g = torch.Generator().manual_seed(seed)
     idx = torch.randint(0, cfg.vocab_size, (batch, tokens), generator=g).to(device)
-    cache = KVCache(cfg.n_layers)
+    cache = KVCache(cfg.n_layers, index_keys)
     if tokens > 1:
         model(idx[:, :-1], cache)
     model(idx[:, -1:], cache)
-    estimate = kv_cache_bytes(cfg, batch, tokens, dtype) + sum(state_bytes(cfg, batch, dtype).values())
+    estimate = (kv_cache_bytes(cfg, batch, tokens, dtype, index_keys=index_keys)
+                + sum(state_bytes(cfg, batch, dtype).values()))
     return Measurement("KV-cache bytes", estimate, cache.nbytes(),
                        f"KVCache.nbytes() after a decode step, {dtype} on {device}")

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 
 from engine.budget.activations import activation_estimate
-from engine.budget.memory import (_OPTIMIZER_STATES, _POLICY_BYTES, POLICY_DTYPE, kv_cache_layers,
+from engine.budget.memory import (_OPTIMIZER_STATES, _POLICY_BYTES, POLICY_DTYPE, index_key_layers, kv_cache_layers,
                                   layer_state_bytes)
 from engine.config import ModelConfig
 from engine.layers.block import block_norm_count
@@ -123,13 +123,16 @@ def _activations(cfg: ModelConfig, lay: Layout, s: Setup, stage: int) -> int:
 def kv_cache_per_gpu(cfg: ModelConfig, lay: Layout, s: Setup, stage: int = 0) -> int:
     """This stage's layers' cache (engine/budget/memory.py kv_cache_layers) at the batch and tokens of `s`,
     stored under s.kv_quant; tensor parallelism splits the kv heads (an MLA latent is replicated on every rank).
+    Sparse attention's indexer keys add in their own format (FP8 with scales, replicated like the latent).
     Recurrent layers add their fixed state, split by tp as vLLM splits heads and conv channels."""
     layers, mine = kv_cache_layers(cfg, s.micro_batch, s.seq), stage_layers(cfg, lay.pp, stage)
     split = 1 if cfg.mla else lay.tp
     kv = [(values // split, width) for values, width in (layers[i] for i in mine) if values]
     state = sum(sum(layer_state_bytes(cfg, cfg.layer_spec(i), s.micro_batch, POLICY_DTYPE[s.policy]).values())
                 for i in mine)
-    return kv_quant_bytes(kv, s.kv_quant, POLICY_DTYPE[s.policy]) + math.ceil(state / lay.tp)
+    index = index_key_layers(cfg, s.micro_batch, s.seq, POLICY_DTYPE[s.policy])
+    return (kv_quant_bytes(kv, s.kv_quant, POLICY_DTYPE[s.policy]) + sum(index[i] for i in mine)
+            + math.ceil(state / lay.tp))
 
 
 def _working_set(lay: Layout, s: Setup, stage: int, cfg: ModelConfig, base: list[Tensor],
