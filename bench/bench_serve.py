@@ -2,7 +2,8 @@
 bench/RESULTS.md. No timing: every row is a size or a count held against a published one.
 
   GGUF       llama.cpp's tools/quantize/README.md sizes for meta-llama/Llama-3.1-8B, every file type it lists
-  shipped    published checkpoint bytes (model.safetensors.index.json total_size; DeepSeek-V3's weight files)
+  shipped    published checkpoint bytes (model.safetensors.index.json total_size; DeepSeek-V3's and a GPTQ
+             model's weight files)
   vLLM       KV blocks and the concurrency line of published vLLM startup logs, from the logs' own inputs
 """
 from __future__ import annotations
@@ -44,11 +45,22 @@ def gguf_table() -> None:
 def shipped_table() -> None:
     oss120, _ = import_hf_config(json.loads((DATA / "gpt-oss-120b.json").read_text()))
     ds, _ = import_hf_config(json.loads((DATA / "deepseek-v3.json").read_text()))
+    int8, _ = import_hf_config(json.loads((DATA / "llama-3.1-8b-instruct-bnb-int8.json").read_text()))
     rows = [("openai/gpt-oss-120b (mxfp4)", sum(checkpoint_bytes(oss120)), 65_248_815_744, "index total_size"),
             ("openai/gpt-oss-20b (mxfp4)", sum(checkpoint_bytes(get_preset("gpt-oss-20b").config)),
              13_761_264_768, "index total_size"),
             ("deepseek-ai/DeepSeek-V3 (fp8 128x128, + MTP)", sum(checkpoint_bytes(ds)), 688_586_727_753,
-             "weight files, headers included")]
+             "weight files, headers included"),
+            ("Llama-3.1-8B-Instruct fine-tune (bitsandbytes int8)", sum(checkpoint_bytes(int8)), 9_086_705_888,
+             "index total_size")]
+    mytho = json.loads((DATA / "mythomax-l2-13b-gptq.json").read_text())
+    for branch, q, pub in (("main, 4-bit g128", {}, 7_259_435_192),
+                           ("4-bit g64", {"group_size": 64}, 7_507_243_192),
+                           ("4-bit g32", {"group_size": 32}, 8_002_859_672),
+                           ("8-bit g128", {"bits": 8}, 13_652_883_824)):
+        cfg, _ = import_hf_config({**mytho, "quantization_config": {**mytho["quantization_config"], **q}})
+        rows.append((f"TheBloke/MythoMax-L2-13B-GPTQ ({branch})", sum(checkpoint_bytes(cfg)), pub,
+                     "file size: + AutoGPTQ's fp16 bias buffers, header"))
     print("| checkpoint | ours (B) | published (B) | gap | published as |")
     print("|---|---|---|---|---|")
     for name, ours, pub, what in rows:

@@ -4,10 +4,11 @@ gpt-oss: model.safetensors.index.json metadata.total_size of openai/gpt-oss-120b
 openai/gpt-oss-20b, 13,761,264,768 B (both as public repositories quote the Hub files). DeepSeek-V3: its
 repository's weight files (deepseek-ai/DeepSeek-V3, revision afb92e1, and the same figure for the
 deepseek-v3.1:671b Ollama listing) hold 688,586,727,753 B, safetensors headers included.
-bitsandbytes: held against bitsandbytes' own serialized state dict (Linear4bit, Linear8bitLt). AWQ / GPTQ: the
-buffers AutoAWQ's WQLinear_GEMM (awq/modules/linear/gemm.py) and AutoGPTQ's QuantLinear declare:
-qweight int32 [in, out*b/32] (GPTQ [in*b/32, out]), qzeros int32 [in/G, out*b/32], scales fp16 [in/G, out],
-GPTQ's g_idx int32 [in].
+bitsandbytes: held against bitsandbytes' own serialized state dict (Linear4bit, Linear8bitLt), and LLM.int8 against
+a published index (a Llama-3.1-8B-Instruct fine-tune pushed in int8, SOURCES.md). AWQ / GPTQ: the buffers AutoAWQ's
+WQLinear_GEMM (awq/modules/linear/gemm.py) and AutoGPTQ's QuantLinear declare: qweight int32 [in, out*b/32] (GPTQ
+[in*b/32, out]), qzeros int32 [in/G, out*b/32], scales fp16 [in/G, out], GPTQ's g_idx int32 [in]; and GPTQ against
+TheBloke/MythoMax-L2-13B-GPTQ's published files, four branches (bits 4 and 8, groups 128, 64, 32).
 """
 from __future__ import annotations
 
@@ -54,6 +55,40 @@ def test_deepseek_v3_fp8_with_its_mtp_module_is_its_published_files():
     assert abs((model + mtp) / 688_586_727_753 - 1) < 0.001
     assert 0 < 688_586_727_753 - (model + mtp) < 20e6                   # what is left: ~160 safetensors headers
     assert checkpoint_bytes(get_preset("deepseek-v3").config) == (model, mtp)
+
+
+def test_bitsandbytes_int8_is_its_published_index(capsys, tmp_path):
+    """jeevanchaps/Meta-Llama3.1-8B-Instruct-assessment (LLM.int8, torch_dtype float16): its index's total_size,
+    9,086,705,888 B == int8 weights + an fp32 SCB per output row + a 1-byte weight_format per Linear (224 of them),
+    embeddings, lm_head and norms in fp16."""
+    out = _plan_weights(capsys, tmp_path, "llama-3.1-8b-instruct-bnb-int8.json")
+    assert out["per_gpu"]["weights_bytes"] == 9_086_705_888
+    assert out["weights_by_storage"] == {"bnb_int8": 6_984_827_104, "bf16": 2_101_878_784}
+
+
+MYTHOMAX = json.loads((DATA / "mythomax-l2-13b-gptq.json").read_text())
+
+
+@pytest.mark.parametrize("branch, q, published", [
+    ("main", {}, 7_259_435_192),
+    ("gptq-4bit-64g-actorder_True", {"group_size": 64, "desc_act": True}, 7_507_243_192),
+    ("gptq-4bit-32g-actorder_True", {"group_size": 32, "desc_act": True}, 8_002_859_672),
+    ("gptq-8bit-128g-actorder_True", {"bits": 8, "desc_act": True}, 13_652_883_824),
+])
+def test_gptq_is_its_published_file(capsys, tmp_path, branch, q, published):
+    """TheBloke/MythoMax-L2-13B-GPTQ: each branch's model.safetensors, its Git LFS size (the whole file).
+    What we do not count is exactly known: AutoGPTQ before its PR #602 (2024-03) gave every QuantLinear an fp16
+    bias [out] even where the layer has none (these files are of 2023-08), and the file's safetensors header (a JSON
+    entry per tensor, about 112 B each)."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**MYTHOMAX, "quantization_config": {**MYTHOMAX["quantization_config"], **q}}))
+    ours = _plan_weights(capsys, tmp_path, str(path))["per_gpu"]["weights_bytes"]
+    assert abs(ours / published - 1) < 0.001, branch                      # the acceptance: within 0.1%
+    layers, d, ff = 40, 5120, 13824
+    bias = 2 * layers * (4 * d + 2 * ff + d)                              # q k v o (MHA), gate up, down
+    tensors = layers * (7 * 5 + 2) + 3             # 5 per QuantLinear, 2 norms per layer; embed, norm, head
+    header = published - ours - bias
+    assert 100 * tensors < header < 120 * tensors, branch
 
 
 def _import_quant(q: dict):
