@@ -1,9 +1,9 @@
-"""Checks of one layer on its own, shared by the state-space mixers' tests (tests/test_mamba1.py, test_mamba2.py):
-its saved-tensor bytes, a hand count of an update's FLOPs, FlopCounterMode on the meta device, and equality with
-transformers' layer (outputs and every gradient)."""
+"""Checks of one layer on its own, shared by the recurrent mixers' tests (test_mamba1/2.py, test_gdn.py,
+test_kda.py, test_lightning.py): its saved-tensor bytes, a hand count of an update's FLOPs, FlopCounterMode on the
+meta device, and equality with transformers' layer (outputs and every gradient)."""
 from __future__ import annotations
 
-# ---- one layer measured on its own (the state-space mixers' tests) ---------------------------------------------
+# ---- one layer measured on its own (the recurrent mixers' tests) ---------------------------------------------
 def module_saved_bytes(module, x) -> int:
     """Bytes of the distinct storages autograd saves in module(x), its parameters and its input x excluded (the
     input belongs to whoever made it), each storage at its full size as engine.measure.activations counts them."""
