@@ -57,12 +57,16 @@ def one_branch(d, x: str, lay: BlockLayout, b_in: str, b_out: str, norm: str, no
     return x, add
 
 
+STRIP_MAX_LAYERS = 512
+
+
 def layer_strip(m: LayerMap) -> str:
     """The layer map as one Graphviz HTML-label node body: a mixer row and an FFN row of one cell per layer (a
     tooltip names the layer), and a legend of every kind with its count. Empty when every layer is alike."""
     if m.kinds == 1:
         return ""
     width = max(2, min(8, 320 // m.n_layers))
+    drawn = m.n_layers <= STRIP_MAX_LAYERS   # past that a cell per layer is wider than any page: the legend only
 
     def row(attr: str, colors: dict[str, str]) -> str:
         return "<TR>" + "".join(
@@ -73,9 +77,11 @@ def layer_strip(m: LayerMap) -> str:
         return ", ".join(f'<FONT COLOR="{kind_color(k.key, colors)}">■</FONT> {k.label} × {len(k.layers)}'
                          for k in kinds)
 
-    span = f'COLSPAN="{m.n_layers}"'
+    span = f'COLSPAN="{m.n_layers if drawn else 1}"'
     return ('<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="1" CELLPADDING="0">'
-            f'<TR><TD {span}><FONT POINT-SIZE="11">layers 1–{m.n_layers}: mixer (top), FFN (bottom)</FONT></TD></TR>'
-            + row("mixer", MIXER_COLORS) + row("ffn", FFN_KIND_COLORS)
+            f'<TR><TD {span}><FONT POINT-SIZE="11">layers 1–{m.n_layers}: '
+            + ("mixer (top), FFN (bottom)" if drawn else f"more than {STRIP_MAX_LAYERS} to draw one by one")
+            + '</FONT></TD></TR>'
+            + (row("mixer", MIXER_COLORS) + row("ffn", FFN_KIND_COLORS) if drawn else "")
             + f'<TR><TD {span}><FONT POINT-SIZE="10">{legend(m.mixers, MIXER_COLORS)}</FONT></TD></TR>'
             f'<TR><TD {span}><FONT POINT-SIZE="10">{legend(m.ffns, FFN_KIND_COLORS)}</FONT></TD></TR></TABLE>>')

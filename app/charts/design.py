@@ -50,19 +50,23 @@ def rope_frequency_chart(original: list[float], scaled: list[float], scaling: st
     return layout(fig, "RoPE rotation frequency per dimension pair", height=360)
 
 
+HOVER_RANGES_CHARS = 200   # a kind's layer list in the hover, up to this long
+
+
 def layer_map_figure(m: LayerMap) -> go.Figure:
     """One strip of the layers: the top row coloured by mixer kind, the bottom row by FFN kind; one legend entry
-    per kind with its layer count, each cell's hover the exact layer (1-based) and its kind in words."""
+    per kind with its layer count, each cell's hover the exact layer (1-based) and its kind in words, and the
+    kind's layers where that list is short enough to read (a 100,000-layer alternation is not)."""
     fig = go.Figure()
     for row, title, kinds, colors in ((1, "mixer", m.mixers, MIXER_COLORS), (0, "FFN", m.ffns, FFN_KIND_COLORS)):
         for k in kinds:
-            n = len(k.layers)
+            n, ranges = len(k.layers), k.ranges                 # once per kind: every cell shares it
+            where = f"<br>{title} {k.label} in layers {ranges}" if len(ranges) <= HOVER_RANGES_CHARS else ""
             fig.add_trace(go.Bar(
                 x=list(k.layers), y=[0.9] * n, base=[row] * n, width=0.9, name=f"{title}: {k.label} ({n:,} layers)",
                 marker_color=kind_color(k.key, colors), marker_line_width=0, legendgroup=title,
-                customdata=[[m.cells[i - 1].label, k.ranges] for i in k.layers],
-                hovertemplate=f"layer %{{x}} of {m.n_layers:,}: %{{customdata[0]}}<br>{title} {k.label} in layers "
-                              "%{customdata[1]}<extra></extra>"))
+                customdata=[m.cells[i - 1].label for i in k.layers],
+                hovertemplate=f"layer %{{x}} of {m.n_layers:,}: %{{customdata}}{where}<extra></extra>"))
     fig.update_xaxes(title_text=f"layer (1 to {m.n_layers:,}, input side first)", range=[0.5, m.n_layers + 0.5],
                      tickmode="auto", showgrid=False, zeroline=False)
     fig.update_yaxes(tickvals=[0.45, 1.45], ticktext=["FFN", "mixer"], range=[-0.05, 1.95], showgrid=False,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Callable
 
 from engine.layers.attention import (Attention, attention_matmul_params, attention_params, attention_saved_bytes,
@@ -150,8 +151,8 @@ class LayerKnobs(Knobs):
                          attention and self.layer_temperature(i), depth, index)
 
     @property
-    def layer_specs(self) -> list[LayerSpec]:
-        return [self.layer_spec(i) for i in range(self.n_layers)]
+    def layer_specs(self) -> tuple[LayerSpec, ...]:
+        return _layer_specs(self)
 
     def uses(self, kind: str) -> bool:
         """Whether some layer has this mixer kind."""
@@ -191,9 +192,21 @@ class LayerKnobs(Knobs):
         return out
 
 
+# A config is frozen, so its layers are derived once: every budget asks for them, and a page at MAX_LAYERS
+# (100,000 layers) asked dozens of times, a second each.
+@lru_cache(maxsize=16)
+def _layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
+    return tuple(cfg.layer_spec(i) for i in range(cfg.n_layers))
+
+
+@lru_cache(maxsize=16)
+def _layer_groups(cfg: ModelConfig) -> tuple[tuple[LayerSpec, int], ...]:
+    return tuple(Counter(_layer_specs(cfg)).items())
+
+
 def layer_groups(cfg: ModelConfig) -> list[tuple[LayerSpec, int]]:
     """The distinct layers of cfg with how many of each, in order of first appearance: budgets sum each once."""
-    return list(Counter(cfg.layer_specs).items())
+    return list(_layer_groups(cfg))
 
 
 def spec_label(spec: LayerSpec) -> str:
