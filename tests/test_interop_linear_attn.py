@@ -7,9 +7,8 @@ import pytest
 transformers = pytest.importorskip("transformers", minversion="5.0")
 
 from engine.config import ConfigError  # noqa: E402
-from engine.interop import from_hf_config, to_hf_config, to_transformers  # noqa: E402
-from engine.interop.weights import pairs_for  # noqa: E402
-from tests.hf_checks import assert_logits_match, assert_same_weights, convert_cases, pairs_missing_from  # noqa: E402
+from engine.interop import from_hf_config, to_hf_config  # noqa: E402
+from tests.hf_checks import assert_logits_match, assert_round_trip, convert_cases  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 V, T = 97, 21
@@ -51,14 +50,7 @@ def test_logits_match_transformers(converted, name):
 @pytest.mark.parametrize("name", CASES)
 def test_round_trip_gives_the_same_weights_and_config(converted, name):
     hf, ours, _ = converted[name]
-    family = CASES[name][0]
-    assert not pairs_missing_from(hf, pairs_for(ours.cfg, family))
-    back = to_transformers(ours, model_type=family)
-    assert type(back) is type(hf)
-    assert_same_weights(hf.state_dict(), back.state_dict(), family)
-    got_family, config = to_hf_config(ours.cfg, family)
-    assert got_family == family and from_hf_config({"model_type": family, **config}) == ours.cfg.replace(
-        name=family)
+    assert_round_trip(hf, ours, CASES[name][0])
 
 
 def test_each_family_refuses_what_it_cannot_express_by_name():
