@@ -45,8 +45,15 @@ def test_layer_map_figure_is_the_engine_map():
     full = next(t for n, t in by_name.items() if n.startswith("mixer: softmax attention"))
     assert list(full.x) == list(range(4, 49, 4)) and full.name.endswith("(12 layers)")
     gdn = next(t for n, t in by_name.items() if n.startswith("mixer: Gated DeltaNet"))
-    assert len(gdn.x) == 36 and gdn.customdata[0][0] == "Gated DeltaNet + MoE"
-    assert "layer %{x} of 48" in gdn.hovertemplate
+    assert len(gdn.x) == 36 and gdn.customdata[0] == "Gated DeltaNet + MoE"
+    assert "layer %{x} of 48" in gdn.hovertemplate and "in layers 1–3, 5–7, 9–11" in gdn.hovertemplate
+
+
+def test_a_long_alternation_keeps_its_hover_short():
+    """100,000 alternating layers: each cell names its own kind; the kind's 50,000-run list stays out of the hover
+    (every cell once carried it: a quadratic page)."""
+    fig = layer_map_chart(PRESETS["gemma-2-2b"].config.replace(n_layers=100_000))
+    assert all(len(t.hovertemplate) < 300 and len(t.x) == 50_000 for t in fig.data if t.name.startswith("mixer"))
 
 
 def test_block_diagram_carries_the_strip():
