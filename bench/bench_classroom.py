@@ -65,6 +65,20 @@ def idle_cpu(pid: int, quiet: float = 0.02, every: float = 0.5, limit: float = 1
     return last
 
 
+def wait_for_health(url: str, proc: subprocess.Popen, timeout_s: float = 300) -> bytes:
+    """Poll the server's health endpoint until it answers (its body); RuntimeError if the process exits first or
+    the time runs out."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                return r.read()
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the server at {url} did not start (exit {proc.poll()})") from None
+            time.sleep(0.25)
+
+
 @contextmanager
 def served(env: dict[str, str] | None = None) -> Iterator[tuple[int, str]]:
     """`python -m app.serve` (what `make serve` runs) on a free loopback port; yields (server pid, base URL)."""
@@ -78,15 +92,7 @@ def served(env: dict[str, str] | None = None) -> Iterator[tuple[int, str]]:
                             cwd=ROOT, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 300
-        while True:
-            try:
-                urllib.request.urlopen(url + "/_stcore/health", timeout=2)
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the server did not start (exit {proc.poll()})") from None
-                time.sleep(0.25)
+        wait_for_health(url, proc)
         yield proc.pid, url
     finally:
         proc.terminate()

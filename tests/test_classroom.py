@@ -11,12 +11,11 @@ import sqlite3
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from bench.bench_classroom import served
+from bench.bench_classroom import served, wait_for_health
 from bench.st_session import Session, run
 from engine.budget.params import count_params
 from engine.presets import PRESETS
@@ -46,15 +45,7 @@ def test_make_serve_answers_with_the_app(tmp_path):
                             stderr=subprocess.DEVNULL, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 300
-        while True:
-            try:
-                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                    assert r.read() == b"ok"
-                break
-            except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, f"make serve did not answer on {url}"
-                time.sleep(0.5)
+        assert wait_for_health(url, proc) == b"ok", f"make serve did not answer on {url}"
 
         async def first_page():
             session, run = await Session.open(url, "preset=gpt2")
