@@ -135,3 +135,30 @@ def test_prefill_is_compute_bound_and_efficiency_is_stated():
     assert sp.prefill_seconds == pytest.approx(flops_budget(LLAMA31, 1, 8192, causal=True).forward_flops /
                                                (312e12 * 0.5))
     assert "0.5" in sp.formulas["prefill_seconds"]
+
+
+@pytest.mark.parametrize("preset, ffn_width", [
+    ("llama-3-8b", 14_336),                  # dense: d_ff
+    ("mixtral-8x7b", 2 * 14_336),            # top-2 experts, no shared expert (shared_width 0)
+    ("qwen1.5-moe-a2.7b", 4 * 1_408 + 5_632),  # top-4 routed experts and the shared expert's width
+])
+def test_vllm_activation_peak_default_is_the_ffn_a_token_passes_through(preset, ffn_width):
+    """Without a profiled figure vLLM's activation peak is priced as one profile chunk (8,192 tokens) of the FFN's
+    two intermediate tensors and three residual-width tensors in fp32: 8192 x (2 x width + 3 x d_model) x 4 B."""
+    cfg = get_preset(preset).config
+    sv = Serving().resolved(cfg)
+    assert sv.chunk == 8192 and sv.activation_bytes == 8192 * (2 * ffn_width + 3 * cfg.d_model) * 4
+    assert Serving(chunk=512).resolved(cfg).activation_bytes == 512 * (2 * ffn_width + 3 * cfg.d_model) * 4
+
+
+def test_a_model_without_a_growing_cache_has_no_kv_blocks_and_serves_by_its_state():
+    """An all-Mamba-2 model's cache does not grow with the context: vLLM gets no KV blocks (0, not 1), every
+    context up to context_length fits, and concurrency is the pool over one request's fixed state."""
+    cfg = LLAMA3.replace(name="mamba2-only", layer_types=("mamba2",) * LLAMA3.n_layers, position="none")
+    assert sequence_bytes(cfg, Layout(), INFER, 16) == sequence_bytes(cfg, Layout(), INFER, 0) > 0
+    c = capacity(cfg, 24 * GiB, Layout(), INFER)
+    sv = Serving().resolved(cfg)
+    pool = int(24 * GiB * 0.9) - sv.activation_bytes - sv.non_torch_bytes - _weights(cfg)
+    assert (c.page_bytes, c.blocks, c.kv_tokens) == (0, 0, 0)
+    assert c.max_context == cfg.context_length and c.context_limit == "context_length"
+    assert c.max_concurrency == pytest.approx(pool / sequence_bytes(cfg, Layout(), INFER, cfg.context_length))
