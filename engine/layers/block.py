@@ -216,10 +216,9 @@ def block_params(cfg: ModelConfig, spec: LayerSpec | None = None) -> dict[str, i
     sparse-attention layer running its own lightning indexer adds `indexer`), its FFN's (an MoE block has
     router, shared_experts and routed_experts instead of ffn) and its norms."""
     spec = spec or plain_spec(cfg)
-    out: dict[str, int] = {}
-    for m in spec_mixers(spec):
-        for name, n in m.params(cfg, spec).items():
-            out[name] = out.get(name, 0) + n
+    # an A+B layer's two mixers name disjoint components (attention_* and gdn_*, ssm_*...): a merge, not a sum;
+    # a shared name would drop a count, which the equality with the built model's parameters() would catch
+    out = {name: n for m in spec_mixers(spec) for name, n in m.params(cfg, spec).items()}
     if spec.ffn == "moe":
         out.update(moe_params(cfg))
     elif spec.ffn == "dense":

@@ -148,8 +148,9 @@ class PositionKnobs(Knobs):
 
 
 def _scaling_problems(c: ModelConfig, ok: Callable[..., bool]) -> list[str]:
-    """Rules of the RoPE scaling fields (checked only with position = rope and that scaling type)."""
-    if c.position != "rope" or not ok("position", "rope_scaling", "head_dim", "rope_fraction"):
+    """Rules of the RoPE scaling fields (checked only with position = rope and that scaling type; an unknown
+    rope_scaling equals none of the types below, so its own choice message stands alone)."""
+    if c.position != "rope" or not ok("position", "head_dim", "rope_fraction"):
         return []
     problems = []
     if c.rope_scaling == "dynamic" and c.rotary_dim < 4:   # the new base has the exponent r / (r - 2)
