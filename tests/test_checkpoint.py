@@ -126,6 +126,18 @@ def test_what_cannot_be_sized_is_refused_by_name(q, named):
         _import_quant(q)
 
 
+def test_an_int8_compressed_tensors_checkpoint_is_refused_saying_what_is_read():
+    """compressed-tensors' W8A8 int8 (channel-wise int weights, as RedHatAI's quantized Llamas ship) has no sizing
+    here: the message names the group it got and the two layouts that are read."""
+    weights = {"num_bits": 8, "type": "int", "strategy": "channel", "symmetric": True}
+    q = {"quant_method": "compressed-tensors", "format": "int-quantized",
+         "config_groups": {"group_0": {"targets": ["Linear"], "weights": weights}}}
+    with pytest.raises(ConfigError) as e:
+        _import_quant(q)
+    assert (f"quantization_config.config_groups: {weights!r} is not expressible (one group of NVFP4 (4-bit float, "
+            "groups of 16) or block fp8 is read)") in str(e.value)
+
+
 def test_awq_and_gptq_are_the_buffers_their_kernels_declare():
     cfg = get_preset("llama-3-8b").config
     for fmt, bits, g in (("awq", 4, 128), ("gptq", 4, 128), ("gptq", 8, 32)):
