@@ -109,3 +109,17 @@ def test_presets_are_the_published_configs(preset, name):
     counts = count_params(cfg)
     assert PRESETS[preset].reference_params == counts.total == INDEX[name]["hf_params"]
     assert (counts.active if cfg.n_experts else None) == INDEX[name]["hf_active"]
+
+
+MULTIMODAL = [n for n in sorted(INDEX) if _load(n)["model_type"] in WRAPPERS and _family(_load(n)) not in REFUSED]
+
+
+@pytest.mark.parametrize("name", MULTIMODAL)
+def test_a_multimodal_file_names_each_tower_it_leaves_uncounted(name):
+    """The note import-hf prints under "# not counted": one line per other modality's sub-config the file has
+    (vision_config, audio_config), read from the file itself, never an empty list for a file that has one."""
+    d = _load(name)
+    towers = sorted(k for k, v in d.items() if k.endswith("_config") and k != "text_config" and v is not None)
+    got = import_hf(d)
+    assert towers and got.not_counted == [f"{k}: the {k.removesuffix('_config')} tower and its projector (not part "
+                                          f"of the language model)" for k in towers]
