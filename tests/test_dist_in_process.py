@@ -119,3 +119,24 @@ def test_mean_divides_the_all_reduced_sum_by_the_world(fake_rank):
     assert fake_rank.mean(t) is t and t.tolist() == [3.0, -1.0]
     one = torch.tensor([6.0])
     assert SINGLE.mean(one).tolist() == [6.0]
+
+
+def test_ddp_pins_a_gpu_rank_to_its_own_device_and_a_cpu_rank_to_none(monkeypatch):
+    """DistributedDataParallel must be told which GPU a rank's replica lives on (device_ids=[its index]: without it
+    every rank's buckets go to the current device, cuda:0 on a fresh process); on CPU device_ids must be None.
+    DDP itself is replaced by a recorder, so the CUDA branch runs on a machine without one."""
+    import torch.nn.parallel
+
+    made = []
+    monkeypatch.setattr(torch.nn.parallel, "DistributedDataParallel",
+                        lambda model, device_ids: made.append(device_ids) or model)
+
+    class OnGPU3(torch.nn.Module):     # a replica whose parameters live on cuda:3 (only .device is read)
+        def parameters(self, recurse=True):
+            yield type("Param", (), {"device": torch.device("cuda", 3)})
+
+    assert wrap(OnGPU3(), DistInfo(rank=3, world=4, local_rank=3)) is not None
+    assert wrap(torch.nn.Linear(2, 2), DistInfo(rank=1, world=2, local_rank=1)) is not None
+    assert made == [[3], None]
+    single = torch.nn.Linear(2, 2)
+    assert wrap(single, SINGLE) is single and len(made) == 2        # one rank: no wrapper at all
