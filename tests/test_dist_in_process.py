@@ -121,10 +121,10 @@ def test_mean_divides_the_all_reduced_sum_by_the_world(fake_rank):
     assert SINGLE.mean(one).tolist() == [6.0]
 
 
-def test_ddp_pins_a_gpu_rank_to_its_own_device_and_a_cpu_rank_to_none(monkeypatch):
+def test_ddp_pins_a_gpu_rank_to_its_own_device(monkeypatch):
     """DistributedDataParallel must be told which GPU a rank's replica lives on (device_ids=[its index]: without it
-    every rank's buckets go to the current device, cuda:0 on a fresh process); on CPU device_ids must be None.
-    DDP itself is replaced by a recorder, so the CUDA branch runs on a machine without one."""
+    every rank's buckets go to the current device, cuda:0 in a fresh process). DDP is replaced by a recorder, so
+    the CUDA branch runs on a machine without one (the CPU branch: the test above, with a real DDP)."""
     import torch.nn.parallel
 
     made = []
@@ -135,8 +135,16 @@ def test_ddp_pins_a_gpu_rank_to_its_own_device_and_a_cpu_rank_to_none(monkeypatc
         def parameters(self, recurse=True):
             yield type("Param", (), {"device": torch.device("cuda", 3)})
 
-    assert wrap(OnGPU3(), DistInfo(rank=3, world=4, local_rank=3)) is not None
-    assert wrap(torch.nn.Linear(2, 2), DistInfo(rank=1, world=2, local_rank=1)) is not None
-    assert made == [[3], None]
-    single = torch.nn.Linear(2, 2)
-    assert wrap(single, SINGLE) is single and len(made) == 2        # one rank: no wrapper at all
+    wrap(OnGPU3(), DistInfo(rank=3, world=4, local_rank=3))
+    assert made == [[3]]
+
+
+def test_max_all_reduces_the_tensor_it_is_given_with_max(monkeypatch):
+    """The logged max logit is all_reduce(MAX) of this rank's tensor, in place, over the group; one process
+    returns it without a collective."""
+    import engine.train.ddp as ddp
+    calls = []
+    monkeypatch.setattr(ddp.dist, "all_reduce", lambda t, op: calls.append((t, op)))
+    t = torch.tensor(4.5)
+    assert DistInfo(rank=1, world=2).max(t) is t and calls == [(t, dist.ReduceOp.MAX)]
+    assert SINGLE.max(t) is t and len(calls) == 1
