@@ -200,8 +200,9 @@ _NEED_IMATRIX = ("IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS")   # 
 
 
 def needs_imatrix(cfg: ModelConfig, ftype: str) -> bool:
-    """Whether llama-quantize refuses to make this file without an importance matrix: a tensor other than
-    token_embd / output takes a type that needs one (or Q2_K in a Q2_K_S file)."""
+    """Whether llama-quantize refuses to make this file without an importance matrix: a tensor takes a type that
+    needs one, or Q2_K in a Q2_K_S file other than token_embd (which llama-quantize exempts; output never gets
+    such a type in any mixture)."""
     types = file_types(cfg, ftype, imatrix=True)
-    return any(types[t.name] in _NEED_IMATRIX or (ftype == "Q2_K_S" and types[t.name] == "Q2_K")
-               for t in param_tensors(cfg) if t.role not in ("embedding", "head"))
+    return any(types[t.name] in _NEED_IMATRIX or (ftype == "Q2_K_S" and types[t.name] == "Q2_K"
+                                                  and t.role != "embedding") for t in param_tensors(cfg))
