@@ -76,8 +76,9 @@ class Mixer:
         return 0
 
     def backward_flops(self, cfg: ModelConfig, spec: LayerSpec, batch: int, seq: int, causal: bool) -> int:
-        """Backward of those products: 2x (a gradient for each operand), unless the kind says otherwise."""
-        return 2 * self.forward_flops(cfg, spec, batch, seq, causal)
+        """Backward of those products (each kind states its own: 2x for a gradient of each operand, more where
+        the forward is recomputed)."""
+        raise NotImplementedError
 
     def no_grad_flops(self, cfg: ModelConfig, spec: LayerSpec, batch: int, seq: int, causal: bool) -> int:
         """The part of forward_flops that runs without gradients (DSA's lightning indexer): no backward."""
