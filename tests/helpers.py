@@ -348,3 +348,9 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# Real browser: metric values whose text box is cut (Streamlit's ellipsis container wider than what it shows)
+CUT_JS = """() => [...document.querySelectorAll('[data-testid="stMetricValue"]')].flatMap(v =>
+    [v, ...v.querySelectorAll('*')].filter(e => e.scrollWidth > e.clientWidth)
+        .map(e => [v.innerText.trim(), e.scrollWidth, e.clientWidth]))"""
