@@ -1,10 +1,9 @@
 """Real browser: every metric value shows whole, never cut with an ellipsis. The page header of large models (six
-metrics, exact counts in the hundreds of billions) at the screen sizes lecturers use, and the Lecture sections'
-metrics in present mode's large type. A value is cut when its text box (Streamlit's ellipsis container inside
+metrics, exact counts in the hundreds of billions) at the screen sizes lecturers use (the Lecture sections' metrics
+in present mode's large type: test_browser_lecture.py's projector walk). A value is cut when its text box (Streamlit's ellipsis container inside
 stMetricValue) is wider than what it shows: scrollWidth > clientWidth."""
 import pytest
 
-from app.lecture_sections import SECTIONS
 from tests.helpers import CUT_JS, quiet, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -27,16 +26,3 @@ def test_header_figures_show_whole(served_app, browser, width, height):
     cut["compare"] = page.evaluate(CUT_JS)
     page.close()
     assert not any(cut.values()), cut
-
-
-@pytest.mark.parametrize("width,height", [(1280, 800)])   # 1600 and 1920: the projector walk in test_browser_lecture.py
-def test_lecture_figures_show_whole_in_present_mode(served_app, browser, width, height):
-    page = browser.new_page(viewport={"width": width, "height": height})
-    cut = {}
-    for section in SECTIONS:
-        page.goto(f"{served_app}/lecture?section={section}&present=1&preset=deepseek-v3")
-        page.get_by_role("heading", name=SECTIONS[section][0], exact=False).first.wait_for()
-        quiet(page)
-        cut[section] = page.evaluate(CUT_JS)
-    page.close()
-    assert not any(cut.values()), {k: v for k, v in cut.items() if v}
