@@ -15,12 +15,12 @@ run: $(VENV)/.runtime
 serve: $(VENV)/.runtime
 	$(BIN)/python -m app.serve $(SERVE_ARGS)
 
-# pytest-xdist: TEST_JOBS workers (default: one per core); the browser tests form one group on one worker (one
-# served app, one Chromium; tests/conftest.py). `make test-fast`: the engine tests only (`-m engine`: no app, no
-# browser, no timing, no subprocess files), the inner loop.
+# pytest-xdist: TEST_JOBS workers (default: one per core), work stealing (a worker that runs dry takes half of
+# another's queue: the long browser and subprocess tests do not leave one core idle at the end). `make test-fast`:
+# the engine tests only (`-m engine`: no app, no browser, no timing, no subprocess files), the inner loop.
 TEST_JOBS ?= auto
 test: $(VENV)/.dev system-deps
-	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist worksteal $(PYTEST_ARGS)
 
 test-fast: $(VENV)/.dev
 	$(BIN)/python -m pytest -n $(TEST_JOBS) -m engine $(PYTEST_ARGS)

@@ -7,8 +7,10 @@ temporary folder that runs streamlit_app.py (whose st.Page paths are absolute).
 `served_app`: `streamlit run streamlit_app.py` on a free port for the session (base URL).
 `browser`: Playwright driving Debian's /usr/bin/chromium (never `playwright install`); skips with the reason
 when Chromium or Playwright is missing, fails instead when REQUIRE_BROWSER=1.
-Under pytest-xdist (`make test` runs `-n auto --dist loadgroup`) every test that uses the served app or the
-browser joins one xdist group, so one worker starts one streamlit server and one Chromium for all of them.
+Under pytest-xdist (`make test` runs `-n auto --dist worksteal`) each worker that meets a browser test starts its
+own server and Chromium (session fixtures are per worker process). No xdist group: `--dist loadgroup` stopped
+grouping with pytest 9.2 (pytest-dev/pytest-xdist#1386: the group rides on a node id pytest no longer reads), and
+work stealing evens out the long browser and subprocess tests better than one worker holding them all.
 """
 from __future__ import annotations
 
@@ -32,7 +34,6 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
-BROWSER_FIXTURES = {"served_app", "browser"}
 # Files outside the engine's inner loop: the app (AppTest, the browser, the views), timing, and files that start
 # processes (the CLI, torchrun). Every other test is marked `engine`: `make test-fast` and the mutation runs
 # select `-m engine`, so a new engine test file joins them without a config change.
@@ -44,11 +45,8 @@ NOT_ENGINE = ("test_app_*", "test_browser*", "test_hostile_app.py", "test_hostil
               "test_diagram.py", "test_plain_text.py", "test_export.py")
 
 
-@pytest.hookimpl(tryfirst=True)       # before pytest-xdist's worker reads the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.xdist_group("browser"))
         if not any(fnmatch.fnmatch(item.path.name, g) for g in NOT_ENGINE):
             item.add_marker(pytest.mark.engine)
 

@@ -84,8 +84,10 @@ def _walk(at, name: str) -> None:
 def test_every_field_out_of_range_is_a_message_and_keeps_the_view(new_app, chunk):
     at = new_app(preset=BASE)
     at.run()
-    for name in (INTS + FLOATS + LISTS)[chunk::CHUNKS]:
+    walked = (INTS + FLOATS + LISTS)[chunk::CHUNKS]
+    for name in walked:
         _walk(at, name)
+    assert len(walked) >= 20 and not at.exception and total(at) == BASE_TOTAL
 
 
 @pytest.mark.parametrize("name, values", [
