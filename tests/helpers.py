@@ -3,6 +3,7 @@ valid tiny config, the block layouts and KV kinds, the variant grid derived from
 and the Lecture page's worked numbers."""
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 
@@ -213,6 +214,12 @@ def pairwise_variants(seed: int = 0, candidates: int = 30, axes: dict[str, list]
     """Greedy all-pairs over `axes` (AXES): each round keeps, of `candidates` random configs, the one covering
     most new pairs."""
     grid = AXES if axes is None else axes
+    return [dict(d) for d in _pairwise(seed, candidates, tuple((k, tuple(v)) for k, v in grid.items()))]
+
+
+@functools.cache
+def _pairwise(seed: int, candidates: int, axes: tuple) -> tuple[dict, ...]:
+    grid = {k: list(v) for k, v in axes}
     rng = random.Random(seed)
     names = list(grid)
     todo = {((a, va), (b, vb)) for a, b in itertools.combinations(names, 2) for va in grid[a] for vb in grid[b]}
@@ -227,13 +234,18 @@ def pairwise_variants(seed: int = 0, candidates: int = 30, axes: dict[str, list]
                 best, gain = pick, got
         todo -= {((x, best[x]), (y, best[y])) for x, y in itertools.combinations(names, 2)}
         chosen.append(best)
-    return chosen
+    return tuple(chosen)
 
 
 def variant_configs(seed: int = 0) -> list[ModelConfig]:
     """One config per single-knob change from the default, then the pairwise grid, then the MLA grid."""
+    return list(_variant_configs(seed))
+
+
+@functools.cache   # the greedy all-pairs takes seconds and five test files ask for it: once per process
+def _variant_configs(seed: int) -> tuple[ModelConfig, ...]:
     singles = [{k: v} for k, vals in AXES.items() for v in vals[1:]]
-    return _build([{}] + singles + pairwise_variants(seed)) + mla_variant_configs(seed)
+    return tuple(_build([{}] + singles + pairwise_variants(seed)) + mla_variant_configs(seed))
 
 
 def _build(choices: list[dict], base: dict | None = None) -> list[ModelConfig]:
