@@ -71,3 +71,16 @@ def test_the_host_cpu_profile_reads_the_probe():
     assert cpu.memory_bytes is None and not cpu.key                          # the host's memory, not a device's
     assert cpu.peak_flops is machine_peaks("cpu") and cpu.mem_bandwidth == machine_bandwidth("cpu")
     assert cpu.ridge("fp32") == machine_peaks("cpu")["fp32"] / machine_bandwidth("cpu")
+
+
+def test_a_datasheet_row_becomes_a_profile_in_bytes_and_flops():
+    """The GPU table is written in datasheet units (engine/budget/devices.py `_gpu`): GiB of memory times the share
+    the OS leaves usable, bytes/s, dense TFLOP/s read as decimal text (66.9 TFLOP/s is 66.9e12 exactly, where
+    66.9 * 1e12 is 66900000000000.01), and fp16 at the bf16 rate unless the sheet says otherwise."""
+    from engine.budget.devices import GiB, _gpu
+    p = _gpu("Test GPU", "test", 96, 4.0e12, "a datasheet", usable_share=0.75, bf16=66.9, fp32=33.5)
+    assert (p.name, p.key, p.match, p.source, p.usable_share) == ("Test GPU", "test", "Test GPU", "a datasheet", 0.75)
+    assert p.memory_bytes == 72 * GiB and p.mem_bandwidth == 4.0e12
+    assert p.peak_flops == {"bf16": 66.9e12, "fp32": 33.5e12, "fp16": 66.9e12} and p.peak_flops["bf16"] != 66.9 * 1e12
+    own = _gpu("Other", "other", 1, 1.0, "", match="Other PCIe", bf16=2, fp16=4)
+    assert own.match == "Other PCIe" and own.peak_flops["fp16"] == 4e12 and own.memory_bytes == GiB

@@ -55,6 +55,15 @@ def test_block_bytes_are_the_headers_static_asserts(name):
         assert TYPES[name].bits_per_weight == COMMENT_BPW[name]
 
 
+def test_the_table_rows_build_the_types_they_name():
+    """TYPES is written with engine/plan/ggml.py's `_t(name, values per block, *(field, bytes))`, run at import;
+    called here it must build the same row (a mutation of it is otherwise invisible to a test run: the table
+    exists before any test starts)."""
+    from engine.plan.ggml import _t
+    assert _t("Q8_0", 32, ("d", 2), ("qs", 32)) == TYPES["Q8_0"]
+    assert _t("Q4_K", 256, ("d", 2), ("dmin", 2), ("scales", 12), ("qs", 128)) == TYPES["Q4_K"]
+
+
 def test_rows_are_whole_blocks():
     assert row_bytes("Q4_K", 4096) == 16 * 144 and row_bytes("Q8_0", 4096) == 128 * 34
     assert tensor_bytes("Q6_K", (14336, 4096)) == 14336 * 16 * 210

@@ -205,3 +205,16 @@ def test_saved_bytes_equal_saved_tensor_hooks(T, K, dtype, nk, chunk):
     layer = KimiDeltaAttention(dims).to(DTYPES[dtype])
     x = torch.randn(2, T, 24, dtype=DTYPES[dtype], requires_grad=True)
     assert sum(kda_saved_bytes(dims, 2, T, x.element_size()).values()) == module_saved_bytes(layer, x)
+
+
+def test_a_decode_step_costs_six_state_products_per_value_head_whatever_the_context():
+    """One KDA decode step per value head: read the state with the key (S^T k), write the rank-one correction,
+    read it with the query (S^T q): 3 products of dk x dv, 2 FLOPs a multiply-add, so 6 dk dv, on top of 2 FLOPs
+    per weight; the fixed state does not grow with the context (an all-KDA model, 3 layers, 2 sequences)."""
+    from engine.budget.flops import decode_flops, matmul_params
+    from engine.config import ModelConfig
+    from tests.hybrid_cases import HYBRID_BASE
+    cfg = ModelConfig(**{**HYBRID_BASE, "n_layers": 3, "layer_types": ("kda",) * 3, "gdn_k_heads": 2,
+                         "gdn_v_heads": 4, "gdn_k_dim": 3, "gdn_v_dim": 5})
+    step = 2 * 2 * matmul_params(cfg) + 3 * 2 * 4 * 6 * 3 * 5
+    assert [decode_flops(cfg, 2, context) for context in (1, 100, 10_000)] == [step] * 3

@@ -56,10 +56,6 @@ class Mixer:
         """Lines describing this kind's layer in cfg, for diagrams and tables (its name, its sizes)."""
         return [self.label]
 
-    def used(self, cfg: ModelConfig) -> bool:
-        """Whether some layer of cfg uses this kind (its rules apply only then)."""
-        return any(self.name in cfg.layer_mixers(i) for i in range(cfg.n_layers))
-
     def build(self, cfg: ModelConfig, spec: LayerSpec) -> nn.Module:
         """The module: forward(x [B, T, d], pos, rope, cache: LayerKV | None) -> [B, T, d]."""
         raise NotImplementedError
@@ -73,7 +69,7 @@ class Mixer:
 
     def forward_flops(self, cfg: ModelConfig, spec: LayerSpec, batch: int, seq: int, causal: bool) -> int:
         """Products beyond the weights in one training/prefill forward (attention scores, a recurrence)."""
-        return 0
+        raise NotImplementedError
 
     def backward_flops(self, cfg: ModelConfig, spec: LayerSpec, batch: int, seq: int, causal: bool) -> int:
         """Backward of those products (each kind states its own: 2x for a gradient of each operand, more where
@@ -86,7 +82,7 @@ class Mixer:
 
     def decode_flops(self, cfg: ModelConfig, spec: LayerSpec, batch: int, context: int) -> int:
         """Products beyond the weights of one decode step after `context` tokens."""
-        return 0
+        raise NotImplementedError
 
     def kv_bytes(self, cfg: ModelConfig, spec: LayerSpec, batch: int, tokens: int, e: int) -> int:
         """Per-token cache after `tokens` positions (0 for a recurrent kind)."""
