@@ -16,6 +16,9 @@ import plotly.graph_objects as go
 PROJECTOR = (1920, 1080)          # full-HD projector
 PROJECTOR_FONT = 26
 _BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome")
+# kaleido 1.5 can call into its page before the page's own script has run (seen on a loaded machine: "ReferenceError:
+# kaleido_scopes is not defined"); every render opens a new page, so a second try gets a fresh one
+RACE, RENDER_TRIES = "kaleido_scopes is not defined", 3
 
 
 def png_unavailable() -> str | None:
@@ -44,4 +47,11 @@ def figure_png(fig: go.Figure, width: int = PROJECTOR[0], height: int = PROJECTO
     """PNG bytes of `fig` at width x height pixels (projector styling); RuntimeError naming what is missing."""
     if (why := png_unavailable()) is not None:
         raise RuntimeError(why)
-    return for_projector(fig, width, height).to_image(format="png", width=width, height=height, scale=1)
+    sized = for_projector(fig, width, height)
+    for _ in range(RENDER_TRIES - 1):
+        try:
+            return sized.to_image(format="png", width=width, height=height, scale=1)
+        except Exception as e:   # noqa: BLE001 -- only kaleido's page race is tried again; anything else is raised
+            if RACE not in str(e):
+                raise
+    return sized.to_image(format="png", width=width, height=height, scale=1)

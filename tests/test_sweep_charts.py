@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import struct
 
+import plotly.graph_objects as go
 import pytest
 
 from app.charts import sweep as charts
@@ -116,3 +117,33 @@ def test_png_at_projector_size():
     png = figure_png(fig)
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert struct.unpack(">II", png[16:24]) == PROJECTOR                 # IHDR width, height
+
+
+def test_kaleidos_page_race_is_tried_again_and_other_errors_are_not(monkeypatch):
+    """kaleido 1.5 can call into its page before the page's script runs ("kaleido_scopes is not defined", seen in
+    a loaded whole-suite run): figure_png opens a fresh page up to three times; any other error is raised at once."""
+    from app import image_export
+    calls = []
+
+    def to_image(self, **kw):
+        calls.append(kw)
+        if len(calls) < 3:
+            raise RuntimeError("JavascriptError: ReferenceError: kaleido_scopes is not defined")
+        return b"png"
+
+    monkeypatch.setattr(image_export, "png_unavailable", lambda: None)
+    monkeypatch.setattr(go.Figure, "to_image", to_image)
+    assert figure_png(go.Figure()) == b"png" and len(calls) == 3
+    calls.clear()
+    def always_racing(self, **kw):
+        calls.append(kw)
+        raise RuntimeError("JavascriptError: ReferenceError: kaleido_scopes is not defined")
+
+    monkeypatch.setattr(go.Figure, "to_image", always_racing)
+    with pytest.raises(RuntimeError, match="kaleido_scopes"):
+        figure_png(go.Figure())
+    assert len(calls) == 3                       # no endless retry
+    monkeypatch.setattr(go.Figure, "to_image", lambda self, **kw: calls.append(kw) or 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        figure_png(go.Figure())
+    assert len(calls) == 4                       # another error: one call, raised
