@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 from app.policy import OPTIONS, PolicyError, policy
@@ -26,6 +29,22 @@ def streamlit_command(script: Path, address: str, port: int) -> list[str]:
     return [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
             "--server.address", address, "--server.port", str(port), "--server.fileWatcherType", "none",
             "--server.runOnSave", "false", "--browser.gatherUsageStats", "false"]
+
+
+def wait_for_health(url: str, proc: subprocess.Popen | None, timeout_s: float = 300) -> bytes:
+    """Poll a served app's health endpoint until it answers (its body); RuntimeError if `proc` (the server, when
+    this machine runs it) exits first or the time runs out."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                return r.read()
+        except OSError:
+            exited = proc is not None and proc.poll() is not None
+            if exited or time.monotonic() > deadline:
+                raise RuntimeError(f"the server at {url} did not answer"
+                                   + (f" (exit {proc.poll()})" if exited else f" within {timeout_s:g} s")) from None
+            time.sleep(0.25)
 
 
 def _port(text: str) -> int:

@@ -19,12 +19,11 @@ import socket
 import statistics
 import subprocess
 import time
-import urllib.request
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from app.serve import streamlit_command
+from app.serve import streamlit_command, wait_for_health
 from engine.budget.params import count_params
 from engine.presets import PRESETS
 
@@ -68,14 +67,7 @@ def served(app_dir: Path) -> Iterator[str]:
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(240):
-            try:
-                urllib.request.urlopen(url + "/_stcore/health", timeout=2)
-                break
-            except OSError:
-                time.sleep(0.25)
-        else:
-            raise RuntimeError(f"streamlit did not start for {app_dir}")
+        wait_for_health(url, proc, timeout_s=60)
         yield url
     finally:
         proc.terminate()

@@ -21,12 +21,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from app.serve import wait_for_health
 from bench.st_session import Run, Session, run
 from engine.budget.params import count_params
 from engine.presets import PRESETS
@@ -63,20 +63,6 @@ def idle_cpu(pid: int, quiet: float = 0.02, every: float = 0.5, limit: float = 1
             return now
         last = now
     return last
-
-
-def wait_for_health(url: str, proc: subprocess.Popen, timeout_s: float = 300) -> bytes:
-    """Poll the server's health endpoint until it answers (its body); RuntimeError if the process exits first or
-    the time runs out."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                return r.read()
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the server at {url} did not start (exit {proc.poll()})") from None
-            time.sleep(0.25)
 
 
 @contextmanager

@@ -19,12 +19,11 @@ import os
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from app.serve import wait_for_health
 from tests.helpers import APP_WAIT_S, BROWSER_WAIT_MS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,15 +125,10 @@ def served_app(tmp_path_factory):
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + APP_WAIT_S
-        while True:
-            try:
-                urllib.request.urlopen(url + "/_stcore/health", timeout=2)
-                break
-            except OSError:
-                if proc.poll() is not None or time.time() > deadline:
-                    pytest.fail(f"streamlit did not start on {url} (exit {proc.poll()})")
-                time.sleep(0.5)
+        try:
+            wait_for_health(url, proc, APP_WAIT_S)
+        except RuntimeError as e:
+            pytest.fail(str(e))
         yield url
     finally:
         proc.terminate()

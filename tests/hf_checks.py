@@ -80,6 +80,7 @@ def pairs_missing_from(hf, pairs: list) -> list[str]:
     modules = set(sd) | {k.rsplit(".", 1)[0] for k in sd}
     return [p.hf for p in pairs if p.hf not in modules]
 
+
 def assert_round_trip(hf, ours, family: str) -> None:
     """Ours -> transformers gives the model's class and every weight back (no mapped module missing), and ours ->
     config.json -> ours gives the same config (named by the family)."""
@@ -92,7 +93,6 @@ def assert_round_trip(hf, ours, family: str) -> None:
     got_family, config = to_hf_config(ours.cfg, family)
     assert got_family == family and from_hf_config({"model_type": family, **config}) == ours.cfg.replace(
         name=family)
-
 
 
 def assert_logits_match(case: tuple, tol: float):

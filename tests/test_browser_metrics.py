@@ -1,7 +1,7 @@
 """Real browser: every metric value shows whole, never cut with an ellipsis. The page header of large models (six
 metrics, exact counts in the hundreds of billions) at the screen sizes lecturers use (the Lecture sections' metrics
-in present mode's large type: test_browser_lecture.py's projector walk). A value is cut when its text box (Streamlit's ellipsis container inside
-stMetricValue) is wider than what it shows: scrollWidth > clientWidth."""
+in present mode's large type: test_browser_lecture.py's projector walk). A value is cut when its text box
+(Streamlit's ellipsis container inside stMetricValue) is wider than what it shows: scrollWidth > clientWidth."""
 import pytest
 
 from tests.helpers import CUT_JS, quiet, settle

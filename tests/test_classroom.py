@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.bench_classroom import served, wait_for_health
+from app.serve import wait_for_health
+from bench.bench_classroom import served
 from bench.st_session import Session, run
 from engine.budget.params import count_params
 from engine.presets import PRESETS

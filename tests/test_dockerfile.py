@@ -6,11 +6,11 @@ import re
 import shutil
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from app.serve import wait_for_health
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = (ROOT / "Dockerfile").read_text()
@@ -65,14 +65,6 @@ def test_the_image_builds_and_answers_where_a_container_engine_runs():
     try:
         port = subprocess.run([exe, "port", container, "7860"], check=True, capture_output=True, text=True,
                               timeout=60).stdout.split(":")[-1].strip()
-        deadline = time.monotonic() + 300
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
-                    assert r.read() == b"ok"
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the container's server never answered"
-                time.sleep(1)
+        assert wait_for_health(f"http://127.0.0.1:{port}", None) == b"ok"
     finally:
         subprocess.run([exe, "stop", container], capture_output=True, timeout=120)

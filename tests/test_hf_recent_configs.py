@@ -111,7 +111,7 @@ def test_presets_are_the_published_configs(preset, name):
     assert (counts.active if cfg.n_experts else None) == INDEX[name]["hf_active"]
 
 
-MULTIMODAL = [n for n in sorted(INDEX) if _load(n)["model_type"] in WRAPPERS and _family(_load(n)) not in REFUSED]
+MULTIMODAL = [n for n in sorted(INDEX) if (d := _load(n))["model_type"] in WRAPPERS and _family(d) not in REFUSED]
 
 
 @pytest.mark.parametrize("name", MULTIMODAL)

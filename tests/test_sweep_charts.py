@@ -135,6 +135,7 @@ def test_kaleidos_page_race_is_tried_again_and_other_errors_are_not(monkeypatch)
     monkeypatch.setattr(go.Figure, "to_image", to_image)
     assert figure_png(go.Figure()) == b"png" and len(calls) == 3
     calls.clear()
+
     def always_racing(self, **kw):
         calls.append(kw)
         raise RuntimeError("JavascriptError: ReferenceError: kaleido_scopes is not defined")
