@@ -7,6 +7,8 @@ import functools
 import itertools
 import random
 
+import numpy as np
+
 from hypothesis import assume
 from hypothesis import strategies as st
 
@@ -222,17 +224,32 @@ def _pairwise(seed: int, candidates: int, axes: tuple) -> tuple[dict, ...]:
     grid = {k: list(v) for k, v in axes}
     rng = random.Random(seed)
     names = list(grid)
-    todo = {((a, va), (b, vb)) for a, b in itertools.combinations(names, 2) for va in grid[a] for vb in grid[b]}
+    # every pair of (axis, value) choices, numbered in repr order (the order a round draws its forced pair from);
+    # a config's pairs are then one gather: offset of the axis pair + value index of x * len(y) + that of y
+    axis_pairs = list(itertools.combinations(range(len(names)), 2))
+    sizes = [len(grid[n]) for n in names]
+    offset = np.cumsum([0] + [sizes[x] * sizes[y] for x, y in axis_pairs])
+    xs, ys = np.array([x for x, _ in axis_pairs]), np.array([y for _, y in axis_pairs])
+    width = np.array([sizes[y] for y in ys])
+    pairs = [((names[x], grid[names[x]][i]), (names[y], grid[names[y]][j]))
+             for x, y in axis_pairs for i in range(sizes[x]) for j in range(sizes[y])]
+    in_repr_order = np.array(sorted(range(len(pairs)), key=lambda n: repr(pairs[n])))
+    todo = np.ones(len(pairs), dtype=bool)
+
+    def covered(pick: dict) -> np.ndarray:
+        at = np.array([grid[n].index(pick[n]) for n in names])
+        return offset[:-1] + at[xs] * width + at[ys]
+
     chosen = []
-    while todo:
-        best, gain, open_pairs = None, 0, sorted(todo, key=repr)
+    while todo.any():
+        best, gain, open_pairs = None, 0, in_repr_order[todo[in_repr_order]]
         for _ in range(candidates):
-            (a, va), (b, vb) = rng.choice(open_pairs)   # force one uncovered pair: progress every round
+            (a, va), (b, vb) = pairs[open_pairs[rng.randrange(len(open_pairs))]]   # force one uncovered pair
             pick = {k: rng.choice(v) for k, v in grid.items()} | {a: va, b: vb}
-            got = sum(((x, pick[x]), (y, pick[y])) in todo for x, y in itertools.combinations(names, 2))
+            got = int(todo[covered(pick)].sum())
             if got > gain:
                 best, gain = pick, got
-        todo -= {((x, best[x]), (y, best[y])) for x, y in itertools.combinations(names, 2)}
+        todo[covered(best)] = False
         chosen.append(best)
     return tuple(chosen)
 

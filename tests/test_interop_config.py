@@ -224,6 +224,7 @@ def test_to_transformers_reports_post_norm_with_gqa():
     assert any(p.startswith("norm_placement: 'post' is not expressible in llama") for p in e.value.problems)
 
 
+@pytest.mark.process
 def test_import_hf_runs_without_transformers(tmp_path):
     """The YAML import is pure stdlib + engine: a real `python -m engine import-hf` never imports transformers."""
     (tmp_path / "config.json").write_text(json.dumps(PUBLISHED["llama-3-8b"]))

@@ -61,6 +61,7 @@ def test_diverged_run_reads_back_diverged_with_no_final_loss(store):
     assert run["final_loss"] is None
 
 
+@pytest.mark.process
 def test_run_whose_process_died_reads_back_interrupted(store):
     # another process creates a run, stores two steps and exits without finishing it
     code = ("from engine.config import ModelConfig; from engine.train.loop import StepRecord, TrainConfig;"
