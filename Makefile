@@ -17,13 +17,14 @@ serve: $(VENV)/.runtime
 
 # pytest-xdist: TEST_JOBS workers (default: one per core), work stealing (a worker that runs dry takes half of
 # another's queue: the long browser and subprocess tests do not leave one core idle at the end). `make test-fast`:
-# the engine tests only (`-m engine`: no app, no browser, no timing, no subprocess files), the inner loop.
+# the inner loop, engine tests only (`-m engine`: no app, no browser, no timing, no subprocess) and not the `slow`
+# ones (the explicit-attention and single-knob halves of the variant grids, the full products of the core knobs).
 TEST_JOBS ?= auto
 test: $(VENV)/.dev system-deps
 	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist worksteal $(PYTEST_ARGS)
 
 test-fast: $(VENV)/.dev
-	$(BIN)/python -m pytest -n $(TEST_JOBS) -m engine $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_JOBS) -m "engine and not slow" $(PYTEST_ARGS)
 
 # The whole suite with the browser tests required, beside one CPU-burning process per core (.ci/loaded-run).
 test-loaded:

@@ -8,6 +8,7 @@ import itertools
 import random
 
 import numpy as np
+import pytest
 
 from hypothesis import assume
 from hypothesis import strategies as st
@@ -261,8 +262,21 @@ def variant_configs(seed: int = 0) -> list[ModelConfig]:
 
 @functools.cache   # the greedy all-pairs takes seconds and five test files ask for it: once per process
 def _variant_configs(seed: int) -> tuple[ModelConfig, ...]:
-    singles = [{k: v} for k, vals in AXES.items() for v in vals[1:]]
-    return tuple(_build([{}] + singles + pairwise_variants(seed)) + mla_variant_configs(seed))
+    return tuple(_build([{}] + _singles() + pairwise_variants(seed)) + mla_variant_configs(seed))
+
+
+def _singles() -> list[dict]:
+    return [{k: v} for k, vals in AXES.items() for v in vals[1:]]
+
+
+def grid_cases(configs: list[ModelConfig], impls: tuple[str, ...] = ("sdpa", "explicit"), step: int = 1) -> list:
+    """(index into configs, attention impl) for a grid test over every `step`-th config. The inner loop
+    (`make test-fast`: -m "engine and not slow") keeps every pair of choices, on SDPA: the pairwise and MLA grids.
+    Marked slow, for `make test` and the mutation runs: the explicit path, and the single-knob configs (each of
+    their values is also in the pairwise grid, there beside every value of every other knob)."""
+    singles = set(_build(_singles()))
+    return [pytest.param(i, impl, marks=[pytest.mark.slow] if impl != impls[0] or configs[i] in singles else [],
+                         id=f"{i}-{impl}") for i in range(0, len(configs), step) for impl in impls]
 
 
 def _build(choices: list[dict], base: dict | None = None) -> list[ModelConfig]:

@@ -122,7 +122,9 @@ def test_exports_open_without_network(browser, tmp_path):
 CHARTED = [s for s in SECTIONS if s not in ("tying", "zloss", "heads")]   # sections that draw a Plotly chart
 
 
-@pytest.mark.parametrize("width,height, charts_fit", [(1280, 800, False), (1600, 1000, True), (1920, 1080, True)])
+# 1280x800: the narrowest columns (metrics cut first); 1600x1000: the shortest screen charts must fit. A 1920x1080
+# walk would repeat both checks with more room (fonts are in rem and present-mode charts have a fixed height).
+@pytest.mark.parametrize("width,height, charts_fit", [(1280, 800, False), (1600, 1000, True)])
 def test_present_mode_on_a_projector_shows_metrics_whole_and_each_chart_without_scrolling(
         served_app, browser, width, height, charts_fit):
     """The projector walk, stepping with Next as a lecturer does: every metric shows whole (deepseek-v3: the

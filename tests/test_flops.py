@@ -7,13 +7,12 @@ from engine.budget.params import count_params
 from engine.config import ModelConfig
 from engine.measure.flops import counted_flops, measure_flops
 from engine.presets import get_preset
-from tests.helpers import make, variant_configs
+from tests.helpers import grid_cases, make, variant_configs
 
 CONFIGS = variant_configs()
 
 
-@pytest.mark.parametrize("impl", ["sdpa", "explicit"])
-@pytest.mark.parametrize("i", range(0, len(CONFIGS), 2))
+@pytest.mark.parametrize("i, impl", grid_cases(CONFIGS, step=2))
 def test_flops_equal_flop_counter(i, impl):
     for name, m in measure_flops(CONFIGS[i], 2, 6, impl).items():
         assert m.estimate == m.measured, (CONFIGS[i], name, m)   # exact, as the README says

@@ -71,6 +71,8 @@ def choice_combinations(positions=FIELDS["position"].choices, kvs=tuple(KV)):
                            n_kv_heads=KV[kv])
 
 
+# slow: the full product of the core knobs; the inner loop's pairwise grid and drawn configs hold each pair
+@pytest.mark.slow
 def test_logits_shape_and_causality_for_every_choice_combination():
     idx, later = tokens(2, 5), tokens(2, 5, seed=2)
     later[:, :3] = idx[:, :3]                       # same first 3 tokens, different future

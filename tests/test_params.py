@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 import torch
 from hypothesis import given, settings
 
@@ -101,6 +102,8 @@ def choice_configs():
                           **LAYOUTS[layout], ffn=ffn, position=position, n_kv_heads=KV[kv])
 
 
+# slow: the full product of the core knobs; the inner loop's pairwise grid and drawn configs hold each pair
+@pytest.mark.slow
 def test_every_choice_combination_counts_exactly():
     n = 0
     for cfg in choice_configs():
@@ -118,6 +121,8 @@ STRUCTURES = [dict(norm="layernorm", norm_placement="pre", block="serial", ffn="
                    n_kv_heads=1)]
 
 
+# slow: the full product of the core knobs; the inner loop's pairwise grid and drawn configs hold each pair
+@pytest.mark.slow
 def test_every_boolean_combination_counts_exactly():
     valid = invalid = 0
     for structure in STRUCTURES:

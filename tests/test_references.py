@@ -18,7 +18,7 @@ from engine.config import FIELDS
 from engine.layers.position import sinusoidal_table
 from engine.model import build_model
 from tests import ssm_reference
-from tests.helpers import AXES, make, variant_configs
+from tests.helpers import AXES, grid_cases, make, variant_configs
 from tests.hybrid_cases import hybrid_configs
 from tests.reference_ffn import REF_ACT, REF_CLAMPED, REF_GATE, REF_GROUP_SCORES, REF_ROUTERS, _ffn, _linear, _moe
 from tests.reference_mixers import gdn_reference, kda_reference, lightning_reference
@@ -269,8 +269,7 @@ def test_moe_model_equals_reference_forward(i, impl):
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, msg=lambda m: f"{cfg}\n{m}")   # as above
 
 
-@pytest.mark.parametrize("impl", ["sdpa", "explicit"])
-@pytest.mark.parametrize("i", range(len(CONFIGS)))
+@pytest.mark.parametrize("i, impl", grid_cases(CONFIGS))
 def test_model_equals_reference_forward(i, impl):
     cfg = CONFIGS[i]
     if cfg.rope_scaling != "none" or cfg.position == "alibi":   # held against transformers: the config's
