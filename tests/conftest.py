@@ -51,11 +51,23 @@ def _not_engine(name: str) -> bool:
 
 
 def pytest_ignore_collect(collection_path, config):
-    """`-m engine` alone (make test-fast, the mutation runs): the other files are not even imported (their
-    imports of streamlit, peft and the browser's helpers cost seconds per worker)."""
-    if config.option.markexpr.strip() == "engine" and collection_path.is_file() and _not_engine(collection_path.name):
+    """`-m engine` (make test-fast's "engine and not slow", the mutation runs): the other files are not even
+    imported (their imports of streamlit, peft and the browser's helpers cost seconds per worker)."""
+    expr = " ".join(config.option.markexpr.split())
+    if (expr == "engine" or expr.startswith("engine and ")) and collection_path.is_file() \
+            and _not_engine(collection_path.name):
         return True
     return None
+
+
+def pytest_configure(config):
+    """Under pytest-xdist each worker gets its share of the cores for torch's intra-op threads: two workers of
+    two threads each on two cores wait for a descheduled partner at every parallel region (engine/measure/rounds.py
+    cpu_threads says the same of timing): `make test-fast` took 325 CPU-s that way and 184 with one thread each."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:
+        import torch
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
 
 
 def pytest_collection_modifyitems(config, items):
