@@ -19,6 +19,9 @@ def test_header_figures_show_whole(served_app, browser, width, height):
                            ("llama-3-70b", "70,553,706,496")):
         page.goto(f"{served_app}/?preset={preset}")
         settle(page)
+        # the preset's total drawn: a fresh-clone run once met a quiet page with one metric, of a run in progress
+        page.wait_for_function(f"() => ({VALUES_JS})().includes({figure!r})")
+        quiet(page)
         assert figure in page.evaluate(VALUES_JS), preset
         cut[preset] = page.evaluate(CUT_JS)
     page.goto(f"{served_app}/compare?preset=deepseek-v3")   # the header with deltas under each figure
