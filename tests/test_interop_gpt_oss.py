@@ -80,11 +80,15 @@ def build_unclamped(ours):
     return model.eval()
 
 
-def test_round_trip_gives_identical_state_dict(pair):
-    hf, ours, _ = pair
-    back = to_transformers(ours, attn_implementation="eager")
+def test_round_trip_gives_identical_state_dict_and_logits(pair):
+    """The exported model computes what the original did: its config carries every knob the weights do not (the
+    clamp limit 5, not transformers' default 7, binds on these scaled experts)."""
+    hf, ours, idx = pair
+    back = to_transformers(ours, attn_implementation="eager").eval()
     assert type(back) is type(hf) and to_hf_config(ours.cfg)[0] == "gpt_oss"
     assert_same_weights(hf.state_dict(), back.state_dict(), "gpt_oss")
+    with torch.no_grad():
+        torch.testing.assert_close(back(input_ids=idx).logits, hf(input_ids=idx).logits, rtol=0, atol=0)
 
 
 def test_every_pair_names_a_transformers_tensor(pair):
