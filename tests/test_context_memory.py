@@ -23,6 +23,13 @@ def test_terms_are_the_memory_closed_forms():
     assert m.totals[1] == budget.infer_total_bytes == inference_bytes(QWEN, 4096, 2, "bf16")
 
 
+def test_inference_bytes_in_fp32_are_four_bytes_a_value():
+    """gpt2 served in fp32: 4 B per weight and per cached key and value (12 layers x 768 wide x K,V)."""
+    gpt2 = PRESETS["gpt2"].config
+    assert inference_bytes(gpt2, 1024, 1, "fp32") == 4 * count_params(gpt2).total + 12 * 2 * 768 * 1024 * 4
+    assert inference_bytes(gpt2, 1024, 1, "fp32") == 2 * inference_bytes(gpt2, 1024, 1, "bf16")
+
+
 def test_all_attention_is_the_same_model_with_attention_everywhere():
     dense = all_attention(QWEN)
     assert dense.layer_types == ("full",) * 48 and dense.ffn_types == QWEN.ffn_types

@@ -1,7 +1,7 @@
 """FLOP closed forms: FlopCounterMode on every variant pair, the Llama-2-7B reference, rules of thumb, roofline."""
 import pytest
 
-from engine.budget.devices import DEVICE_PROFILES, roofline
+from engine.budget.devices import DEVICE_PROFILES, fmt_ratio, roofline
 from engine.budget.flops import arithmetic_intensity, decode_flops, flops_budget, matmul_params
 from engine.budget.params import count_params
 from engine.config import ModelConfig
@@ -28,6 +28,11 @@ def test_llama2_7b_forward_matches_calflops():
     # a tolerance here because calflops also counts elementwise ops we leave out (see above)
     assert abs(fwd / 1.70007e12 - 1) < 0.005
     assert counted_flops(cfg, 1, 128)[0] == fwd           # FlopCounterMode on meta agrees exactly
+
+
+def test_flops_per_byte_read_whole_from_10_and_to_two_digits_below():
+    """A slow CPU's ridge of 0.24 FLOP/B must not read 0; a GPU's 295.3 reads 295."""
+    assert [fmt_ratio(x) for x in (0.24, 3.456, 10.0, 295.3, 12_345.6)] == ["0.24", "3.5", "10", "295", "12,346"]
 
 
 def test_matmul_params_are_the_matrices():

@@ -20,6 +20,8 @@ def test_grid_and_parsing():
     assert default_values(QWEN, "attention_layers") == [0, 1, 6, 12, 24, 48]
     assert default_values(PRESETS["gpt2"].config, "attention_layers") == [0, 1, 3, 6, 12]
     assert parse_values("attention_layers", ["0", "12"]) == [0, 12]
+    with pytest.raises(ValueError, match=r"recurrent: 'full' is not a recurrent mixer kind \(gdn, .*mamba"):
+        with_attention_layers(QWEN, 12, "full")
     with pytest.raises(ConfigError, match="attention_layers: 'x' is not a whole number"):
         parse_values("attention_layers", ["x"])
 
