@@ -232,3 +232,12 @@ def test_lora_adapters_per_gpu_are_the_hand_count(key):
                     "optimizer": 12 * adapter_elems(lay.zero >= 1) + 4 * len(adapters)}
             got = gpu_memory(cfg, lay, setup, stage)
             assert {k: got[k] for k in want} == want, (lay, stage)
+
+
+def test_lora_settings_accept_rank_1_and_name_what_is_wrong():
+    """Rank 1 is a valid adapter (the smallest: one column per side); 0, a float and an unknown target are not."""
+    from engine.plan.finetune import target_problems
+    assert target_problems(("q", "v"), 1) == []
+    assert target_problems(("q",), 0) == ["lora_rank: 0 is not an integer >= 1"]
+    assert target_problems(("q",), 2.0) == ["lora_rank: 2.0 is not an integer >= 1"]
+    assert target_problems(("qkv",), 8)[0].startswith("lora_targets: qkv not among q, k, v")
