@@ -109,6 +109,18 @@ def test_a_run_whose_process_was_killed_reads_interrupted_with_its_steps(store):
     assert [s["step"] for s in run["steps"]] == [1, 2, 3]
 
 
+def test_a_moe_runs_expert_load_reads_back_as_stored(store):
+    """The Training page's expert-load heatmap of a reloaded MoE run: tokens per expert, one row per MoE layer."""
+    rid = store.create_run(TINY, TrainConfig(), "names", 123, "cpu")
+    load = [[10, 6, 8, 8], [20, 4, 4, 4]]
+    store.add_step(rid, StepRecord(1, 3.0, 1e-3, 0.5, 1000.0, 2.0, 3.5, aux_loss=1.1, router_z_loss=0.2,
+                                   expert_load=load))
+    store.add_step(rid, StepRecord(2, 2.0, 1e-3, 0.5, 1000.0, 2.0, 3.5))
+    steps = store.get_run(rid)["steps"]
+    assert [s["expert_load"] for s in steps] == [load, None]
+    assert (steps[0]["aux_loss"], steps[0]["router_z_loss"]) == (1.1, 0.2)
+
+
 def test_two_trainings_and_a_reader_share_the_store(tmp_path):
     """Two runs training at once in two threads (each with its own handle, as two sessions have) while a third
     handle keeps reading: every step of both lands, in order, and the reader never fails."""
