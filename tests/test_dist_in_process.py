@@ -148,3 +148,12 @@ def test_max_all_reduces_the_tensor_it_is_given_with_max(monkeypatch):
     t = torch.tensor(4.5)
     assert DistInfo(rank=1, world=2).max(t) is t and calls == [(t, dist.ReduceOp.MAX)]
     assert SINGLE.max(t) is t and len(calls) == 1
+
+
+def test_tp_refuses_a_model_with_recurrent_layers_and_says_what_trains_it():
+    """Tensor parallelism splits attention heads and FFN columns; a Gated DeltaNet hybrid is refused before any
+    process group is needed, naming the field and the modes that do train it."""
+    from tests.hybrid_cases import hybrid_configs
+    cfg = next(c for c in hybrid_configs().values() if c.hybrid)
+    with pytest.raises(ValueError, match=r"^parallel: tp splits attention and FFN layers only; .*\(use ddp or fsdp\)$"):
+        parallelize(build_model(cfg, seed=0), DistInfo(0, 2, 0), "tp")
