@@ -262,11 +262,13 @@ def variant_configs(seed: int = 0) -> list[ModelConfig]:
 
 @functools.cache   # the greedy all-pairs takes seconds and five test files ask for it: once per process
 def _variant_configs(seed: int) -> tuple[ModelConfig, ...]:
-    return tuple(_build([{}] + _singles() + pairwise_variants(seed)) + mla_variant_configs(seed))
+    return (*_build([{}]), *_single_configs(), *_build(pairwise_variants(seed)), *mla_variant_configs(seed))
 
 
-def _singles() -> list[dict]:
-    return [{k: v} for k, vals in AXES.items() for v in vals[1:]]
+@functools.cache
+def _single_configs() -> tuple[ModelConfig, ...]:
+    """One config per value of each axis other than its default, every other knob at its default."""
+    return tuple(_build([{k: v} for k, vals in AXES.items() for v in vals[1:]]))
 
 
 def grid_cases(configs: list[ModelConfig], impls: tuple[str, ...] = ("sdpa", "explicit"), step: int = 1) -> list:
@@ -274,7 +276,7 @@ def grid_cases(configs: list[ModelConfig], impls: tuple[str, ...] = ("sdpa", "ex
     (`make test-fast`: -m "engine and not slow") keeps every pair of choices, on SDPA: the pairwise and MLA grids.
     Marked slow, for `make test` and the mutation runs: the explicit path, and the single-knob configs (each of
     their values is also in the pairwise grid, there beside every value of every other knob)."""
-    singles = set(_build(_singles()))
+    singles = set(_single_configs())
     return [pytest.param(i, impl, marks=[pytest.mark.slow] if impl != impls[0] or configs[i] in singles else [],
                          id=f"{i}-{impl}") for i in range(0, len(configs), step) for impl in impls]
 

@@ -21,6 +21,8 @@ from engine.model import build_model
 
 CPU = torch.device("cpu")
 TINY = ModelConfig(name="tiny", vocab_size=64, context_length=64, d_model=32, n_layers=2, n_heads=4)
+SWEEP = TINY.replace(d_model=192, n_layers=2, vocab_size=1024, context_length=256)   # the estimate tests' sweep
+BATCHES, SEQS = [1, 4], [64, 256]
 
 
 def scripted(monkeypatch, durations):
@@ -112,8 +114,7 @@ def test_sweep_estimate_has_the_rounds_the_sweep_runs(monkeypatch, budget_rounds
     the estimate's call_seconds: a warm-up round, then MIN_ROUNDS rounds when every point settles (low_s), or
     rounds until the budget is spent when none does (at most high_s; a budget of 300 rounds meets MAX_ROUNDS).
     Wall time is not involved, so load on the machine cannot move it."""
-    cfg = TINY.replace(d_model=192, n_layers=2, vocab_size=1024, context_length=256)
-    batches, seqs = [1, 4], [64, 256]
+    cfg, batches, seqs = SWEEP, BATCHES, SEQS
     clock = VirtualClock()
     monkeypatch.setattr(rounds, "time", clock)
     cost = {(b, s): call_seconds(cfg, b, s, "forward", "fp32", CPU) for b in batches for s in seqs}
@@ -145,8 +146,7 @@ def test_sweep_estimate_orders_the_points_as_the_real_sweep_does(monkeypatch):
     interleaved rounds, within 2x. Load on the machine slows every point of a round alike, so it cancels; the
     absolute estimate against the wall clock is benchmarked (bench/bench_latency_sweep.py), not asserted."""
     monkeypatch.setattr(probe, "_CACHE", {})
-    cfg = TINY.replace(d_model=192, n_layers=2, vocab_size=1024, context_length=256)
-    batches, seqs = [1, 4], [64, 256]
+    cfg, batches, seqs = SWEEP, BATCHES, SEQS
     est = {(b, s): call_seconds(cfg, b, s, "forward", "fp32", CPU) for b in batches for s in seqs}
     real = {(r.batch, r.seq): r.median_ms for r in
             lat.latency_sweep(cfg, batches, seqs, "fp32", "cpu", "forward", 1.0)}
@@ -167,16 +167,16 @@ def test_device_text_says_how_many_threads_time(monkeypatch):
 def test_a_budget_shorter_than_the_fewest_rounds_is_explained():
     """Rounds stop once the budget is spent but never before MIN_ROUNDS: a 5 s budget over rounds of ~6 s still
     takes ~35 s, and the estimate says why instead of contradicting the budget silently."""
-    cfg = TINY.replace(d_model=192, n_layers=2, vocab_size=1024, context_length=256)
-    est = sweep_estimate(cfg, [1, 4], [64, 256], "forward", "fp32", CPU, 0.5 * fewest_rounds_s(cfg))
+    cfg = SWEEP
+    est = sweep_estimate(cfg, BATCHES, SEQS, "forward", "fp32", CPU, 0.5 * fewest_rounds_s(cfg))
     assert est.note.startswith(f"{rounds.MIN_ROUNDS} rounds of ≈ ") and "cannot end it sooner" in est.note
     assert est.low_s >= rounds.MIN_ROUNDS * est.round_s                # what the rounds really take
-    assert sweep_estimate(cfg, [1, 4], [64, 256], "forward", "fp32", CPU, 10 * fewest_rounds_s(cfg)).note == ""
+    assert sweep_estimate(cfg, BATCHES, SEQS, "forward", "fp32", CPU, 10 * fewest_rounds_s(cfg)).note == ""
     assert budget_note(1.0, 5.0) == "" and budget_note(1.01, 5.0).startswith("5 rounds of ≈ 1.0 s")
 
 
 def fewest_rounds_s(cfg) -> float:
-    return sweep_estimate(cfg, [1, 4], [64, 256], "forward", "fp32", CPU, 0.0).round_s * rounds.MIN_ROUNDS
+    return sweep_estimate(cfg, BATCHES, SEQS, "forward", "fp32", CPU, 0.0).round_s * rounds.MIN_ROUNDS
 
 
 def test_the_budgets_measure_estimate_within_3x_of_the_cpu_time_it_takes(monkeypatch):
