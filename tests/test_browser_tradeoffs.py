@@ -1,6 +1,7 @@
 """Real browser on the Trade-offs page: a sweep from a link draws both charts, an edit lands in the URL, present
 mode hides the sidebar, and a small measured sweep finishes and its runs appear on the Training page."""
 import os
+import re
 
 import pytest
 
@@ -43,22 +44,31 @@ def test_closed_form_sweep_link_edit_and_present(served_app, browser):
 
 
 def test_small_measured_sweep_runs_show_on_training(served_app, browser):
+    from playwright.sync_api import expect
     page = browser.new_page(viewport={"width": 1600, "height": 1000})
     page.goto(f"{served_app}/tradeoffs?preset=microgpt&knob=n_kv_heads&values=1,4&small=true")
     settle(page)
     page.get_by_text("Measured columns").click()
+    # Each setting is checked where it shows before Measure is pressed: a CI run pressed Measure with the loss box
+    # left unticked (its click landed while the page was still rerunning), so no run was trained or stored.
     page.get_by_text("Val loss of a short run", exact=True).click()
+    expect(page.get_by_role("checkbox", name="Val loss of a short run")).to_be_checked()
     quiet(page)
     for label, value in (("Training steps per point", "3"), ("Latency time budget (s)", "1"), ("Latency tokens", "8")):
         field = page.get_by_role("spinbutton", name=label)
         field.fill(value)
         field.press("Enter")
         quiet(page)
+        expect(field).to_have_value(value)
+    page.get_by_text(re.compile(r"Expected: .*loss [0-9]")).first.wait_for()   # the server prices the training too
     page.get_by_role("button", name="Measure", exact=True).click()
-    page.get_by_text("Every point measured.").first.wait_for(timeout=400000)   # a shared, loaded CPU
+    done = page.get_by_text("Every point measured.").first
+    done.wait_for(timeout=400000)   # a shared, loaded CPU
+    # two points, two stored runs (the server's store is shared by this worker's other browser tests: any ids)
+    assert re.search(r"Training runs [0-9]+, [0-9]+ are in Training → Stored runs\.", done.inner_text()), \
+        done.inner_text()
     # the fragment's message first, then a full rerun redraws the charts with the measured panels
     page.locator(".js-plotly-plot").first.get_by_text("forward latency").first.wait_for()
-    page.get_by_text("Training → Stored runs").first.wait_for()
     assert page.locator('[data-testid="stException"]').count() == 0
     shot(page, "tradeoffs-measured")
     page.goto(f"{served_app}/training")
