@@ -33,30 +33,38 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
-# Files outside the engine's inner loop: the app (AppTest, the browser, the views), timing, and files that start
-# processes (the CLI, torchrun, the class server, a container). Every other test is marked `engine` unless it
-# drives the app itself (the APP_FIXTURES) or is marked `process` (it starts a Python process): `make test-fast`
-# and the mutation runs select `-m engine`, so a new engine test file joins them without a config change.
+# Files outside the engine's inner loop: the app (AppTest, the browser), timing, and files that start processes
+# (the CLI, torchrun, the class server, a container). Every other test is marked `engine` unless it drives the
+# app itself (the APP_FIXTURES) or is marked `process` (it starts a Python process), or `view`: the unit tests of
+# the app's pure view helpers (charts, diagram, tables; no streamlit). `make test-fast` selects `-m engine`; the
+# mutation runs select `-m "engine or view"` (a diagram test that reads an engine label kills its mutants too).
+# A new engine test file joins them without a config change.
 NOT_ENGINE = ("test_app_*", "test_browser*", "test_hostile_app.py", "test_hostile_cli.py", "test_cli_*",
               "test_interop_cli.py", "test_train_cli.py", "test_readme_commands.py", "test_ddp.py", "test_sharding.py",
               "test_imports.py", "test_assertions.py", "test_lora_peft.py", "test_sweep_measured.py", "test_latency*.py",
-              "test_measure_peak.py", "test_peak_probe.py", "test_guard_peak.py", "test_compare_view.py",
-              "test_training_view.py", "test_charts.py", "test_lecture_charts.py", "test_sweep_charts.py",
-              "test_diagram.py", "test_plain_text.py", "test_export.py", "test_classroom.py", "test_dockerfile.py")
+              "test_measure_peak.py", "test_peak_probe.py", "test_guard_peak.py", "test_export.py",
+              "test_classroom.py", "test_dockerfile.py")
+VIEW = ("test_compare_view.py", "test_training_view.py", "test_charts.py", "test_lecture_charts.py",
+        "test_sweep_charts.py", "test_diagram.py", "test_plain_text.py")
 APP_FIXTURES = {"new_app", "served_app", "browser"}
 
 
-def _not_engine(name: str) -> bool:
-    return any(fnmatch.fnmatch(name, g) for g in NOT_ENGINE)
+def _matches(name: str, globs: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatch(name, g) for g in globs)
 
 
 def pytest_ignore_collect(collection_path, config):
-    """`-m engine` (make test-fast's "engine and not slow", the mutation runs): the other files are not even
-    imported (their imports of streamlit, peft and the browser's helpers cost seconds per worker)."""
+    """`-m engine...` (make test-fast's "engine and not slow") and `-m "engine or view"` (the mutation runs): the
+    other files are not even imported (their imports of streamlit, peft and the browser's helpers cost seconds
+    per worker)."""
     expr = " ".join(config.option.markexpr.split())
-    if (expr == "engine" or expr.startswith("engine and ")) and collection_path.is_file() \
-            and _not_engine(collection_path.name):
-        return True
+    if not collection_path.is_file():
+        return None
+    name = collection_path.name
+    if expr == "engine or view":
+        return True if _matches(name, NOT_ENGINE) else None
+    if expr == "engine" or expr.startswith("engine and "):
+        return True if _matches(name, NOT_ENGINE + VIEW) else None
     return None
 
 
@@ -72,9 +80,10 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if not (_not_engine(item.path.name) or APP_FIXTURES & set(item.fixturenames)
-                or item.get_closest_marker("process")):
-            item.add_marker(pytest.mark.engine)
+        if _matches(item.path.name, NOT_ENGINE) or APP_FIXTURES & set(item.fixturenames) \
+                or item.get_closest_marker("process"):
+            continue
+        item.add_marker(pytest.mark.view if _matches(item.path.name, VIEW) else pytest.mark.engine)
 
 
 @pytest.fixture(autouse=True)

@@ -4,6 +4,8 @@ saved-tensor hooks, the decode cache's bytes), decodes with its cache to the ful
 one kind everywhere is the model it was before layer_types and ffn_types existed."""
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -84,6 +86,12 @@ def test_one_kind_everywhere_is_the_model_it_was():
     assert not base.hybrid and not spelled.hybrid
 
 
+# Mamba-2's rules: groups divide the heads, five projection scales (z, x, B, C, dt), dt limits in order
+MAMBA2_RULES = [(dict(ssm_heads=4, ssm_groups=3), "ssm_groups: 3 does not divide ssm_heads=4"),
+                (dict(ssm_proj_scales=(1.0, 2.0, 3.0)), "ssm_proj_scales: five scales (z, x, B, C, dt), got 3"),
+                (dict(ssm_dt_min=0.2, ssm_dt_max=0.1), "ssm_dt_max: 0.1 is below ssm_dt_min=0.2")]
+
+
 @pytest.mark.parametrize("changes, message", [
     (dict(layer_types=("gdn", "full")), "layer_types: 2 entries for n_layers=4"),
     (dict(ffn_types=("dense",) * 5), "ffn_types: 5 entries for n_layers=4"),
@@ -95,11 +103,19 @@ def test_one_kind_everywhere_is_the_model_it_was():
     (dict(layer_types=("gdn",) * 4, gdn_k_heads=3, gdn_v_heads=4), "gdn_v_heads: 4 is not a multiple of gdn_k_heads=3"),
     (dict(layer_types=("mamba9",) * 4), "layer_types: entry 1 of 4, 'mamba9', is not one of full, sliding"),
     (dict(attn_gate="head", kv_lora_rank=4), "attn_gate: the output gate is not modelled with MLA"),
+    *[(dict(layer_types=("mamba2", "full") * 2, **fields), message) for fields, message in MAMBA2_RULES],
 ])
 def test_rules_name_the_field(changes, message):
     with pytest.raises(ConfigError) as e:
         ModelConfig(**{**HYBRID_BASE, **changes})
     assert any(p.startswith(message) for p in e.value.problems), e.value.problems
+
+
+@pytest.mark.parametrize("fields, message", MAMBA2_RULES)
+def test_mamba2_rules_apply_only_when_a_layer_is_mamba2(fields, message):
+    cfg = ModelConfig(**{**HYBRID_BASE, **fields})   # the fields are unused without a Mamba-2 layer: no problem
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        cfg.replace(layer_types=("full", "mamba2", "full", "full"))
 
 
 def test_gdn_rule_applies_only_when_a_layer_is_gdn():

@@ -202,17 +202,23 @@ class GDNKnobs(Knobs):
         """Each key head serves a whole number of value heads (only when a layer is gdn)."""
         if not ok("layer_types", "gdn_k_heads", "gdn_v_heads", "n_heads") or not c.uses("gdn"):
             return []
-        dims = gdn_dims(c)
-        if dims.v_heads % dims.k_heads:
-            return [f"gdn_v_heads: {dims.v_heads} is not a multiple of gdn_k_heads={dims.k_heads}"]
+        k_heads, v_heads = gdn_heads(c)
+        if v_heads % k_heads:
+            return [f"gdn_v_heads: {v_heads} is not a multiple of gdn_k_heads={k_heads}"]
         return []
+
+
+def gdn_heads(cfg: ModelConfig) -> tuple[int, int]:
+    """(key heads, value heads), nulls resolved: all the head rules read (not the widths, which need d_model)."""
+    k_heads = cfg.gdn_k_heads or cfg.n_heads
+    return k_heads, cfg.gdn_v_heads or k_heads
 
 
 def gdn_dims(cfg: ModelConfig) -> GDNDims:
     """The config's Gated DeltaNet dimensions, nulls resolved (the gated norm takes norm_eps)."""
-    k_heads = cfg.gdn_k_heads or cfg.n_heads
+    k_heads, v_heads = gdn_heads(cfg)
     k_dim = cfg.gdn_k_dim or cfg.head_width
-    return GDNDims(cfg.d_model, k_heads, cfg.gdn_v_heads or k_heads, k_dim, cfg.gdn_v_dim or k_dim,
+    return GDNDims(cfg.d_model, k_heads, v_heads, k_dim, cfg.gdn_v_dim or k_dim,
                    cfg.gdn_conv_kernel, cfg.gdn_chunk, cfg.norm_eps)
 
 

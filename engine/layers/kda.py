@@ -26,7 +26,7 @@ from torch import nn
 
 from engine.layers import delta_rule, kda_rule
 from engine.layers.attention import LayerKV
-from engine.layers.gdn import GDNDims, gdn_dims, gdn_state_shapes
+from engine.layers.gdn import GDNDims, gdn_dims, gdn_heads, gdn_state_shapes
 from engine.layers.init import init_linear
 from engine.layers.kinds import Mixer
 from engine.layers.short_conv import causal_conv, conv_params
@@ -158,9 +158,9 @@ class KDAKnobs(Knobs):
         """Each key head serves a whole number of value heads (Gated DeltaNet's rule says so when a layer is gdn)."""
         if not ok("layer_types", "gdn_k_heads", "gdn_v_heads", "n_heads") or not c.uses("kda") or c.uses("gdn"):
             return []
-        dims = gdn_dims(c)
-        if dims.v_heads % dims.k_heads:
-            return [f"gdn_v_heads: {dims.v_heads} is not a multiple of gdn_k_heads={dims.k_heads} (KDA layers)"]
+        k_heads, v_heads = gdn_heads(c)
+        if v_heads % k_heads:
+            return [f"gdn_v_heads: {v_heads} is not a multiple of gdn_k_heads={k_heads} (KDA layers)"]
         return []
 
 

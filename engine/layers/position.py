@@ -147,10 +147,14 @@ class PositionKnobs(Knobs):
         return out
 
 
+# what rotary_dim reads: a refused one of these is reported on its own and the scaling rules wait for it
+ROTARY_FIELDS = ("position", "head_dim", "rope_fraction", "d_model", "n_heads", "kv_lora_rank", "qk_rope_head_dim")
+
+
 def _scaling_problems(c: ModelConfig, ok: Callable[..., bool]) -> list[str]:
     """Rules of the RoPE scaling fields (checked only with position = rope and that scaling type; an unknown
     rope_scaling equals none of the types below, so its own choice message stands alone)."""
-    if c.position != "rope" or not ok("position", "head_dim", "rope_fraction"):
+    if c.position != "rope" or not ok(*ROTARY_FIELDS):
         return []
     problems = []
     if c.rope_scaling == "dynamic" and c.rotary_dim < 4:   # the new base has the exponent r / (r - 2)
