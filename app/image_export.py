@@ -10,6 +10,7 @@ import copy
 import importlib.util
 import os
 import shutil
+import threading
 
 import plotly.graph_objects as go
 
@@ -19,6 +20,9 @@ _BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome")
 # kaleido 1.5 can call into its page before the page's own script has run (seen on a loaded machine: "ReferenceError:
 # kaleido_scopes is not defined"); every render opens a new page, so a second try gets a fresh one
 RACE, RENDER_TRIES = "kaleido_scopes is not defined", 3
+# Seen on a loaded machine: Chromium exited mid-render and kaleido waited on its pipe for ever (no timeout of its
+# own covers that). A render that has not finished by then is abandoned and tried again with a fresh browser.
+RENDER_DEADLINE_S = 180.0
 
 
 def png_unavailable() -> str | None:
@@ -50,8 +54,28 @@ def figure_png(fig: go.Figure, width: int = PROJECTOR[0], height: int = PROJECTO
     sized = for_projector(fig, width, height)
     for _ in range(RENDER_TRIES - 1):
         try:
-            return sized.to_image(format="png", width=width, height=height, scale=1)
-        except Exception as e:   # noqa: BLE001 -- only kaleido's page race is tried again; anything else is raised
-            if RACE not in str(e):
+            return _render(sized, width, height)
+        except Exception as e:   # noqa: BLE001 -- only kaleido's page race and a hung browser are tried again
+            if RACE not in str(e) and not isinstance(e, TimeoutError):
                 raise
-    return sized.to_image(format="png", width=width, height=height, scale=1)
+    return _render(sized, width, height)
+
+
+def _render(fig: go.Figure, width: int, height: int) -> bytes:
+    """kaleido's render on a daemon thread, waited for up to RENDER_DEADLINE_S (a hung one is left behind)."""
+    out: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            out["png"] = fig.to_image(format="png", width=width, height=height, scale=1)
+        except BaseException as e:   # noqa: BLE001 -- handed to the caller's thread
+            out["error"] = e
+
+    worker = threading.Thread(target=run, name="png-render", daemon=True)
+    worker.start()
+    worker.join(RENDER_DEADLINE_S)
+    if worker.is_alive():
+        raise TimeoutError(f"the PNG render did not finish in {RENDER_DEADLINE_S:.0f} s (Chromium stopped answering)")
+    if "error" in out:
+        raise out["error"]
+    return out["png"]

@@ -148,3 +148,31 @@ def test_kaleidos_page_race_is_tried_again_and_other_errors_are_not(monkeypatch)
     with pytest.raises(ZeroDivisionError):
         figure_png(go.Figure())
     assert len(calls) == 4                       # another error: one call, raised
+
+
+def test_a_hung_render_is_abandoned_and_tried_again(monkeypatch):
+    """Chromium exiting mid-render left kaleido waiting on its pipe for ever (a whole-suite run hung on it):
+    figure_png gives up on a render past its deadline, tries a fresh one, and says what happened if all hang."""
+    import threading
+
+    from app import image_export
+    calls, never = [], threading.Event()
+
+    def hangs_twice(self, **kw):
+        calls.append(kw)
+        if len(calls) < 3:
+            never.wait()
+        return b"png"
+
+    monkeypatch.setattr(image_export, "png_unavailable", lambda: None)
+    monkeypatch.setattr(image_export, "RENDER_DEADLINE_S", 0.05)
+    monkeypatch.setattr(go.Figure, "to_image", hangs_twice)
+    try:
+        assert figure_png(go.Figure()) == b"png" and len(calls) == 3
+        monkeypatch.setattr(go.Figure, "to_image", lambda self, **kw: calls.append(kw) or never.wait())
+        with pytest.raises(TimeoutError, match="did not finish in 0 s"):
+            figure_png(go.Figure())
+        assert len(calls) == 6                       # three tries, then the error
+    finally:
+        never.set()                                  # the abandoned renders end
+
