@@ -23,8 +23,9 @@ from engine.presets import PRESETS
 
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT, STUDENTS, STOPPED = 2, 20, 4
-RUN = "preset=gpt2&train_steps=150&train_batch=4&train_seq=8&train_eval_every=50"   # a short run (small model)
-HOLD = RUN.replace("train_steps=150", "train_steps=100000")   # holds a slot until stopped
+# a short run: the queue's behaviour does not depend on a run's length, and each gpt2 step costs a tenth of a CPU-second
+RUN = "preset=gpt2&train_steps=12&train_batch=4&train_seq=8&train_eval_every=6"
+HOLD = RUN.replace("train_steps=12", "train_steps=100000")   # holds a slot until stopped
 KNOB_SETTLES_S = 2.0
 
 
