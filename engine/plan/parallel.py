@@ -48,6 +48,8 @@ def layout_problems(cfg: ModelConfig, lay: Layout) -> list[str]:
         return out
     if lay.zero not in (0, 1, 2, 3):
         out.append(f"zero: {lay.zero!r} is not one of 0, 1, 2, 3")
+    if not isinstance(lay.sequence_parallel, bool):
+        out.append(f"sequence_parallel: {lay.sequence_parallel!r} is not true or false")
     if lay.gpus % (lay.tp * lay.pp):
         out.append(f"gpus: {lay.gpus} is not a multiple of tp*pp = {lay.tp * lay.pp}")
     moe = cfg.n_experts is not None
