@@ -212,3 +212,27 @@ def test_every_cost_formula_names_a_figure_of_the_cost():
     """The Planner shows each cost figure with its formula, looked up by the figure's name."""
     c = plan(LLAMA8, "h100-80gb", Layout(8), Setup(seq=1024), tokens=10**9).cost
     assert "train_flops" in c.formulas and set(c.formulas) <= set(c.as_dict()) - {"formulas"}
+
+
+def test_a_model_that_fills_the_gpu_exactly_fits_and_the_search_agrees(monkeypatch):
+    """The fit is total <= memory: a GPU exactly as large as one GPU's total holds it, and smallest_layout
+    answers one GPU, as plan() does."""
+    from dataclasses import replace
+
+    import engine.plan as planner
+    s = Setup(mode="infer", seq=1024)
+    total = plan(LLAMA8, "h100-80gb", Layout(), s).per_gpu["total"]
+    exact = replace(planner.DEVICE_PROFILES["H100"], memory_bytes=total)
+    monkeypatch.setitem(planner.DEVICE_PROFILES, "H100", exact)
+    assert plan(LLAMA8, "h100-80gb", Layout(), s).fits
+    assert smallest_layout(LLAMA8, "h100-80gb", s).layout == Layout()
+    monkeypatch.setitem(planner.DEVICE_PROFILES, "H100", replace(exact, memory_bytes=total - 1))
+    assert not plan(LLAMA8, "h100-80gb", Layout(), s).fits
+    assert smallest_layout(LLAMA8, "h100-80gb", s).layout.gpus == 2
+
+
+def test_cost_per_million_tokens_is_the_gpu_hours_they_take():
+    """Serving cost: GPUs x price per GPU-hour / tokens per hour, per million tokens."""
+    p = plan(LLAMA8, "h100-80gb", Layout(2), Setup(mode="infer", seq=1024), price=3.0)
+    tokens_per_hour = p.speed.total * 60 * 60
+    assert p.cost_per_million == pytest.approx(2 * 3.0 / tokens_per_hour * 1_000_000, rel=1e-12)

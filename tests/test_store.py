@@ -172,3 +172,16 @@ def test_a_recycled_pid_does_not_keep_a_run_running(store):
         db.execute("UPDATE runs SET pid_start=pid_start+1 WHERE id=?", (rid,))
     assert store.get_run(rid)["status"] == "interrupted"
     assert store.delete_run(rid)   # an interrupted run can be deleted
+
+
+def test_another_programs_database_is_refused_naming_its_tables(tmp_path):
+    """Never add our tables to someone else's SQLite file: the refusal lists what is in it."""
+    from engine.train.store import StoreError
+    path = tmp_path / "theirs.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE orders (id INTEGER)")
+        db.execute("CREATE TABLE customers (id INTEGER)")
+    with pytest.raises(StoreError, match=r"another program's SQLite database \(tables: customers, orders\)"):
+        RunStore(path)
+    with sqlite3.connect(path) as db:
+        assert {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")} == {"orders", "customers"}
