@@ -162,3 +162,18 @@ def test_a_model_without_a_growing_cache_has_no_kv_blocks_and_serves_by_its_stat
     assert (c.page_bytes, c.blocks, c.kv_tokens) == (0, 0, 0)
     assert c.max_context == cfg.context_length and c.context_limit == "context_length"
     assert c.max_concurrency == pytest.approx(pool / sequence_bytes(cfg, Layout(), INFER, cfg.context_length))
+
+
+def test_a_pipeline_stage_holds_the_kv_of_its_own_layers():
+    """Mamba-2 layers first, attention last: under pp=2 the second stage holds every attention layer's KV, so
+    the tightest GPU's bytes grow by the whole model's KV cache, and the first stage's by none."""
+    from engine.budget.memory import kv_cache_bytes
+    from engine.config import ModelConfig
+    cfg = ModelConfig(name="mamba-then-attention", vocab_size=64, context_length=4096, d_model=64, n_layers=4,
+                      n_heads=4, layer_types=("mamba2", "mamba2", "full", "full"), ssm_head_dim=16, ssm_state=8)
+    lay, s, sv = Layout(2, pp=2), Setup(mode="infer", seq=1), Serving(activation_bytes=0, non_torch_bytes=0)
+    assert sequence_bytes(cfg, lay, s, 4096, stage=0) == sequence_bytes(cfg, lay, s, 1, stage=0)   # the state
+    assert sequence_bytes(cfg, lay, s, 4096, stage=1) == kv_cache_bytes(cfg, 1, 4096)
+    # from 2,048 tokens on the attention stage is the tightest (the Mamba stage holds more weights)
+    grown = memory_at(cfg, lay, s, sv, 4096) - memory_at(cfg, lay, s, sv, 2048)
+    assert grown == kv_cache_bytes(cfg, 1, 4096) - kv_cache_bytes(cfg, 1, 2048)
