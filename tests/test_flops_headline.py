@@ -76,3 +76,16 @@ def test_compare_bars_use_the_headline():
     from app.compare_view import compare_metrics
     v = compare_metrics({"mistral": MISTRAL})
     assert v["flops"]["counted"] == [headline_flops(MISTRAL, 1, 32_768).flops_per_token]
+
+
+def test_gap_note_attention_figures_are_the_hand_counts():
+    """gpt2 at T = 1,024: causal attention 3 x 4 x 768 x 12 x 524,800 pairs / 1,024 tokens per token, the full
+    square 3 x 4 x 768 x 12 x 1,024, about twice as much; the sentence carries both and the ratio."""
+    from engine.units import fmt_flops
+    gpt2 = get_preset("gpt2").config
+    causal, full = causal_attention_per_token(12, 768, 1024, None), 3 * 4 * 768 * 12 * 1024
+    note = gap_note(gpt2, 1024)
+    assert f"plus {fmt_flops(causal)} of attention over the query-key pairs a causal kernel" in note
+    assert f"full T×T square ({fmt_flops(full)}, {full / causal:.1f}× that)" in note
+    assert (fmt_flops(causal), fmt_flops(full)) == ("56.68 MFLOP", "113.25 MFLOP")
+    assert "at T = 1,024; the PaLM rule" in note and "indexer" not in note and "windowed" not in note
