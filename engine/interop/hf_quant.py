@@ -37,15 +37,15 @@ def _part(module: str) -> str | None:
 
 
 def _keep(r: _Reader, q: dict, fmt: str) -> tuple[str, ...] | None:
-    modules = next((q[k] for k in _SKIP_KEYS if q.get(k)), None)
-    if not modules:
+    key = next((k for k in _SKIP_KEYS if q.get(k)), None)   # a list: hf_types refuses any other type
+    if key is None:
         return None
     parts = []
-    for m in modules:
+    for m in q[key]:
         part = _part(str(m))
         if part is None:
-            r.bad(f"{KEY}.modules_to_not_convert", m, "only whole parts (attention, router, experts, shared "
-                                                      "experts, mlp, embeddings, lm_head) can be kept unquantized")
+            r.bad(f"{KEY}.{key}", m, "only whole parts (attention, router, experts, shared experts, mlp, "
+                                     "embeddings, lm_head) can be kept unquantized")
         elif part not in parts:
             parts.append(part)
     default = DEFAULT_KEEP.get(fmt, _KEEP)

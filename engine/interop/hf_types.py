@@ -1,7 +1,7 @@
 """The JSON type of every config.json key the importer reads, checked before any reader uses a value.
 
-A string where a size belongs, a list where a flag belongs or a 10^9-layer count is reported naming the HF key,
-before a per-layer list is built or arithmetic fails somewhere deeper. null is always allowed here: it means
+A string where a size belongs, a list where a flag belongs or a layer count of -1 or 10^9 is reported naming the HF
+key, before a per-layer list is built or arithmetic fails somewhere deeper. null is always allowed here: it means
 the transformers default (hf_config.py reads it so).
 """
 from __future__ import annotations
@@ -26,7 +26,12 @@ _STR = ("model_type", "hidden_act", "hidden_activation", "activation_function", 
         "rope_type", "type")
 KINDS: dict[str, str] = {**{k: "int" for k in _INT}, **{k: "number" for k in _NUMBER},
                          **{k: "bool" for k in _BOOL}, **{k: "str" for k in _STR},
-                         "layer_types": "list", "rope_scaling": "dict", "rope_parameters": "dict"}
+                         "layer_types": "list", "rope_scaling": "dict", "rope_parameters": "dict",
+                         "softmax_scale": "number",
+                         **{k: "list" for k in ("modules_to_not_convert", "ignore", "llm_int8_skip_modules",
+                                                "kda_layers", "full_attn_layers")}}
+# mappings whose keys are checked too (a string where a list belongs would be read letter by letter)
+_MAPPINGS = ("rope_scaling", "rope_parameters", "quantization_config", "attn_config", "linear_attn_config")
 LAYER_KEYS = ("num_hidden_layers", "n_layer")
 _WORDS = {"int": "an integer", "number": "a finite number", "bool": "true or false", "str": "a string",
           "list": "a list", "dict": "a JSON object"}
@@ -46,10 +51,11 @@ def _shown(v: Any) -> str:
 
 
 def type_problems(d: dict[str, Any]) -> list[str]:
-    """One message per config.json key (rope mappings included) whose value has the wrong JSON type or size."""
+    """One message per config.json key (those of _MAPPINGS' mappings included) whose value has the wrong JSON type
+    or size."""
     problems = []
     items = list(d.items())
-    for outer in ("rope_scaling", "rope_parameters"):
+    for outer in _MAPPINGS:
         if isinstance(d.get(outer), dict):
             items += [(f"{outer}.{k}", v) for k, v in d[outer].items()]
     for key, v in items:
@@ -60,6 +66,8 @@ def type_problems(d: dict[str, Any]) -> list[str]:
             problems.append(f"{key}: {_shown(v)} has the wrong type or value (expected {_WORDS[kind]})")
         elif kind == "int" and abs(v) > MAX_INT:
             problems.append(f"{key}: a {len(str(abs(v))):,}-digit integer is more than {MAX_INT:,}")
+        elif key in LAYER_KEYS and v < 1:   # a per-layer list of -1 entries would be refused by another name
+            problems.append(f"{key}: {v} is not an integer >= 1 (n_layers)")
         elif key in LAYER_KEYS and v > MAX_LAYERS:
             problems.append(f"{key}: {v:,} layers is more than the engine models (at most {MAX_LAYERS:,})")
         elif kind == "list" and len(v) > MAX_LAYERS:
