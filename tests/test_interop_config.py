@@ -172,7 +172,7 @@ def test_all_problems_at_once_and_not_a_dict():
     assert "wrong type or value" in _problems({"model_type": "llama", "num_attention_heads": 0})[0]
     assert "wrong type or value" in _problems({"model_type": "gpt_neox", "hidden_size": "big"})[0]
     assert _problems({"model_type": "llama", "hidden_size": 33})[0].startswith("head_dim")   # our validation
-    assert _problems({"model_type": "gpt_neox", "rotary_pct": 0.01})[0].startswith("partial_rotary_factor")
+    assert _problems({"model_type": "gpt_neox", "rotary_pct": 0.01})[0].startswith("rotary_pct")
 
 
 def test_legacy_spellings_read_like_transformers():
