@@ -88,3 +88,12 @@ def test_crossings_per_device():
     assert {c.device for c in plain} == {n for n, p in DEVICE_PROFILES.items() if p.memory_bytes is not None}
     with pytest.raises(ValueError, match="devices: 'H900' is not one of"):
         crossings(QWEN, 4096, devices=["H900"])
+
+
+def test_all_attention_keeps_a_layer_without_a_mixer_as_it_is():
+    """Nemotron-H's FFN-only layers (layer type none) have no mixer to replace: they stay none, and each
+    recurrent mixer becomes full attention."""
+    from tests.hybrid_cases import HYBRID_BASE
+    from engine.config import ModelConfig
+    cfg = ModelConfig(**{**HYBRID_BASE, "layer_types": ("mamba2", "none", "gdn", "full")})
+    assert all_attention(cfg).layer_types == ("full", "none", "full", "full")

@@ -29,7 +29,7 @@ def all_attention(cfg: ModelConfig) -> ModelConfig:
     words = []
     for t in cfg.layer_types:
         kept = [w for w in t.split("+") if w not in RECURRENT_WORDS]
-        words.append(kept[0] if kept else "full" if t != "none" else "none")
+        words.append(kept[0] if kept else "full")   # "none" (no mixer) is kept as it is
     return cfg.replace(name=f"{cfg.name} (every mixer attention)", layer_types=tuple(words), state_dtype=None)
 
 
