@@ -122,7 +122,7 @@ def _problems(d):
     # and the head width it would have (14 // 4 = 3) is what the rotary share applies to: int(3 * 0.3) = 0
     ({"model_type": "gpt_neox", **_SIZES, "hidden_size": 14, "rotary_pct": 0.3},
      ["num_attention_heads: 4 is not expressible (gpt_neox needs hidden_size (14) to be a multiple of it)",
-      "partial_rotary_factor: 0.3 is not expressible (rotates no dimension of the head)"]),
+      "rotary_pct: 0.3 is not expressible (rotates no dimension of the head)"]),
     ({"model_type": "falcon", "alibi": True, "apply_residual_connection_post_layernorm": True},
      ["alibi: True is not expressible (ALiBi position biases are not modelled; we use RoPE)",
       "apply_residual_connection_post_layernorm: True is not expressible (the residual is the block input)"]),

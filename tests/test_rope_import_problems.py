@@ -14,9 +14,9 @@ LLAMA = {"model_type": "llama"}
      "rope_parameters.sliding_attention.rope_type: 'linear' is not expressible (local layers use plain RoPE)"),
     (dict(LLAMA, partial_rotary_factor=0.5),
      "partial_rotary_factor: 0.5 is not expressible (llama rotates the whole head)"),
-    # the class default's heads are 6144 / 64 = 96 wide: int(96 * 0.01) = 0
+    # the class default's heads are 6144 / 64 = 96 wide: int(96 * 0.01) = 0; named as GPT-NeoX spells it
     ({"model_type": "gpt_neox", "rotary_pct": 0.01},
-     "partial_rotary_factor: 0.01 is not expressible (rotates no dimension of the head)"),
+     "rotary_pct: 0.01 is not expressible (rotates no dimension of the head)"),
     (dict(LLAMA, rope_scaling={"rope_type": "proportional", "factor": 8.0}),
      "rope_scaling.rope_type: 'proportional' is not expressible "
      "(supported RoPE types: default, linear, dynamic, llama3, yarn, longrope)"),

@@ -47,16 +47,27 @@ def _aliased(r: _Reader) -> None:
                 r.d = {**r.d, key: r.d[alias]}
 
 
+def _listed_kinds(r: _Reader, n: int, linear: dict) -> list[str]:
+    """layer_types from linear_attn_config's kda_layers and full_attn_layers; a layer in neither is a problem
+    named by those keys (the file has no layer_types)."""
+    types: list[str | None] = [None] * n
+    for key, kind in (("full_attn_layers", "full_attention"), ("kda_layers", "linear_attention")):
+        for layer in linear[key]:
+            if isinstance(layer, int) and 1 <= layer <= n:
+                types[layer - 1] = kind
+            else:
+                r.bad(f"linear_attn_config.{key}", layer, f"1-based layer numbers from 1 to {n}")
+    if None in types:
+        missing = [i + 1 for i, t in enumerate(types) if t is None]
+        r.bad("linear_attn_config.kda_layers", linear["kda_layers"], f"layers {missing} (of num_hidden_layers={n}) "
+                                                                     f"are in neither it nor full_attn_layers")
+    return [t or "full_attention" for t in types]
+
+
 def _layer_kinds(r: _Reader, n: int, linear: dict) -> tuple[str, ...]:
     types = r.nullable("layer_types")
     if types is None and "kda_layers" in linear and "full_attn_layers" in linear:
-        types = [None] * n
-        for key, kind in (("full_attn_layers", "full_attention"), ("kda_layers", "linear_attention")):
-            for layer in linear[key]:
-                if isinstance(layer, int) and 1 <= layer <= n:
-                    types[layer - 1] = kind
-                else:
-                    r.bad(f"linear_attn_config.{key}", layer, f"1-based layer numbers from 1 to {n}")
+        types = _listed_kinds(r, n, linear)
     if types is None:
         types = ["full_attention" if i and i % 4 == 0 else "linear_attention" for i in range(n)]
     if len(types) != n or set(types) - {"linear_attention", "full_attention"}:

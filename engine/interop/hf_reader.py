@@ -16,6 +16,7 @@ class _Reader:
         self.read: set[str] = set()
         self.problems: list[str] = []
         self.ignored: list[str] = []
+        self.moved: dict[str, str] = {}   # a path of self.d -> the file's, for a mapping a reader moved (OLMo-3)
 
     def __call__(self, key: str, default: Any = None) -> Any:
         """The value, or the class default when the key is missing or null (transformers' reading)."""
@@ -38,10 +39,17 @@ class _Reader:
     def ignore(self, key: str, why: str) -> None:
         """A key present in the config that transformers does not read either: accepted, listed."""
         self.read.add(key)
-        self.ignored.append(f"{key}: {why}")
+        self.ignored.append(f"{self.in_file(key)}: {why}")
 
     def bad(self, key: str, value: Any, why: str) -> None:
-        self.problems.append(f"{key}: {value!r} is not expressible ({why})")
+        self.problems.append(f"{self.in_file(key)}: {value!r} is not expressible ({why})")
+
+    def in_file(self, path: str) -> str:
+        """The path as the file spells it: messages name the key the user wrote, not where a reader moved it."""
+        for moved, original in self.moved.items():
+            if path == moved or path.startswith(moved + "."):
+                return original + path[len(moved):]
+        return path
 
     def act(self, key: str, table: dict[str, str]) -> str:
         name = self(key)

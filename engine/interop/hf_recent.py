@@ -88,6 +88,8 @@ def _per_type_rope(r: _Reader, theta: float) -> None:
     r.read.update({"rope_scaling", "rope_theta"})
     theta = r.d.get("rope_theta") or theta
     full = {"rope_type": "default", **(r.d.get("rope_scaling") or {}), "rope_theta": theta}
+    if r.d.get("rope_scaling"):
+        r.moved["rope_parameters.full_attention"] = "rope_scaling"
     r.d = {**{k: v for k, v in r.d.items() if k not in ("rope_scaling", "rope_theta")},
            "rope_parameters": {"full_attention": full, "sliding_attention": {"rope_type": "default", "rope_theta": theta}}}
 

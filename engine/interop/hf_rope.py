@@ -20,26 +20,56 @@ def rope_fields(r: Any, head_dim: int, *, theta_keys=("rope_theta",), fraction_k
     if source == "rope_parameters" and {"full_attention", "sliding_attention"} & set(params):   # per layer type
         local = dict(params.get("sliding_attention") or {})
         params = dict(params.get("full_attention") or {})
+        source = "rope_parameters.full_attention"   # where the file holds the keys of params
         if local.get("rope_type", "default") != "default":
             r.bad("rope_parameters.sliding_attention.rope_type", local["rope_type"], "local layers use plain RoPE")
     theta = params.get("rope_theta", next((r.d[k] for k in theta_keys if r.d.get(k) is not None),
                                           r.defaults.get("rope_theta", theta_default)))
-    fraction = params.get("partial_rotary_factor",
-                          next((r.d[k] for k in fraction_keys if r.d.get(k) is not None), fraction_default))
+    fraction_key, fraction = _fraction(r, source, params, fraction_keys, fraction_default)
     if fraction != 1.0 and not partial_ok:
-        r.bad("partial_rotary_factor", fraction, f"{r.family} rotates the whole head")
+        _bad_fraction(r, fraction_key, fraction, f"{r.family} rotates the whole head")
         fraction = 1.0
-    rotary_dim = int(head_dim * fraction)   # transformers truncates
-    if rotary_dim <= 0:
-        r.bad("partial_rotary_factor", fraction, "rotates no dimension of the head")
-        rotary_dim = head_dim
-    elif rotary_dim % 2 and fraction != 1.0:   # transformers then turns rotary_dim + 1 dims at frequencies spaced for rotary_dim
-        r.bad("partial_rotary_factor", fraction, f"rotates an odd {rotary_dim} of the {head_dim} head dimensions")
-        rotary_dim = head_dim
+    rope_fraction = _rotary_fraction(r, head_dim, fraction_key, fraction)
     scaling = rope_scaling_fields(r, source, params)
     if "rope_theta" in local:
         scaling["rope_local_base"] = float(local["rope_theta"])
-    return dict(rope_base=float(theta), rope_fraction=rotary_dim / head_dim, **scaling)
+    return dict(rope_base=float(theta), rope_fraction=rope_fraction, **scaling)
+
+
+def _fraction(r: Any, source: str, params: dict[str, Any], keys: tuple[str, ...],
+              default: float) -> tuple[str | None, Any]:
+    """The rotary fraction and the file's key for it (rotary_pct for GPT-NeoX): the rope mapping's own, else the
+    first top-level key set; (None, default) when the file gives none."""
+    if "partial_rotary_factor" in params:
+        return f"{source}.partial_rotary_factor", params["partial_rotary_factor"]
+    key = next((k for k in keys if r.d.get(k) is not None), None)
+    return key, default if key is None else r.d[key]
+
+
+def _rotary_fraction(r: Any, head_dim: int, key: str | None, fraction: float) -> float:
+    """rope_fraction: the share of each head transformers rotates (it truncates head_dim * fraction); 1.0 with a
+    problem when that is no dimension or an odd number of them."""
+    if head_dim <= 0:   # no head to rotate: ModelConfig's problem then names the size's own key, not the fraction
+        return 1.0
+    rotary_dim = int(head_dim * fraction)
+    if rotary_dim <= 0:
+        _bad_fraction(r, key, fraction, "rotates no dimension of the head")
+        return 1.0
+    # an odd share: transformers then turns rotary_dim + 1 dims at frequencies spaced for rotary_dim
+    if rotary_dim % 2 and fraction != 1.0:
+        _bad_fraction(r, key, fraction, f"rotates an odd {rotary_dim} of the {head_dim} head dimensions")
+        return 1.0
+    return rotary_dim / head_dim
+
+
+def _bad_fraction(r: Any, key: str | None, fraction: float, why: str) -> None:
+    """A fraction the file gives is refused at its key; the family's default, for the file as a whole (it is the
+    head width the file sets that the default does not fit)."""
+    if key is None:
+        r.problems.append(f"config.json: the {r.family} default rotary fraction {fraction!r} is not expressible "
+                          f"({why})")
+    else:
+        r.bad(key, fraction, why)
 
 
 # per scaling type: the rope_parameters keys transformers reads (besides rope_type, rope_theta, the fraction)
@@ -55,9 +85,11 @@ def rope_scaling_fields(r: Any, source: str, params: dict[str, Any]) -> dict[str
     """The rope_scaling* fields for one rope_parameters mapping, read as transformers' rope init functions do:
     yarn and longrope without a factor take max_position_embeddings / original; a top-level
     original_max_position_embeddings (Phi-3) wins over the one inside the mapping."""
+    r.read.add("original_max_position_embeddings")   # before any refusal: it is not also an unknown key
     kind = params.get("rope_type", params.get("type", "default"))
-    if kind not in _SCALING_KEYS:
-        r.bad(f"{source}.rope_type", kind, f"supported RoPE types: {', '.join(_SCALING_KEYS)}")
+    if kind not in _SCALING_KEYS:   # named as the file spells it: rope_type, or the older type
+        key = "rope_type" if "rope_type" in params else "type"
+        r.bad(f"{source}.{key}", kind, f"supported RoPE types: {', '.join(_SCALING_KEYS)}")
         return {}
     for extra in sorted(set(params) - _SCALING_KEYS[kind] - {"rope_type", "type", "rope_theta",
                                                               "partial_rotary_factor"}):
@@ -65,7 +97,6 @@ def rope_scaling_fields(r: Any, source: str, params: dict[str, Any]) -> dict[str
             r.ignore(f"{source}.{extra}", f"not used by rope_type {kind}")
         else:
             r.bad(f"{source}.{extra}", params[extra], f"not a {kind} RoPE parameter we model")
-    r.read.add("original_max_position_embeddings")
     if kind == "default":
         if "original_max_position_embeddings" in r.d:
             r.ignore("original_max_position_embeddings", "plain RoPE does not read it")
