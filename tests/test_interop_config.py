@@ -171,7 +171,8 @@ def test_all_problems_at_once_and_not_a_dict():
     assert "JSON object" in _problems([1, 2])[0]
     assert "wrong type or value" in _problems({"model_type": "llama", "num_attention_heads": 0})[0]
     assert "wrong type or value" in _problems({"model_type": "gpt_neox", "hidden_size": "big"})[0]
-    assert _problems({"model_type": "llama", "hidden_size": 33})[0].startswith("head_dim")   # our validation
+    # our validation, of a head width no one key sets (hidden_size // num_attention_heads)
+    assert _problems({"model_type": "llama", "hidden_size": 33})[0].startswith("config.json: head_dim")
     assert _problems({"model_type": "gpt_neox", "rotary_pct": 0.01})[0].startswith("rotary_pct")
 
 

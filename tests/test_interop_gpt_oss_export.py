@@ -91,7 +91,7 @@ def test_rope_theta_is_taken_as_given_even_zero():
     name rather than replaced by the default 150000."""
     with pytest.raises(ConfigError) as e:
         from_hf_config({"model_type": "gpt_oss", **_HF, "rope_theta": 0})
-    assert e.value.problems == ["rope_base: 0.0 is not a number > 1"]
+    assert e.value.problems == ["rope_theta: 0.0 is not a number > 1 (rope_base)"]
 
 
 def test_keys_transformers_does_not_read_are_listed_with_their_reasons():

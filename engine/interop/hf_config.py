@@ -9,7 +9,8 @@ never a silent approximation. Pure stdlib: importing a config needs no transform
 The readers live with their families: hf_classic.py (GPT-2 era key names), hf_llama_like.py (Llama, Qwen, Gemma,
 ...), hf_moe.py, hf_deepseek.py, hf_gpt_oss.py, hf_recent.py and hf_recent_moe.py (2025-26 families), hf_llama4.py;
 a multimodal config's language model is read from its text_config (hf_wrappers.py); families we know but cannot
-build are refused with their reason (hf_refused.py).
+build are refused with their reason (hf_refused.py). ModelConfig's own refusals are restated at the key of the
+file that set the field (hf_keys.py).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from engine.config import ConfigError, ModelConfig
+from engine.interop.hf_keys import in_file_terms
 from engine.interop.hf_quant import quantization_fields
 from engine.interop.hf_reader import _Reader
 from engine.interop.hf_refused import REFUSED, refusal
@@ -137,5 +139,8 @@ def import_hf(d: dict[str, Any]) -> Imported:
     if problems:
         raise ConfigError([where + p for p in problems])
     name = str(d.get("_name_or_path") or family).rstrip("/").rsplit("/", 1)[-1] or family
-    config = ModelConfig.from_dict({**NEUTRAL, **fields, "name": name})
+    try:
+        config = ModelConfig.from_dict({**NEUTRAL, **fields, "name": name})
+    except ConfigError as e:   # they name our fields; the user wrote the file's keys
+        raise ConfigError(in_file_terms(e.problems, fields, d, where)) from None
     return Imported(config, family, ignored + [where + line for line in r.ignored], source, not_counted)

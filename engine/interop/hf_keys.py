@@ -1,0 +1,141 @@
+"""ModelConfig's problems with an imported config, restated at the config.json key that set the field.
+
+The user wrote the file's keys, not our fields: `n_layers: -1 is not an integer >= 1` reads as
+`num_hidden_layers: -1 is not an integer >= 1 (n_layers)`. A field is traced to a key only when exactly one of
+the keys that set it (FIELD_KEYS, across the families) is in the file with the field's very value; a value
+computed from keys (GPT-2's d_ff = 4 * n_embd), or one two keys hold, is reported against the whole file, never
+at a key that may not have set it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from engine.config import FIELDS
+
+
+def _rope(name: str) -> tuple[str, ...]:
+    """A RoPE parameter's paths: in rope_scaling, rope_parameters or rope_parameters' full-attention mapping."""
+    return tuple(f"{m}.{name}" for m in ("rope_scaling", "rope_parameters", "rope_parameters.full_attention"))
+
+
+def _linear(key: str, nested: str) -> tuple[str, ...]:
+    """A linear-attention size: Qwen3-Next's and MiniMax's flat key, Kimi Linear's in linear_attn_config."""
+    return key, f"linear_attn_config.{nested}"
+
+
+# the keys (paths) whose value the readers copy into each field; a field missing here is never traced to a key
+FIELD_KEYS: dict[str, tuple[str, ...]] = {
+    "vocab_size": ("vocab_size",),
+    "context_length": ("max_position_embeddings", "n_positions", "max_seq_len", "model_max_length", "seq_length"),
+    "d_model": ("hidden_size", "n_embd", "n_embed", "d_model"),
+    "n_layers": ("num_hidden_layers", "n_layer", "n_layers"),
+    "n_heads": ("num_attention_heads", "n_head", "n_heads"),
+    "n_kv_heads": ("num_key_value_heads", "num_kv_heads"),
+    "head_dim": ("head_dim",),
+    "attn_window": ("sliding_window",),
+    "attn_chunk": ("attention_chunk_size",),
+    "attn_scale": ("attention_multiplier",),
+    "attn_softcap": ("attn_logit_softcapping",),
+    "attn_temperature": ("attn_scale", *_rope("llama_4_scaling_beta")),
+    "attn_temperature_floor": ("floor_scale", *_rope("original_max_position_embeddings")),
+    "kv_lora_rank": ("kv_lora_rank",),
+    "q_lora_rank": ("q_lora_rank",),
+    "qk_rope_head_dim": ("qk_rope_head_dim",),
+    "qk_nope_head_dim": ("qk_nope_head_dim",),
+    "v_head_dim": ("v_head_dim",),
+    "index_topk": ("index_topk",),
+    "index_n_heads": ("index_n_heads",),
+    "index_head_dim": ("index_head_dim",),
+    "gdn_k_heads": ("linear_num_key_heads", *_linear("linear_num_heads", "num_heads")),
+    "gdn_v_heads": ("linear_num_value_heads",),
+    "gdn_k_dim": ("linear_key_head_dim", *_linear("linear_head_dim", "head_dim")),
+    "gdn_v_dim": ("linear_value_head_dim",),
+    "gdn_conv_kernel": _linear("linear_conv_kernel_dim", "short_conv_kernel_size"),
+    "gdn_chunk": ("block_size",),
+    "ssm_state": ("mamba_d_state", "ssm_state_size"),
+    "ssm_conv_kernel": ("mamba_d_conv", "conv_kernel"),
+    "ssm_chunk": ("mamba_chunk_size", "chunk_size"),
+    "ssm_heads": ("mamba_n_heads", "mamba_num_heads"),
+    "ssm_head_dim": ("mamba_d_head", "mamba_head_dim"),
+    "ssm_groups": ("mamba_n_groups", "n_groups"),
+    "ssm_dt_min": ("time_step_min",),
+    "ssm_dt_rank": ("mamba_dt_rank",),
+    "ssm_in_scale": ("ssm_in_multiplier",),
+    "ssm_out_scale": ("ssm_out_multiplier", "residual_multiplier"),
+    "rope_base": ("rope_theta", "rotary_emb_base", *_rope("rope_theta")),
+    "rope_local_base": ("rope_local_base_freq", "rope_parameters.sliding_attention.rope_theta",
+                        "rope_theta"),   # OLMo-3's sliding layers rotate at rope_theta
+    "rope_factor": _rope("factor"),
+    "rope_original_context": ("original_max_position_embeddings", *_rope("original_max_position_embeddings")),
+    "rope_low_freq_factor": _rope("low_freq_factor"),
+    "rope_high_freq_factor": _rope("high_freq_factor"),
+    "rope_beta_fast": _rope("beta_fast"),
+    "rope_beta_slow": _rope("beta_slow"),
+    "rope_attention_factor": _rope("attention_factor"),
+    "rope_mscale_all_dim": _rope("mscale_all_dim"),
+    "rope_short_factor": _rope("short_factor"),
+    "rope_long_factor": _rope("long_factor"),
+    "d_ff": ("intermediate_size", "n_inner", "ffn_hidden_size", "intermediate_size_mlp", "shared_intermediate_size"),
+    "swiglu_limit": ("swiglu_limit",),
+    "swiglu_alpha": ("swiglu_alpha",),
+    "ffn_out_scale": ("residual_multiplier",),
+    "n_experts": ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"),
+    "experts_per_token": ("num_experts_per_tok", "num_experts_per_token", "moe_k"),
+    "expert_d_ff": ("moe_intermediate_size", "intermediate_size"),
+    "n_shared_experts": ("n_shared_experts", "num_shared_experts", "moe_num_shared_experts"),
+    "shared_d_ff": ("shared_expert_intermediate_size", "moe_shared_expert_intermediate_size",
+                    "shared_intermediate_size"),
+    "moe_first_dense": ("first_k_dense_replace", "moe_layer_start_index"),
+    "moe_every": ("decoder_sparse_step", "moe_layer_interval"),
+    "router_groups": ("n_group", "num_expert_group"),
+    "router_group_topk": ("topk_group",),
+    "routed_scale": ("routed_scaling_factor",),
+    "aux_loss_coef": ("router_aux_loss_coef",),
+    "norm_eps": ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"),
+    "dropout": ("attention_dropout", "resid_pdrop", "hidden_dropout", "attn_config.attn_pdrop"),
+    "attn_out_scale": ("residual_multiplier",),
+    "embed_multiplier": ("embedding_multiplier",),
+    "logit_softcap": ("final_logit_softcapping",),
+    "logit_scale": ("logit_scale", "logits_scaling", "lm_head_multiplier"),
+    "mtp_depth": ("num_nextn_predict_layers", "num_mtp_layers"),
+    "ckpt_bits": ("quantization_config.bits", "quantization_config.w_bit"),
+    "ckpt_group_size": ("quantization_config.group_size", "quantization_config.q_group_size"),
+}
+_MISSING = object()
+
+
+def in_file_terms(problems: list[str], fields: dict[str, Any], d: dict[str, Any], where: str = "") -> list[str]:
+    """ModelConfig's `problems` with the config a reader built from `d` (its `fields`), each at the key of d that
+    set the field (where: the prefix of d's keys, e.g. text_config.), else against the whole file."""
+    out = []
+    for problem in problems:
+        field, _, rest = problem.partition(": ")
+        key = _key(field, fields, d) if field in fields else None
+        if key is not None:   # our field's name too, unless the key has the same name
+            out.append(f"{where}{key}: {rest}" + ("" if key.rsplit(".", 1)[-1] == field else f" ({field})"))
+        elif field in FIELDS:
+            out.append(f"config.json: {field} (as imported): {rest}")
+        else:
+            out.append(f"config.json: {problem}")
+    return out
+
+
+def _key(field: str, fields: dict[str, Any], d: dict[str, Any]) -> str | None:
+    """The one key of d that set `field`: of those that set it in some family, the one holding its value."""
+    found = [k for k in FIELD_KEYS.get(field, ()) if _same(_at(d, k), fields[field])]
+    return found[0] if len(found) == 1 else None
+
+
+def _at(d: dict[str, Any], path: str) -> Any:
+    for part in path.split("."):
+        if not isinstance(d, dict) or part not in d:
+            return _MISSING
+        d = d[part]
+    return d
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as JSON values: 8 is 8.0 and [1] is (1,), but true is not 1."""
+    def plain(v: Any) -> Any:
+        return list(v) if isinstance(v, tuple) else v
+    return isinstance(a, bool) == isinstance(b, bool) and plain(a) == plain(b)
