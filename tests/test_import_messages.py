@@ -1,0 +1,181 @@
+"""import-hf names what the user wrote: every problem with a config.json starts with a key path of that file
+(dotted inside a mapping, text_config.-prefixed in a multimodal file) or with `config.json` for the file as a
+whole, never with one of our ModelConfig fields; a value refused is reported at the key that holds it.
+
+The property is checked on every published config (tests/data/hf_configs), each key changed the way a user's
+typo would change it, and then message by message for the cases that used to name the wrong thing.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from engine.config import ConfigError
+from engine.interop.hf_config import import_hf
+
+DATA = Path(__file__).parent / "data" / "hf_configs"
+KeyPath = tuple[str, ...]   # a key path; tuples, since a key may itself contain a dot (transformers.js_config)
+
+
+def _importable() -> list[str]:
+    """The published configs import_hf accepts as they are (index.json and recent.json are not configs)."""
+    names = []
+    for path in sorted(DATA.glob("*.json")):
+        try:
+            import_hf(json.loads(path.read_text()))
+        except ConfigError:
+            continue
+        names.append(path.name)
+    return names
+
+
+def _leaves(d: dict[str, Any], above: KeyPath = ()) -> Iterator[tuple[KeyPath, Any]]:
+    for key, value in d.items():
+        if isinstance(value, dict):
+            yield from _leaves(value, above + (key,))
+        else:
+            yield above + (key,), value
+
+
+def _typos(v: Any) -> list[Any]:
+    """What a slip of the user's would make of a value: a negative or off-by-one size, a wrong number, a word
+    where a setting belongs, a flag flipped, a list one entry short."""
+    if isinstance(v, bool):
+        return [not v]
+    if isinstance(v, int):
+        return [-1, v + 1]
+    if isinstance(v, float):
+        return [-1.0]
+    if v is None or isinstance(v, str):
+        return ["no-such-value"]
+    if isinstance(v, list) and v and not isinstance(v[0], (dict, list)):
+        return [v[:-1]]
+    return []
+
+
+def _key_paths(d: dict[str, Any], above: str = "") -> set[str]:
+    """Every key path of d as a message writes it, mappings included (rope_scaling, rope_scaling.factor)."""
+    paths = set()
+    for key, value in d.items():
+        paths.add(above + key)
+        if isinstance(value, dict):
+            paths |= _key_paths(value, f"{above}{key}.")
+    return paths
+
+
+def _at(d: dict[str, Any], dotted: str) -> Any:
+    for key in dotted.split("."):
+        d = d.get(key) if isinstance(d, dict) else None
+    return d
+
+
+def _changed(text: str, path: KeyPath, value: Any) -> dict[str, Any]:
+    d = json.loads(text)   # parsed afresh: nothing one import does can leak into the next
+    inner = d
+    for key in path[:-1]:
+        inner = inner[key]
+    inner[path[-1]] = value
+    return d
+
+
+def _wrong_names(text: str, path: KeyPath, value: Any) -> list[str]:
+    """What is wrong with import_hf's answer to the file with `path` set to `value` (nothing: [])."""
+    d = _changed(text, path, value)
+    try:
+        import_hf(d)
+    except ConfigError as e:
+        problems = e.problems
+    except Exception as e:   # a crash is never an answer to bad input
+        return [f"{'.'.join(path)} = {value!r}: {e!r}"]
+    else:
+        return []
+    keys, where = _key_paths(d), ".".join(path)
+    wrong = []
+    for problem in problems:
+        head, _, rest = problem.partition(": ")
+        if head != "config.json" and head not in keys:
+            wrong.append(f"{where} = {value!r}: names what the file does not have: {problem}")
+        # a -1 refused is reported at the key holding it (unless the key named holds -1 of its own)
+        elif value == -1 and rest.startswith(("-1 ", "-1.0 ")) and head != where and _at(d, head) != -1:
+            wrong.append(f"{where} = {value!r}: refused at another key: {problem}")
+    return wrong
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", _importable())
+def test_every_problem_names_a_key_of_the_file(name: str) -> None:
+    text = (DATA / name).read_text()
+    wrong = [w for path, v in _leaves(json.loads(text)) for typo in _typos(v) for w in _wrong_names(text, path, typo)]
+    assert not wrong, "\n".join(wrong[:10])
+
+
+def _problems(name: str, path: KeyPath, value: Any) -> list[str]:
+    with pytest.raises(ConfigError) as e:
+        import_hf(_changed((DATA / name).read_text(), path, value))
+    return e.value.problems
+
+
+_TYPES = "(supported RoPE types: default, linear, dynamic, llama3, yarn, longrope)"
+
+
+@pytest.mark.parametrize("name,path,value,problems", [
+    # a head width that is not positive: the size's own problem, not the rotary fraction's
+    ("mistral_7b.json", ("hidden_size",), -1, ["hidden_size: -1 is not an integer >= 1 (d_model)"]),
+    ("mistral_7b.json", ("num_attention_heads",), -1, ["num_attention_heads: -1 is not an integer >= 1 (n_heads)"]),
+    ("deepseek-v2-lite.json", ("qk_rope_head_dim",), -1, ["qk_rope_head_dim: -1 is not an integer >= 2"]),
+    # ModelConfig's refusals at the file's key, our field in brackets; text_config's keys keep their prefix
+    ("Mixtral-8x7B-v0_1.json", ("rms_norm_eps",), -1.0, ["rms_norm_eps: -1.0 is not a number > 0 (norm_eps)"]),
+    ("gemma-3-27b-it.json", ("text_config", "rope_theta"), -1.0,
+     ["text_config.rope_theta: -1.0 is not a number > 1 (rope_base)"]),
+    ("gpt2.json", ("n_layer",), -1, ["n_layer: -1 is not an integer >= 1 (n_layers)"]),
+    # a value no one key holds (GPT-2's d_ff is 4 * n_embd) is the file's, never pinned on a key
+    ("gpt2.json", ("n_embd",), -1, ["n_embd: -1 is not an integer >= 1 (d_model)",
+                                    "config.json: d_ff (as imported): -4 is not an integer >= 1, or null (4*d_model "
+                                    "dense, 8/3*d_model gated (rounded up to ffn_multiple_of))"]),
+    # the key as the file spells it
+    ("deepseek-v2-lite.json", ("rope_scaling", "type"), "no-such-value",
+     [f"rope_scaling.type: 'no-such-value' is not expressible {_TYPES}"]),
+    ("olmo-3-32b.json", ("rope_scaling", "rope_type"), "no-such-value",   # read as its full layers' mapping
+     [f"rope_scaling.rope_type: 'no-such-value' is not expressible {_TYPES}"]),
+    ("redpajama_3b_v1.json", ("rotary_pct",), -1.0,
+     ["rotary_pct: -1.0 is not expressible (rotates no dimension of the head)"]),
+    ("qwen3.5-9b.json", ("text_config", "rope_parameters", "partial_rotary_factor"), -1.0,
+     ["text_config.rope_parameters.partial_rotary_factor: -1.0 is not expressible (rotates no dimension of the "
+      "head)"]),
+    # a string where a list of modules belongs: one type problem, not one per letter
+    ("llama-3.1-8b-instruct-bnb-int8.json", ("quantization_config", "llm_int8_skip_modules"), "no-such-value",
+     ["quantization_config.llm_int8_skip_modules: 'no-such-value' has the wrong type or value (expected a list)"]),
+    # a layer count below 1: its own problem, not that of a per-layer list built from it
+    ("gemma-3-12b-it.json", ("text_config", "num_hidden_layers"), -1,
+     ["text_config.num_hidden_layers: -1 is not an integer >= 1 (n_layers)"]),
+    ("kimi-linear-48b-a3b-instruct.json", ("num_hidden_layers",), -1,
+     ["num_hidden_layers: -1 is not an integer >= 1 (n_layers)"]),
+    ("qwen1.5-moe-a2.7b.json", ("num_hidden_layers",), -1, ["num_hidden_layers: -1 is not an integer >= 1 (n_layers)"]),
+])
+def test_each_problem_reads_in_the_file_s_terms(name: str, path: KeyPath, value: Any, problems: list[str]) -> None:
+    assert _problems(name, path, value) == problems
+
+
+def test_a_layer_left_out_of_kimi_s_lists_is_named_by_them() -> None:
+    # the file has no layer_types: the lists it has are what miss layer 28
+    assert _problems("kimi-linear-48b-a3b-instruct.json", ("num_hidden_layers",), 28) == [
+        "linear_attn_config.kda_layers: [1, 2, 3, 5, 6, 7, 9, 10, 11, 13, 14, 15, 17, 18, 19, 21, 22, 23, 25, 26] is "
+        "not expressible (layers [28] (of num_hidden_layers=28) are in neither it nor full_attn_layers)"]
+
+
+def test_a_value_two_keys_hold_is_pinned_on_neither() -> None:
+    # GPT-NeoX's one dropout comes from hidden_dropout and attention_dropout alike
+    with pytest.raises(ConfigError) as e:
+        import_hf({"model_type": "gpt_neox", "hidden_dropout": 1.0, "attention_dropout": 1.0})
+    assert e.value.problems == ["config.json: dropout (as imported): 1.0 is not a number >= 0 and < 1"]
+
+
+def test_a_default_rotary_fraction_that_does_not_fit_the_head_is_the_file_s() -> None:
+    # StableLM rotates a quarter of each head by default: a quarter of 2464 // 32 = 77 is an odd 19
+    with pytest.raises(ConfigError) as e:
+        import_hf({"model_type": "stablelm", "hidden_size": 2464, "num_attention_heads": 32})
+    assert e.value.problems == ["config.json: the stablelm default rotary fraction 0.25 is not expressible (rotates "
+                                "an odd 19 of the 77 head dimensions)"]
