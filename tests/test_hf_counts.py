@@ -30,3 +30,16 @@ def test_transformers_meta_count_equals_reference(name):
     assert hf_count == preset.reference_params
     assert count_params(preset.config).total == hf_count
     assert sum(p.numel() for p in build_model(preset.config, device="meta").parameters()) == hf_count
+
+
+# a classic Falcon block with one key/value head per query head (Falcon-RW's attention), and Falcon-7B's parallel block
+# with multi-query: transformers reads `multi_query` (default true) to size k and v, so the export must say it
+@pytest.mark.parametrize("kv_heads,block", [(71, "serial"), (1, "parallel")])
+def test_a_classic_falcon_export_builds_our_count_in_transformers(kv_heads, block):
+    cfg = PRESETS["falcon-7b"].config.replace(n_layers=2, n_kv_heads=kv_heads, block=block,
+                                              parallel_shared_norm=block == "parallel")
+    model_type, config = to_hf_config(cfg)
+    hf_config = transformers.AutoConfig.for_model(model_type, **config)
+    with torch.device("meta"):
+        hf = transformers.AutoModelForCausalLM.from_config(hf_config)
+    assert sum(p.numel() for p in hf.parameters()) == count_params(cfg).total
