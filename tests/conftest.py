@@ -41,8 +41,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 # A new engine test file joins them without a config change.
 NOT_ENGINE = ("test_app_*", "test_browser*", "test_hostile_app.py", "test_hostile_cli.py", "test_cli_*",
               "test_interop_cli.py", "test_train_cli.py", "test_readme_commands.py", "test_ddp.py", "test_sharding.py",
-              "test_imports.py", "test_assertions.py", "test_lora_peft.py", "test_sweep_measured.py", "test_latency*.py",
-              "test_measure_peak.py", "test_peak_probe.py", "test_guard_peak.py", "test_export.py",
+              "test_imports.py", "test_assertions.py", "test_lora_peft.py", "test_sweep_measured.py",
+              "test_latency*.py", "test_measure_peak.py", "test_peak_probe.py", "test_guard_peak.py", "test_export.py",
               "test_classroom.py", "test_dockerfile.py")
 VIEW = ("test_compare_view.py", "test_training_view.py", "test_charts.py", "test_lecture_charts.py",
         "test_sweep_charts.py", "test_diagram.py", "test_plain_text.py")
