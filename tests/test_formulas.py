@@ -55,3 +55,21 @@ def test_serving_and_speed_formulas_name_their_figures(name):
     out = p.as_dict()["serving"]   # `plan --json`: the numbers a user holds against vLLM's log
     assert out["kv_tokens"] == p.capacity.kv_tokens and out["available_kv_bytes"] == p.capacity.available_bytes
     assert out["blocks"] == p.capacity.blocks and out["max_concurrency"] == p.capacity.max_concurrency
+
+
+@pytest.mark.parametrize("name,layers", [("gpt2", 12), ("llama-3-8b", 32)])
+def test_the_activation_formula_adds_up_to_the_activation_bytes(name, layers):
+    """One layer's saved tensors x L, plus the embedding's and the head's: the total shown (a model whose
+    layers are alike; a hybrid's formula says its layers differ)."""
+    b = memory_budget(PRESETS[name].config, 2, 512)
+    text = b.formulas["activations_bytes"]
+    m = re.fullmatch(r"saved by autograd \(sdpa attention, N=B\*T=1024, e=2 B\): layer 1 = (.+) B "
+                     r"\(x (\d+) layers\); embedding (.+); head (.+)", text)
+    assert m, text
+
+    def terms(part: str) -> int:
+        pairs = [t.rsplit(" ", 1) for t in part.split(" + ")]
+        assert all(re.fullmatch(r"[a-z_]+", k) for k, _ in pairs), part
+        return sum(int(v.replace(",", "")) for _, v in pairs)
+    assert int(m[2]) == layers
+    assert terms(m[1]) * layers + terms(m[3]) + terms(m[4]) == b.activations_bytes
