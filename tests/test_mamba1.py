@@ -62,10 +62,15 @@ def test_decoding_with_the_state_equals_the_full_forward(family):
         stepped = torch.cat([ours(x[:, t:t + 1], cache=state) for t in range(T)], 1)
         state2 = LayerKV()
         split = torch.cat([ours(x[:, :6], cache=state2)] + [ours(x[:, t:t + 1], cache=state2) for t in range(6, T)], 1)
+        state3 = LayerKV()   # pieces of several tokens after the prompt (chunked prefill) start from the state too
+        pieces = torch.cat([ours(x[:, a:b], cache=state3) for a, b in ((0, 6), (6, 8), (8, 9), (9, T))], 1)
+        fresh = ours(x[:, 6:])
     tol = dict(rtol=0, atol=2e-5 * full.abs().max().item())
     torch.testing.assert_close(stepped, full, **tol)
     torch.testing.assert_close(split, full, **tol)
+    torch.testing.assert_close(pieces, full, **tol)
     torch.testing.assert_close(state.recurrent, state2.recurrent, rtol=1e-4, atol=1e-5)
+    assert (fresh - full[:, 6:]).abs().max() > 100 * tol["atol"]   # the state carries the prompt: it matters here
 
 
 def test_chunked_scan_equals_the_recurrence_for_every_chunk_size_and_a_starting_state():
