@@ -3,6 +3,7 @@ transformers' defaults, every inexpressible key is named, and export round-trips
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -236,3 +237,10 @@ def test_import_hf_runs_without_transformers(tmp_path):
     imported = {line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time")}
     assert "engine.interop.hf_config" in imported
     assert not {m for m in imported if m.split(".")[0] == "transformers"}
+
+
+def test_the_imported_name_is_the_models_own_even_with_a_trailing_slash():
+    """`_name_or_path` "meta-llama/Llama-3.1-8B/" names the config Llama-3.1-8B, the model's own name."""
+    d = json.loads((Path(__file__).parent / "data" / "hf_configs" / "llama3_1_8b.json").read_text())
+    assert from_hf_config({**d, "_name_or_path": "meta-llama/Llama-3.1-8B/"}).name == "Llama-3.1-8B"
+    assert from_hf_config({**d, "_name_or_path": "Llama-3.1-8B"}).name == "Llama-3.1-8B"

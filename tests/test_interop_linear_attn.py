@@ -86,3 +86,18 @@ def test_the_preset_exports_as_kimi_linear_and_back():
     family, config = to_hf_config(cfg)
     assert family == "kimi_linear" and config["linear_attn_config"]["full_attn_layers"] == [4, 8, 12, 16, 20, 24, 27]
     assert from_hf_config({"model_type": family, **config}) == cfg.replace(name=family)
+
+
+@pytest.mark.parametrize("pattern", ["alternating", "dense first"])
+def test_kimi_mlp_layer_types_put_moe_exactly_where_the_file_says(pattern):
+    """mlp_layer_types names each layer's FFN: a sparse entry is an MoE layer, a dense one a dense FFN, in any
+    order (not only dense layers first)."""
+    import json
+    from pathlib import Path
+    d = json.loads((Path(__file__).parent / "data" / "hf_configs" / "kimi-linear-48b-a3b.json").read_text())
+    n = d["num_hidden_layers"]
+    d["mlp_layer_types"] = [("sparse" if i % 2 else "dense") if pattern == "alternating" else
+                            ("dense" if i < 3 else "sparse") for i in range(n)]
+    cfg = from_hf_config(d)
+    assert [cfg.layer_ffn(i) for i in range(n)] == ["moe" if k == "sparse" else "dense" for k in d["mlp_layer_types"]]
+
