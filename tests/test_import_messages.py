@@ -179,3 +179,19 @@ def test_a_default_rotary_fraction_that_does_not_fit_the_head_is_the_file_s() ->
         import_hf({"model_type": "stablelm", "hidden_size": 2464, "num_attention_heads": 32})
     assert e.value.problems == ["config.json: the stablelm default rotary fraction 0.25 is not expressible (rotates "
                                 "an odd 19 of the 77 head dimensions)"]
+
+
+def test_exaone4_without_layer_types_needs_a_positive_pattern() -> None:
+    # transformers expands sliding_window_pattern only when it is a positive integer ("LLLG", 0: refused by name)
+    d = json.loads((DATA / "exaone-4.0-32b.json").read_text())
+    del d["layer_types"]
+    for pattern in (0, "LLLG"):
+        with pytest.raises(ConfigError) as e:
+            import_hf({**d, "sliding_window_pattern": pattern})
+        assert e.value.problems == [f"sliding_window_pattern: {pattern!r} is not expressible (without layer_types "
+                                    "transformers expands only a positive integer pattern)"]
+    assert import_hf({**d, "sliding_window_pattern": 4}).config.global_every == 4
+    with pytest.raises(ConfigError) as e:   # no window either: transformers divides by the missing pattern
+        import_hf({**d, "sliding_window": None})
+    assert e.value.problems == ["sliding_window: None is not expressible (without a window transformers needs "
+                                "layer_types)"]
