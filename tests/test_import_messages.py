@@ -195,3 +195,13 @@ def test_exaone4_without_layer_types_needs_a_positive_pattern() -> None:
         import_hf({**d, "sliding_window": None})
     assert e.value.problems == ["sliding_window: None is not expressible (without a window transformers needs "
                                 "layer_types)"]
+
+
+@pytest.mark.parametrize("name", ["glm-4.5.json", "dots.llm1.inst.json"])
+def test_deepseek_style_keys_these_classes_lack_are_listed_not_refused(name: str) -> None:
+    # dots.llm1 ships DeepSeek-V3's topk_method, scoring_func and moe_layer_freq; Glm4MoeConfig and Dots1Config
+    # have none of them, so transformers ignores them too: imported, each listed with why (import-hf --verbose)
+    d = json.loads((DATA / name).read_text())
+    got = import_hf({**d, "topk_method": "noaux_tc", "scoring_func": "sigmoid", "moe_layer_freq": 1})
+    listed = {line.split(":")[0] for line in got.ignored}
+    assert {"topk_method", "scoring_func", "moe_layer_freq"} <= listed
