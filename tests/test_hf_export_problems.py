@@ -27,6 +27,8 @@ EXPECTED = {
     "gpt_neox": [*_LAYERNORM, ("n_kv_heads", "2", "one key/value head per query head"), _FFN, _LEARNED],
     "falcon": [*_LAYERNORM, _DROPOUT, ("n_kv_heads", "2", "a serial Falcon block has MHA or MQA only"), _FFN,
                _LEARNED],
+    "llama4_text": [*_SHARED, _DROPOUT, ("bias", "True", ""), ("qkv_bias", "True", ""),
+                    ("attn_window", "8", "Llama 4's local layers are chunked, not sliding"), _LEARNED],
     # MiniMax-01 is post-norm with an embedding norm and no final norm (engine/interop/hf_minimax.py): ODD's layout
     "minimax": [*_SHARED[3:], ("bias", "True", ""), ("qkv_bias", "True", ""),
                 ("layer_types", "None", "each layer is lightning or softmax attention, the window (if any) on every "

@@ -148,6 +148,10 @@ _TYPES = "(supported RoPE types: default, linear, dynamic, llama3, yarn, longrop
     # a string where a list of modules belongs: one type problem, not one per letter
     ("llama-3.1-8b-instruct-bnb-int8.json", ("quantization_config", "llm_int8_skip_modules"), "no-such-value",
      ["quantization_config.llm_int8_skip_modules: 'no-such-value' has the wrong type or value (expected a list)"]),
+    # what the model does not compute, with why (Llama 4's router jitter is a training-time noise)
+    ("llama-4-scout-17b-16e.json", ("text_config", "router_jitter_noise"), 0.5,
+     ["text_config.router_jitter_noise: 0.5 is not expressible (training-time input jitter of the router is not "
+      "modelled)"]),
     # a layer count below 1: its own problem, not that of a per-layer list built from it
     ("gemma-3-12b-it.json", ("text_config", "num_hidden_layers"), -1,
      ["text_config.num_hidden_layers: -1 is not an integer >= 1 (n_layers)"]),
