@@ -25,8 +25,9 @@ import torch
 from engine.budget.flops import decode_flops, headline_flops
 from engine.budget.params import count_params
 from engine.config import ModelConfig
-from engine.measure.latency import device_peak
+from engine.measure.latency import MODES, device_peak
 from engine.measure.rounds import MIN_ROUNDS, cpu_threads
+from engine.validation import choice_problem, require
 
 EFFICIENCY = 0.5
 LAYER_S = 1e-4
@@ -91,6 +92,7 @@ def _setup_s() -> float:
 
 def call_seconds(cfg: ModelConfig, batch: int, seq: int, mode: str, dtype: str, device: torch.device) -> float:
     """Estimated seconds of one timed call (forward, or forward + backward) at batch x seq."""
+    require(choice_problem("mode", mode, MODES))   # any other word would silently price a forward pass
     f = headline_flops(cfg, batch, seq)
     flops = f.forward_flops + (f.backward_flops if mode == "train" else 0)
     return flops / _peak(device, dtype) + LAYER_S * cfg.n_layers * (3 if mode == "train" else 1)
