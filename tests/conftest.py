@@ -107,6 +107,16 @@ def _pinned_peaks(monkeypatch):
                                               "bandwidth": PINNED_PEAKS["bandwidth"]} for k in keys})
 
 
+@pytest.fixture(scope="session")
+def one_process_run(tmp_path_factory) -> dict:
+    """The stored one-process run of tests/helpers.py TRAIN_ARGS: the curve DDP, FSDP2 and TP are held against
+    (run once per worker, not once per parallel mode)."""
+    import sys
+
+    from tests.helpers import TRAIN_ARGS, stored_train_run
+    return stored_train_run([sys.executable, *TRAIN_ARGS], tmp_path_factory.mktemp("one_process"))
+
+
 def _entry(app_path: str) -> None:
     import runpy
     runpy.run_path(app_path, run_name="__main__")

@@ -6,6 +6,7 @@ recorded). Screenshots of Design and Budgets go to a temporary folder, or to doc
 with UPDATE_SCREENSHOTS=1, so the suite never rewrites tracked files.
 """
 import os
+import re
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -16,6 +17,9 @@ from tests.helpers import settle
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 DOCS_SHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
 CHART_PAGES = {"design", "budgets", "activations", "compare"}
+HEADINGS = {"design": "Design", "budgets": "Budgets", "activations": "Activations", "latency": "Latency",
+            "training": "Training", "compare": "Compare", "tradeoffs": "Trade-offs", "deploy": "Deploy",
+            "lecture": "Lecture"}   # each page's title (app/widgets.py page_header) starts with its nav label
 
 
 def slug(href: str, base: str) -> str:
@@ -60,9 +64,12 @@ def test_every_page(served_app, browser, tmp_path):
     slugs = {slug(h, served_app): h for h in hrefs}
     assert CHART_PAGES <= set(slugs), slugs
     shots.mkdir(parents=True, exist_ok=True)
-    for name, href in slugs.items():
-        page.goto(f"{served_app}/{'' if name == 'design' else name}?preset=llama-3-8b")
+    for i, name in enumerate(slugs):   # as a user moves between pages: the sidebar, one session, no reload
+        links.nth(i).click()
+        page.wait_for_url(f"{served_app}/{'' if name == 'design' else name}*")
+        page.get_by_role("heading", name=re.compile("^" + HEADINGS[name])).first.wait_for()
         settle(page)
+        assert page.get_by_text("8,030,261,248").first.is_visible()   # the session's config follows the user
         errors = page.locator('[data-testid="stException"]')
         assert errors.count() == 0, f"{name}: {errors.first.inner_text()[:500]}"
         if name in CHART_PAGES:
