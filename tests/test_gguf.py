@@ -96,6 +96,28 @@ def test_q4_k_m_mixture_is_llama_quants():
     assert types["head.weight"] == "Q6_K" and types["tok_emb.weight"] == "Q4_K"
 
 
+def test_use_more_bits_divides_the_layer_count_as_c_does():
+    """llama.cpp's use_more_bits is integer C arithmetic: 7 * n_layers / 8 on GPT-2's 12 layers is 10, so Q4_K_M
+    gives Q6_K to layers 0, 3, 6, 9 (every third after the first eighth) and 10, 11 (the last 12 - 10 layers)."""
+    types = file_types(get_preset("gpt2").config, "Q4_K_M")
+    more = [0, 3, 6, 9, 10, 11]
+    for i in range(12):
+        want = "Q6_K" if i in more else "Q4_K"
+        assert types[f"blocks.{i}.attn.v_proj.weight"] == want == types[f"blocks.{i}.ffn.down.weight"], i
+
+
+# llama_tensor_get_type_impl, attn_output of a model with exactly 8 experts: these file types raise it to Q5_K
+EIGHT_EXPERTS_Q5_K = ("Q2_K", "IQ3_XS", "IQ3_XXS", "Q3_K_S", "Q3_K_M", "IQ4_NL", "Q4_K_S", "Q4_K_M", "IQ3_S", "IQ3_M",
+                      "IQ4_XS")
+
+
+@pytest.mark.parametrize("ftype", EIGHT_EXPERTS_Q5_K)
+def test_eight_expert_attention_output_takes_q5_k(ftype):
+    """Mixtral (8 experts): every layer's attn_output is Q5_K under these file types, whatever their default."""
+    types = file_types(get_preset("mixtral-8x7b").config, ftype)
+    assert {types[f"blocks.{i}.attn.o_proj.weight"] for i in range(32)} == {"Q5_K"}
+
+
 def test_a_row_the_blocks_do_not_divide_falls_back():
     """gpt-oss rows are 2,880 wide (not a multiple of 256): Q4_K falls back to Q5_0 (block 32); the output head,
     whose row 256 does not divide, takes Q8_0 as llama.cpp's output rule says."""

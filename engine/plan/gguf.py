@@ -102,7 +102,6 @@ class _Mixer:
     def _iq12(self, cat: str, new: str) -> str:
         ft, s_or_m = self.ft, self.ft in ("IQ2_S", "IQ2_M")
         if cat == "attn_v":
-            self.i_wv += 1
             return "Q4_K" if self.n_gqa >= 4 or self.n_expert >= 4 else ("IQ3_S" if s_or_m else "Q2_K")
         if cat == "attn_k" and self.n_expert == 8:
             return "Q4_K"
