@@ -241,3 +241,10 @@ def test_lora_settings_accept_rank_1_and_name_what_is_wrong():
     assert target_problems(("q",), 0) == ["lora_rank: 0 is not an integer >= 1"]
     assert target_problems(("q",), 2.0) == ["lora_rank: 2.0 is not an integer >= 1"]
     assert target_problems(("qkv",), 8)[0].startswith("lora_targets: qkv not among q, k, v")
+
+
+def test_several_unknown_lora_targets_are_listed_in_one_readable_message():
+    """Two unknown targets read as a comma list, in the order given, before the list of valid ones."""
+    from engine.plan.finetune import target_problems
+    assert target_problems(("qkv", "q", "mlp"), 8) == \
+        ["lora_targets: qkv, mlp not among q, k, v, o, gate, up, down"]
