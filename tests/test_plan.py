@@ -236,3 +236,53 @@ def test_cost_per_million_tokens_is_the_gpu_hours_they_take():
     p = plan(LLAMA8, "h100-80gb", Layout(2), Setup(mode="infer", seq=1024), price=3.0)
     tokens_per_hour = p.speed.total * 60 * 60
     assert p.cost_per_million == pytest.approx(2 * 3.0 / tokens_per_hour * 1_000_000, rel=1e-12)
+
+
+def test_quantize_also_quantizes_only_the_embeddings_or_head_it_names():
+    """int4-g128 with quantize_also=("embeddings",): the 128,256 x 4,096 token embedding joins the matrices in
+    int4 (0.5 B a value + a 2 B scale and a 0.5 B zero per 128), the head stays bf16 and the plan says so."""
+    from dataclasses import replace
+
+    s = Setup(mode="infer", quant="int4-g128", seq=1)
+    emb = 128_256 * 4096
+    plain = gpu_memory(LLAMA8, Layout(), s)["weights"]
+    also = replace(s, quantize_also=("embeddings",))
+    assert gpu_memory(LLAMA8, Layout(), also)["weights"] == plain - 2 * emb + emb // 2 + emb // 128 * 2 + emb // 256
+    assert plan(LLAMA8, "h100-80gb", Layout(), also).high_precision == ["norms (bf16)", "biases (bf16)", "head (bf16)"]
+    assert gpu_memory(LLAMA8, Layout(), replace(s, quantize_also=("embeddings", "head")))["weights"] == \
+        plain - 2 * (2 * emb) + 2 * (emb // 2 + emb // 128 * 2 + emb // 256)
+
+
+def test_lora_plan_reports_the_adapters_as_its_trainable_parameters():
+    """LoRA r=8 on q and v of Llama-3-8B: 32 x 8 x ((4,096 + 4,096) + (4,096 + 1,024)) = 3,407,872 trainable
+    parameters, what peft's print_trainable_parameters shows for it; full fine-tuning trains every parameter."""
+    lora = plan(LLAMA8, "h100-80gb", Layout(), Setup(finetune="lora", lora_rank=8, lora_targets=("q", "v"), seq=512))
+    assert lora.trainable == 32 * 8 * ((4096 + 4096) + (4096 + 1024)) == 3_407_872
+    assert lora.as_dict()["trainable_params"] == 3_407_872
+
+
+def test_a_published_checkpoint_without_mtp_modules_gets_a_plain_note():
+    """gpt-oss-20b ships in MXFP4 and holds no multi-token-prediction module: its note says what it ships as and
+    no word of speculative decoding."""
+    oss = get_preset("gpt-oss-20b").config
+    assert plan(oss, "h100-80gb", Layout(), Setup(mode="infer", quant="checkpoint", seq=64)).notes == \
+        ["gpt-oss-20b as published: mxfp4, 12.82 GiB of weights"]
+
+
+def test_smallest_layout_picks_zero_3_when_it_holds_the_least():
+    """Full training of Llama-3-8B on 24 GB RTX 4090s first fits at 8 GPUs; of the layouts that fit there, ZeRO-3
+    over 4 data ranks and 2 pipeline stages holds the least per GPU (17.4 GiB; the best ZeRO-2 one needs 20.1)."""
+    s = Setup(seq=2048, recompute="full")
+    best = smallest_layout(LLAMA8, "rtx-4090-24gb", s)
+    assert best.layout == Layout(8, tp=1, pp=2, zero=3) and best.fits
+    zero2 = plan(LLAMA8, "rtx-4090-24gb", Layout(8, tp=1, pp=4, zero=2), s)
+    assert zero2.fits and best.per_gpu["total"] < zero2.per_gpu["total"]
+
+
+def test_byte_counts_are_whole_numbers_under_tensor_parallelism():
+    """Mixtral split over 2 tensor ranks: each expert's halves are whole matrices, so every per-GPU figure that
+    `plan --json` prints is an integer number of bytes (never 1.23e10 or 123.0)."""
+    import json
+    p = plan(get_preset("mixtral-8x7b").config, "h100-80gb", Layout(2, tp=2), Setup(mode="infer", seq=64))
+    assert all(type(v) is int for v in p.per_gpu.values())
+    assert "." not in json.dumps(p.as_dict()["per_gpu"])

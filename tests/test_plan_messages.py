@@ -34,3 +34,11 @@ def test_a_wrong_input_is_refused_by_its_name(cls, name, bad):
     problems = CHECKS[cls](replace(cls(), **IN_USE.get(name, {}), **{name: bad}))
     assert problems, f"{cls.__name__}.{name} = {bad!r} was accepted"
     assert all(p.startswith(f"{name}: ") for p in problems), problems
+
+
+def test_a_tensor_split_that_leaves_a_remainder_names_the_width_it_cuts():
+    """DeepSeek-V2-Lite with one shared expert 1,410 wide: tp 4 divides its 16 heads and the 1,408-wide routed
+    experts but not the shared expert, and the message names that width, not the routed one."""
+    from engine.presets import get_preset
+    cfg = replace(get_preset("deepseek-v2-lite").config, n_shared_experts=1, shared_d_ff=1410)
+    assert layout_problems(cfg, Layout(4, tp=4)) == ["tp: 4 does not divide shared_d_ff = 1410"]

@@ -85,8 +85,7 @@ def is_quantized(t: Tensor, scheme: str, quantize_also: tuple[str, ...] = ()) ->
     """Block matrices are quantized under any plain scheme; embeddings/head only when named in `quantize_also`."""
     if scheme == "none":
         return False
-    role = {"embedding": "embeddings", "head": "head"}.get(t.role, t.role)
-    return t.role in MATRIX_ROLES or role in quantize_also
+    return t.role in MATRIX_ROLES or {"embedding": "embeddings", "head": "head"}.get(t.role) in quantize_also
 
 
 @lru_cache(maxsize=32)
