@@ -112,6 +112,8 @@ def test_decode_reads_the_weights_and_kv_once_per_step():
     assert sp.step_seconds == pytest.approx((sp.weight_bytes + kv) / (3.35e12 * 0.8))
     big = speed(LLAMA31, h100, Layout(), INFER, 64, 4096, efficiency=0.8)
     assert big.total == pytest.approx(64 * big.per_user) and big.total > 20 * sp.total
+    assert (big.batch, big.context, big.kv_bytes) == (64, 4096, 64 * kv)     # every sequence's own cache is read
+    assert big.as_dict()["context"] == 4096
     tp = speed(LLAMA31, h100, Layout(2, tp=2), INFER, 1, 4096, efficiency=0.8)
     assert tp.step_seconds == pytest.approx(sp.step_seconds / 2)
 
@@ -177,3 +179,16 @@ def test_a_pipeline_stage_holds_the_kv_of_its_own_layers():
     # from 2,048 tokens on the attention stage is the tightest (the Mamba stage holds more weights)
     grown = memory_at(cfg, lay, s, sv, 4096) - memory_at(cfg, lay, s, sv, 2048)
     assert grown == kv_cache_bytes(cfg, 1, 4096) - kv_cache_bytes(cfg, 1, 2048)
+
+
+def test_plan_json_reports_the_serving_answers_and_the_assumptions_behind_them():
+    """`plan --json` (Plan.as_dict): max_context and max_concurrency at the top, as the README documents, equal to
+    the serving answer; its assumptions are vLLM's defaults: 0.9 of memory, 1 GiB non-torch, blocks of 16 and an
+    8,192-token profile chunk whose activation peak is 8,192 x (2 x 14,336 + 3 x 4,096) x 4 B."""
+    from engine.plan import plan
+    p = plan(LLAMA31, "h100-80gb", Layout(), Setup(mode="infer", seq=4096))
+    out = p.as_dict()
+    assert out["max_context"] == p.capacity.max_context == out["serving"]["max_context"]
+    assert out["max_concurrency"] == p.capacity.max_concurrency == out["serving"]["max_concurrency"] > 1
+    assert out["serving"]["assumptions"] == {"utilization": 0.9, "activation_bytes": 8192 * (2 * 14336 + 3 * 4096) * 4,
+                                             "non_torch_bytes": GiB, "block_size": 16, "chunk": 8192}
