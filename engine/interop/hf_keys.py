@@ -135,7 +135,6 @@ def _at(d: dict[str, Any], path: str) -> Any:
 
 
 def _same(a: Any, b: Any) -> bool:
-    """Equal as JSON values: 8 is 8.0 and [1] is (1,), but true is not 1."""
-    def plain(v: Any) -> Any:
-        return list(v) if isinstance(v, tuple) else v
-    return isinstance(a, bool) == isinstance(b, bool) and plain(a) == plain(b)
+    """Equal as JSON values: 8 is 8.0, but true is not 1. (A reader copies a list, e.g. rope_scaling.short_factor,
+    as the file holds it, so a list is never compared with a tuple.)"""
+    return isinstance(a, bool) == isinstance(b, bool) and a == b

@@ -74,8 +74,7 @@ def _olmoe(w: _Writer) -> dict[str, Any]:
     _no_shared(w)
     out = _routing(w, None)
     del out["head_dim"]
-    return dict(out, num_experts=c.n_experts, intermediate_size=c.expert_width, attention_bias=c.bias,
-                clip_qkv=None)
+    return dict(out, num_experts=c.n_experts, attention_bias=c.bias, clip_qkv=None)   # intermediate_size: the experts'
 
 
 WRITERS = {"mixtral": _mixtral, "qwen2_moe": _qwen_moe, "qwen3_moe": _qwen_moe, "olmoe": _olmoe}
