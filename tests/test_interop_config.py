@@ -244,3 +244,4 @@ def test_the_imported_name_is_the_models_own_even_with_a_trailing_slash():
     d = json.loads((Path(__file__).parent / "data" / "hf_configs" / "llama3_1_8b.json").read_text())
     assert from_hf_config({**d, "_name_or_path": "meta-llama/Llama-3.1-8B/"}).name == "Llama-3.1-8B"
     assert from_hf_config({**d, "_name_or_path": "Llama-3.1-8B"}).name == "Llama-3.1-8B"
+    assert from_hf_config({**d, "_name_or_path": " "}).name == "llama"   # blank: the family names it

@@ -138,7 +138,8 @@ def import_hf(d: dict[str, Any]) -> Imported:
     problems = r.problems + r.unknown()
     if problems:
         raise ConfigError([where + p for p in problems])
-    name = str(d.get("_name_or_path") or family).rstrip("/").rsplit("/", 1)[-1] or family
+    # the last folder of _name_or_path ("org/Model/" -> "Model"); a blank one leaves the family's name
+    name = str(d.get("_name_or_path") or family).strip().rstrip("/").rsplit("/", 1)[-1].strip() or family
     try:
         config = ModelConfig.from_dict({**NEUTRAL, **fields, "name": name})
     except ConfigError as e:   # they name our fields; the user wrote the file's keys
