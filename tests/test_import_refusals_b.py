@@ -199,3 +199,14 @@ def test_a_checkpoint_with_tensors_our_model_has_no_place_for_names_them() -> No
         hf_to_ours(cfg, "llama", {**hf, **extra})
     assert e.value.args[0] == ("llama tensors with no place in our model: model.extra.0.weight, model.extra.1.weight, "
                                "model.extra.2.weight, model.extra.3.weight, model.extra.4.weight")
+
+
+def test_dots1_without_its_expert_count_is_refused_once_not_with_its_other_moe_keys():
+    """The published file without n_routed_experts: that one refusal, no "unknown key" lines for the MoE keys
+    that come with it (moe_intermediate_size, n_group, ...)."""
+    d = json.loads((DATA / "dots.llm1.inst.json").read_text())
+    del d["n_routed_experts"]
+    with pytest.raises(ConfigError) as e:
+        import_hf(d)
+    assert e.value.problems == ["n_routed_experts: None is not expressible (transformers cannot build the MoE "
+                                "layers without it)"]

@@ -66,13 +66,15 @@ def _deepseek_moe(r: _Reader, n_layers: int) -> dict[str, Any] | None:
     """DeepSeek-V3's MoE under the names Glm4Moe and Dots1 share, or None for an all-dense model."""
     first = r("first_k_dense_replace")
     experts, k = r("n_routed_experts"), r("num_experts_per_tok")
+    unused = {"moe_intermediate_size", "n_shared_experts", "routed_scaling_factor", "n_group", "topk_group",
+              "norm_topk_prob"}   # read, not reported unknown, when no MoE layer is built from them
     if first >= n_layers:
-        r.read.update({"moe_intermediate_size", "n_shared_experts", "routed_scaling_factor", "n_group", "topk_group",
-                       "norm_topk_prob"})
+        r.read.update(unused)
         return None
     if experts is None or k is None:
         r.bad("n_routed_experts" if experts is None else "num_experts_per_tok", None,
               "transformers cannot build the MoE layers without it")
+        r.read.update(unused)   # the refusal is the one problem: the other MoE keys are not unknown
         return None
     groups = r("n_group")
     r.read.update({"topk_group", "output_router_logits"})
