@@ -41,4 +41,6 @@ def test_a_tensor_split_that_leaves_a_remainder_names_the_width_it_cuts():
     experts but not the shared expert, and the message names that width, not the routed one."""
     from engine.presets import get_preset
     cfg = replace(get_preset("deepseek-v2-lite").config, n_shared_experts=1, shared_d_ff=1410)
-    assert layout_problems(cfg, Layout(4, tp=4)) == ["tp: 4 does not divide shared_d_ff = 1410"]
+    assert layout_problems(cfg, Layout(4, tp=4)) == ["tp: 4 does not divide n_shared_experts*shared_d_ff = 1410"]
+    two = replace(cfg, n_shared_experts=2, shared_d_ff=705)   # the shared experts are one FFN of 2 x 705
+    assert layout_problems(two, Layout(4, tp=4)) == ["tp: 4 does not divide n_shared_experts*shared_d_ff = 1410"]

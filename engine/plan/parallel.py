@@ -53,7 +53,8 @@ def layout_problems(cfg: ModelConfig, lay: Layout) -> list[str]:
     if lay.gpus % (lay.tp * lay.pp):
         out.append(f"gpus: {lay.gpus} is not a multiple of tp*pp = {lay.tp * lay.pp}")
     moe = cfg.n_experts is not None
-    widths = (("expert_d_ff", cfg.expert_width),) + ((("shared_d_ff", cfg.shared_width),) if cfg.shared_width else ())
+    widths = (("expert_d_ff", cfg.expert_width),) + (   # the shared experts are one FFN of their summed width
+        (("n_shared_experts*shared_d_ff", cfg.shared_width),) if cfg.shared_width else ())
     for what, n in (("n_heads", cfg.n_heads), ("kv_heads", cfg.kv_heads),
                     *(widths if moe else ()),
                     *((("d_ff", cfg.ffn_width),) if not moe or cfg.moe_first_dense or cfg.moe_every > 1 else ())):
