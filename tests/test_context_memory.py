@@ -97,3 +97,30 @@ def test_all_attention_keeps_a_layer_without_a_mixer_as_it_is():
     from engine.config import ModelConfig
     cfg = ModelConfig(**{**HYBRID_BASE, "layer_types": ("mamba2", "none", "gdn", "full")})
     assert all_attention(cfg).layer_types == ("full", "none", "full", "full")
+
+
+def test_bad_options_name_the_field():
+    """The Context page's dtype and batch inputs: a refused value is reported under the field's own name."""
+    with pytest.raises(ValueError) as e:
+        context_memory(QWEN, (4096,), dtype="fp8")
+    assert str(e.value) == "dtype: 'fp8' is not one of fp32, bf16, fp16"
+    with pytest.raises(ValueError) as e:
+        state_bytes(QWEN, 1, convention="exllama")
+    assert str(e.value) == "convention: 'exllama' is not one of transformers, vllm, llama.cpp"
+
+
+def test_crossing_bisects_in_log2_steps(monkeypatch):
+    """The Context page answers at once: the first context over memory is found in at most 1 + log2(262,144) = 19
+    KV-cache evaluations (the longest context, then one halving each), not by a search that stops narrowing."""
+    import engine.budget.context_memory as cm
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        assert len(calls) <= 19, "the bisection stopped halving"
+        return kv_cache_bytes(*args, **kwargs)
+
+    monkeypatch.setattr(cm, "kv_cache_bytes", counted)
+    fixed = context_memory(QWEN, ())
+    memory = fixed.weights + fixed.state + 24_576 * 30_000 + 100
+    assert crossing(QWEN, memory, 262_144) == 30_001

@@ -123,3 +123,15 @@ def test_each_intensity_says_what_it_divides():
     it = arithmetic_intensity(make({}), 2, 16, "bf16")
     for phase, kv in (("prefill", "KV cache written"), ("decode", "KV cache read")):
         assert "FLOPs / (weights + " in it[phase].formula and kv in it[phase].formula, phase
+
+
+def test_roofline_time_is_the_slower_of_compute_and_memory():
+    """Llama-2-7B on an H100 (989.4 TFLOP/s bf16, 3.35 TB/s): a decode step takes as long as reading the weights
+    and the KV cache once (13.5 GB + 8.6 GB: about 6.6 ms for batch 8 after 2,048 tokens); a prefill as long as its FLOPs at peak."""
+    cfg = get_preset("llama-2-7b").config
+    r = roofline(cfg, "H100", 8, 2048)
+    weights = count_params(cfg).total * 2
+    kv = 32 * 2 * 4096 * 8 * 2049 * 2                    # layers x K,V x width x batch x tokens x bf16
+    assert r["decode"].time_s == pytest.approx((weights + kv) / 3.35e12)
+    assert 6.5e-3 < r["decode"].time_s < 6.7e-3
+    assert r["prefill"].time_s == pytest.approx(flops_budget(cfg, 8, 2048, causal=True).forward_flops / 989.4e12)

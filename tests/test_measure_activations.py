@@ -88,3 +88,11 @@ def test_with_dropout_the_math_path_keeps_q_k_v_broadcast_in_fp32_under_attn_qkv
     est = activation_estimate(cfg, 2, 6, "bf16", "sdpa")
     assert est.terms["attn_qkv"] == cfg.n_layers * 3 * (2 * 6) * (cfg.n_heads * cfg.head_width) * 4
     assert all(isinstance(name, str) and name for name in est.terms)
+
+
+def test_without_a_dtype_the_estimate_is_fp32s():
+    """A model trains in fp32 unless told otherwise: the estimate called without a dtype is the bytes an fp32
+    training forward saves."""
+    cfg = make({"ffn": "swiglu"})
+    m = measure_activations(cfg, 2, 6)
+    assert activation_estimate(cfg, 2, 6).total == m.measured == activation_estimate(cfg, 2, 6, "fp32").total
