@@ -157,3 +157,14 @@ def test_tp_refuses_a_model_with_recurrent_layers_and_says_what_trains_it():
     cfg = next(c for c in hybrid_configs().values() if c.hybrid)
     with pytest.raises(ValueError, match=r"^parallel: tp splits attention and FFN layers only; .*\(use ddp or fsdp\)$"):
         parallelize(build_model(cfg, seed=0), DistInfo(0, 2, 0), "tp")
+
+
+@pytest.mark.parametrize("mode", ["ddp", "fsdp", "tp"])
+def test_one_process_trains_the_whole_model_in_every_mode(mode):
+    """A single-process run with parallel fsdp or tp (the Training page's default world of one): the model is
+    trained as it is, every parameter a whole plain tensor, with no process group needed."""
+    model = build_model(ModelConfig(**TP_CFG), seed=0)
+    assert parallelize(model, SINGLE, mode) is model
+    assert not any(isinstance(p, DTensor) for p in model.parameters())
+    assert [tuple(p.shape) for p in model.parameters()] == \
+           [tuple(p.shape) for p in build_model(ModelConfig(**TP_CFG), seed=0).parameters()]

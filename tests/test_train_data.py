@@ -104,3 +104,13 @@ def test_text_split_name_and_length_limit():
     assert with_bos.itos == ("\x00", "a", "b") and with_bos.decode(with_bos.train.tolist()) == "ab" * 36
     with pytest.raises(ValueError, match="^data: the text has 63 characters; at least 64 are needed to train$"):
         load_text("x" * 63)
+
+
+def test_the_shortest_split_a_batch_accepts_is_seq_plus_two_tokens():
+    """A validation split of 18 tokens is enough for windows of 16: every row is 16 consecutive tokens of the
+    split and its next-token targets; one token fewer is refused with the count it needs."""
+    tokens = torch.arange(18)
+    x, y = get_batch(tokens, 3, 16, torch.Generator().manual_seed(0))
+    assert x.shape == (3, 16) and torch.equal(y, x + 1) and torch.equal(x, x[:, :1] + torch.arange(16))
+    with pytest.raises(ValueError, match="seq: 16 needs more than 17 tokens, the split has 17"):
+        get_batch(tokens[:17], 3, 16, torch.Generator())

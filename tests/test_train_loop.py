@@ -7,6 +7,7 @@ import threading
 import pytest
 import torch
 
+from engine.budget.params import count_params
 from engine.config import ConfigError, ModelConfig
 from engine.presets import get_preset
 from engine.train.data import load_names
@@ -53,6 +54,7 @@ def test_a_run_learns_and_reports_every_diagnostic(names):
     r = train(TINY, FAST, names, device="cpu", on_step=seen.append)
     assert r.status == "finished" and len(r.records) == len(seen) == 30
     assert r.model_config.vocab_size == 27 and r.model_config.context_length == 16
+    assert r.params == count_params(r.model_config).total      # the run's size, as the Training page lists it
     assert r.initial_loss == pytest.approx(math.log(27), rel=0.05)
     assert r.final_loss < 0.9 * r.initial_loss
     assert [s.step for s in seen if s.val_loss is not None] == [10, 20, 30]
