@@ -278,3 +278,20 @@ def test_deepseek_v4_is_refused_naming_each_part_we_do_not_build():
     keys = [p.split(":")[0] for p in e.value.problems]
     assert keys == ["hc_mult", "layer_types", "mlp_layer_types", "o_groups", "scoring_func"]
     assert "hyper-connections" in e.value.problems[0] and "compress" in e.value.problems[1]
+
+
+def test_the_first_attention_layer_must_pick_its_own_keys():
+    """Behind an FFN-only first layer (layer type none), the first layer with attention is the one whose indexer
+    picks the keys the shared layers reuse: a shared one there is refused by its position, not a crash in the
+    forward; a 'shared' entry on the FFN-only layer itself is harmless."""
+    from tests.helpers import MLA_BASE, make
+    base = make(dict(MLA_BASE, index_topk=2))
+    with pytest.raises(ConfigError) as e:
+        base.replace(n_layers=2, layer_types=("none", "full"), indexer_types=("full", "shared"))
+    assert e.value.problems == ["indexer_types: the first attention layer (2) must be full (a shared layer reuses "
+                                "an earlier layer's choice)"]
+    cfg = base.replace(n_layers=3, layer_types=("none", "full", "full"), indexer_types=("shared", "full", "shared"))
+    model = build_model(cfg, seed=0).eval()
+    with torch.no_grad():
+        logits = model(torch.randint(cfg.vocab_size, (1, 5), generator=torch.Generator().manual_seed(0)))
+    assert logits.shape == (1, 5, cfg.vocab_size) and torch.isfinite(logits).all()

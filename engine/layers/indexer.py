@@ -73,14 +73,17 @@ class IndexerKnobs(Knobs):
     @staticmethod
     def rules(c: ModelConfig, ok: Callable[..., bool]) -> list[str]:
         """DSA sits on MLA with a query latent (the indexer's queries read it); its rotary part fits its heads;
-        one indexer type per layer, the first layer running its own."""
+        one indexer type per layer, the first attention layer running its own."""
         out = []
         if ok("indexer_types", "n_layers") and c.indexer_types is not None:
             if len(c.indexer_types) != c.n_layers:
                 out.append(f"indexer_types: {len(c.indexer_types)} entries for n_layers={c.n_layers}")
-            elif c.indexer_types[0] != "full":
-                out.append("indexer_types: the first layer must be full (a shared layer reuses an earlier "
-                           "layer's choice)")
+            else:   # the first layer with attention (an FFN-only layer has none) picks the keys the others reuse
+                read = ok("layer_types") and len(c.layer_types or ()) in (0, c.n_layers)   # else reported there
+                first = next((i for i in range(c.n_layers) if read and "attention" in c.layer_mixers(i)), 0)
+                if c.indexer_types[first] != "full":
+                    out.append(f"indexer_types: the first attention layer ({first + 1}) must be full (a shared "
+                               f"layer reuses an earlier layer's choice)")
         if c.index_topk is None or not ok("index_topk"):
             return out
         if ok("kv_lora_rank") and c.kv_lora_rank is None:
