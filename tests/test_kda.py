@@ -218,3 +218,16 @@ def test_a_decode_step_costs_six_state_products_per_value_head_whatever_the_cont
                          "gdn_v_heads": 4, "gdn_k_dim": 3, "gdn_v_dim": 5})
     step = 2 * 2 * matmul_params(cfg) + 3 * 2 * 4 * 6 * 3 * 5
     assert [decode_flops(cfg, 2, context) for context in (1, 100, 10_000)] == [step] * 3
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "four"])
+def test_a_refused_value_head_count_is_reported_once(bad):
+    """KDA's head rule (value heads a multiple of key heads) stays silent on a gdn_v_heads the field itself
+    refuses: the user reads the one message about the value, not a second about multiples (or a crash)."""
+    from engine.config import FIELDS, ConfigError, ModelConfig, field_problem
+    from tests.hybrid_cases import HYBRID_BASE
+    with pytest.raises(ConfigError) as e:
+        ModelConfig(**{**HYBRID_BASE, "n_layers": 2, "layer_types": ("kda", "full"), "gdn_k_heads": 2,
+                       "gdn_v_heads": bad})
+    assert e.value.problems == [field_problem(FIELDS["gdn_v_heads"], bad)]
+    assert e.value.problems[0].startswith(f"gdn_v_heads: {bad!r} is not an integer >= 1")

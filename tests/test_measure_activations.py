@@ -96,3 +96,16 @@ def test_without_a_dtype_the_estimate_is_fp32s():
     cfg = make({"ffn": "swiglu"})
     m = measure_activations(cfg, 2, 6)
     assert activation_estimate(cfg, 2, 6).total == m.measured == activation_estimate(cfg, 2, 6, "fp32").total
+
+
+def test_selective_recompute_drops_mlas_softmax_and_mask():
+    """MLA on the explicit path, fp32, batch 2, 6 tokens: selective recompute gives back per layer the fp32
+    softmax [B, H, T, T] (4 bytes each) and the bool mask [T, T], the parts the breakdown lists as attn_scores
+    and attn_mask."""
+    from tests.helpers import MLA_BASE
+    cfg = make(dict(MLA_BASE))
+    B, T, H = 2, 6, cfg.n_heads
+    none, sel = (activation_estimate(cfg, B, T, "fp32", "explicit", r) for r in ("none", "selective"))
+    assert none.terms["attn_scores"] == cfg.n_layers * B * H * T * T * 4
+    assert none.terms["attn_mask"] == cfg.n_layers * T * T
+    assert none.total - sel.total == cfg.n_layers * (B * H * T * T * 4 + T * T)

@@ -146,3 +146,19 @@ def test_llama_3_1_8b_published_config_imports_exactly_with_llama3_scaling():
     idx = torch.randint(0, V, (2, 24), generator=torch.Generator().manual_seed(3))
     with torch.no_grad():
         torch.testing.assert_close(ours(idx), hf(input_ids=idx).logits, rtol=1e-5, atol=1e-5)
+
+
+def test_yarn_ramp_ends_at_the_last_dimension_as_transformers():
+    """A low base (10) and a long original context (4,096 tokens): beta_slow's dimension lies past the last
+    rotary dimension, so the ramp ends there (transformers' min(high, dim - 1)); the frequencies between are
+    blended on that ramp."""
+    params = _params("yarn", factor=4.0, beta_fast=1000.0, beta_slow=1.0, original_max_position_embeddings=4096)
+    params["rope_theta"] = 10.0
+    config = dict(_LLAMA, rope_parameters=params, max_position_embeddings=16384)
+    ref, ref_factor = ROPE_INIT_FUNCTIONS["yarn"](transformers.AutoConfig.for_model("llama", **config), "cpu")
+    ours, factor = rope_inv_freq(from_hf_config(dict(config, model_type="llama")), 8)
+    torch.testing.assert_close(ours, ref.float(), rtol=1e-6, atol=0)
+    assert factor == pytest.approx(float(ref_factor), rel=1e-12)
+    plain = plain_inv_freq(16, 10.0)
+    keep = 1 - torch.arange(HALF) / 15                    # ramp from dimension 0 to 15 = rotary_dim - 1
+    torch.testing.assert_close(ours, plain / 4 * (1 - keep) + plain * keep, rtol=1e-6, atol=0)
