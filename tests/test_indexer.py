@@ -295,3 +295,18 @@ def test_the_first_attention_layer_must_pick_its_own_keys():
     with torch.no_grad():
         logits = model(torch.randint(cfg.vocab_size, (1, 5), generator=torch.Generator().manual_seed(0)))
     assert logits.shape == (1, 5, cfg.vocab_size) and torch.isfinite(logits).all()
+
+
+@pytest.mark.parametrize("layer_types", [("gdn", "full"), ("full", "mamba2"), ("full+kda", "full")])
+def test_sparse_attention_beside_a_recurrent_mixer_is_refused_by_name(layer_types):
+    """The indexer's choice of keys is handed to each layer's mixer; a recurrent mixer has no keys to choose
+    from (it crashed in the forward): the config is refused, naming the first such layer."""
+    from engine.config import ConfigError
+    from tests.knob_cases import KNOBS
+    base = dict(name="t", vocab_size=11, context_length=8, d_model=8, n_layers=2, n_heads=2, ffn_multiple_of=8,
+                **KNOBS["index_n_heads"][0])
+    with pytest.raises(ConfigError) as e:
+        ModelConfig(**base, layer_types=layer_types)
+    i = next(i for i, t in enumerate(layer_types) if t != "full")
+    assert e.value.problems == [f"layer_types: sparse attention (index_topk set) is modelled on attention layers "
+                                f"only; layer {i + 1} is {layer_types[i]}"]

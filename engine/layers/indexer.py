@@ -93,6 +93,11 @@ class IndexerKnobs(Knobs):
         if ok("index_head_dim", "qk_rope_head_dim") and c.index_head_dim < c.qk_rope_head_dim:
             out.append(f"index_head_dim: {shown(c.index_head_dim)} is narrower than its rotary part "
                        f"qk_rope_head_dim={c.qk_rope_head_dim}")
+        if ok("layer_types", "n_layers") and len(c.layer_types or ()) in (0, c.n_layers):
+            mixed = next((i for i in range(c.n_layers) if set(c.layer_mixers(i)) - {"attention"}), None)
+            if mixed is not None:   # the indexer's choice is handed to each mixer; a recurrent one has no keys
+                out.append(f"layer_types: sparse attention (index_topk set) is modelled on attention layers only; "
+                           f"layer {mixed + 1} is {c.layer_types[mixed]}")
         return out
 
 
