@@ -17,6 +17,7 @@ def test_every_preset_round_trips(name):
     assert [line.split(":")[0] for line in text.splitlines()] == list(FIELDS)   # declaration order, flat
 
 
+@pytest.mark.slow   # 14 s of drawing; the inner loop round-trips every preset and the awkward names below
 @settings(max_examples=200, deadline=None, derandomize=True)
 @given(configs())
 def test_drawn_configs_round_trip(cfg):
