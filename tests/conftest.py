@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +24,7 @@ import pytest
 
 from app.serve import wait_for_health
 from tests.helpers import APP_WAIT_S, BROWSER_WAIT_MS
+from tests.torchrun_runs import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "streamlit_app.py"
@@ -109,11 +109,11 @@ def _pinned_peaks(monkeypatch):
 
 @pytest.fixture(scope="session")
 def one_process_run(tmp_path_factory) -> dict:
-    """The stored one-process run of tests/helpers.py TRAIN_ARGS: the curve DDP, FSDP2 and TP are held against
+    """The stored one-process run of tests/torchrun_runs.py TRAIN_ARGS: the curve DDP, FSDP2 and TP are held against
     (run once per worker, not once per parallel mode)."""
     import sys
 
-    from tests.helpers import TRAIN_ARGS, stored_train_run
+    from tests.torchrun_runs import TRAIN_ARGS, stored_train_run
     return stored_train_run([sys.executable, *TRAIN_ARGS], tmp_path_factory.mktemp("one_process"))
 
 
@@ -150,17 +150,11 @@ def _skip_or_fail(reason: str) -> None:
     pytest.skip(reason)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def served_app(tmp_path_factory):
     """Start `streamlit run streamlit_app.py` headless on a free port, with its own EXPLORER_HOME so browser
     tests never touch the user's stored runs; yield its base URL; stop it."""
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "EXPLORER_HOME": str(tmp_path_factory.mktemp("explorer_home"))}
     cmd = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
            "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",

@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import itertools
 import random
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -382,55 +381,6 @@ CUT_TEXT_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] *')
         : e.innerText && e.innerText.trim() && (getComputedStyle(e).overflowX === 'hidden'
           || (getComputedStyle(e).overflowX !== 'visible' && e.closest('[data-testid="stButtonGroup"]')))))
     .map(e => [(e.tagName === 'INPUT' ? e.value : e.innerText).trim().slice(0, 60), e.scrollWidth, e.clientWidth])"""
-
-
-# ---- torchrun tests (test_ddp, test_sharding): a short training run and a free local port --------------------
-TRAIN_ARGS = ["-m", "engine", "train", "--steps", "12", "--batch", "8", "--seq", "16", "--eval-every", "6",
-              "--samples", "0", "--json"]
-
-
-def free_port() -> int:
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def torchrun_env(home) -> dict:
-    """Two CPU ranks over gloo on the loopback, one thread each, storing runs under `home`."""
-    import os
-    return {**os.environ, "EXPLORER_HOME": str(home), "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1",
-            "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-
-
-def torchrun() -> list[str]:
-    import sys
-    return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_addr=127.0.0.1",
-            f"--master_port={free_port()}"]
-
-
-def stored_train_run(cmd: list[str], home) -> dict:
-    """Run `python -m engine train ...` (alone or under torchrun) with its store under `home`; the stored run."""
-    import subprocess
-    from engine.train.store import RunStore
-    root = Path(__file__).resolve().parents[1]
-    done = subprocess.run(cmd, cwd=root, env=torchrun_env(home), capture_output=True, text=True,
-                          timeout=SUBPROCESS_WAIT_S)
-    assert done.returncode == 0, done.stderr[-3000:]
-    store = RunStore(Path(home) / "runs.sqlite")
-    return store.get_run(store.list_runs()[0]["id"])   # newest first
-
-
-def assert_same_curve(multi: dict, single: dict) -> None:
-    """Two ranks follow the one-process curve: every step's train and val loss within 1e-4 (float reduction order
-    differs; measured differences are around 1e-6)."""
-    assert (multi["world"], single["world"]) == (2, 1)
-    assert len(multi["steps"]) == len(single["steps"]) == 12
-    for a, b in zip(multi["steps"], single["steps"]):
-        assert abs(a["train_loss"] - b["train_loss"]) < 1e-4, (a, b)
-        assert (a["val_loss"] is None) == (b["val_loss"] is None)
-        if a["val_loss"] is not None:
-            assert abs(a["val_loss"] - b["val_loss"]) < 1e-4
 
 
 # Real browser: metric values whose text box is cut (Streamlit's ellipsis container wider than what it shows)

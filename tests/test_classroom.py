@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from bench.bench_classroom import served
 from bench.st_session import Session, run
 from engine.budget.params import count_params
 from engine.presets import PRESETS
+from tests.torchrun_runs import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT, STUDENTS, STOPPED = 2, 20, 4
@@ -33,15 +33,9 @@ def total(n_layers: int) -> str:
     return f"{count_params(PRESETS['gpt2'].config.replace(n_layers=n_layers)).total:,}"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_make_serve_answers_with_the_app(tmp_path):
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "PORT": str(port), "ADDRESS": "127.0.0.1", "EXPLORER_HOME": str(tmp_path)}
     proc = subprocess.Popen(["make", "-s", "serve"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import TRAIN_ARGS, assert_same_curve, stored_train_run, torchrun
+from tests.torchrun_runs import TRAIN_ARGS, assert_same_curve, stored_train_run, torchrun
 
 
 @pytest.mark.slow

@@ -12,8 +12,9 @@ import pytest
 
 from engine.plan import Layout, Setup
 from engine.plan.memory import gpu_memory
-from tests.helpers import SUBPROCESS_WAIT_S, TRAIN_ARGS as ARGS
-from tests.helpers import assert_same_curve, stored_train_run, torchrun, torchrun_env
+from tests.helpers import SUBPROCESS_WAIT_S
+from tests.torchrun_runs import TRAIN_ARGS as ARGS
+from tests.torchrun_runs import assert_same_curve, stored_train_run, torchrun, torchrun_env
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))       # tests/sharded_bytes.py, the torchrun script
