@@ -7,7 +7,9 @@ LLAMA3 = {**ROPE, "rope_scaling": "llama3", "rope_factor": 8.0}
 YARN = {**ROPE, "rope_scaling": "yarn", "rope_factor": 4.0, "rope_original_context": 64, "rope_truncate": False}
 LONGROPE = {**ROPE, "rope_scaling": "longrope", "rope_short_factor": (1.0, 1.0), "rope_long_factor": (1.0, 1.0)}
 DYNAMIC = {**ROPE, "rope_scaling": "dynamic", "rope_factor": 2.0, "rope_original_context": 4}
-# field -> (overrides of BASE that make the knob active, a different value); each must change the model
+# the tiny config every knob case starts from (test_model.py builds it as BASE)
+BASE_FIELDS = dict(name="tiny", vocab_size=11, context_length=8, d_model=8, n_layers=2, n_heads=2, ffn_multiple_of=8)
+# field -> (overrides of BASE_FIELDS that make the knob active, a different value); each must change the model
 KNOBS = {
     "vocab_size": ({}, 12), "context_length": ({}, 9), "d_model": ({}, 12), "n_layers": ({}, 3),
     "n_heads": ({}, 4), "n_kv_heads": ({}, 1), "head_dim": ({}, 6), "attn_window": ({}, 3),

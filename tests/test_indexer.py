@@ -302,9 +302,8 @@ def test_sparse_attention_beside_a_recurrent_mixer_is_refused_by_name(layer_type
     """The indexer's choice of keys is handed to each layer's mixer; a recurrent mixer has no keys to choose
     from (it crashed in the forward): the config is refused, naming the first such layer."""
     from engine.config import ConfigError
-    from tests.knob_cases import KNOBS
-    base = dict(name="t", vocab_size=11, context_length=8, d_model=8, n_layers=2, n_heads=2, ffn_multiple_of=8,
-                **KNOBS["index_n_heads"][0])
+    from tests.knob_cases import BASE_FIELDS, KNOBS
+    base = dict(BASE_FIELDS, **KNOBS["index_n_heads"][0])
     with pytest.raises(ConfigError) as e:
         ModelConfig(**base, layer_types=layer_types)
     i = next(i for i, t in enumerate(layer_types) if t != "full")

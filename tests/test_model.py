@@ -18,10 +18,9 @@ from engine.layers.norm import LayerNorm, RMSNorm
 from engine.layers.position import apply_rope, rope_tables, seq_problem
 from engine.model import KVCache, build_model
 from tests.helpers import KV, LAYOUTS, configs
-from tests.knob_cases import DYNAMIC, KNOBS, LINEAR, LLAMA3, LONGROPE, NOT_IN_FORWARD, ROPE, YARN
+from tests.knob_cases import BASE_FIELDS, DYNAMIC, KNOBS, LINEAR, LLAMA3, LONGROPE, NOT_IN_FORWARD, ROPE, YARN
 
-BASE = ModelConfig(name="tiny", vocab_size=11, context_length=8, d_model=8, n_layers=2, n_heads=2,
-                   ffn_multiple_of=8)
+BASE = ModelConfig(**BASE_FIELDS)
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -12,9 +12,8 @@ import pytest
 
 from engine.config import FIELDS, ConfigError, ModelConfig
 from engine.validation import field_problem
-from tests.knob_cases import KNOBS
+from tests.knob_cases import BASE_FIELDS, KNOBS
 
-BASE = dict(name="tiny", vocab_size=11, context_length=8, d_model=8, n_layers=2, n_heads=2, ffn_multiple_of=8)
 
 
 def bad_values(name: str) -> list:
@@ -44,7 +43,7 @@ CASES = [(name, bad) for name in KNOBS for bad in bad_values(name)]
 
 @pytest.mark.parametrize("name,bad", CASES, ids=[f"{n}={b!r}" for n, b in CASES])
 def test_a_refused_value_gets_one_message_its_fields_own(name, bad):
-    context = {**BASE, **KNOBS[name][0]}
+    context = {**BASE_FIELDS, **KNOBS[name][0]}
     ModelConfig(**context)   # the context itself is valid
     with pytest.raises(ConfigError) as e:
         ModelConfig(**{**context, name: bad})
@@ -52,8 +51,8 @@ def test_a_refused_value_gets_one_message_its_fields_own(name, bad):
 
 
 # every config a knob case builds (its context with the knob's other value), once each
-STATES = list({repr(sorted(d.items())): d for d in ({**BASE, **ctx, name: value}
-                                                      for name, (ctx, value) in KNOBS.items())}.values())
+STATES = list({repr(sorted(d.items())): d for d in ({**BASE_FIELDS, **ctx, name: value}
+                                                    for name, (ctx, value) in KNOBS.items())}.values())
 
 
 def test_a_refused_value_is_reported_once_in_every_family_context():
