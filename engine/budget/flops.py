@@ -98,16 +98,23 @@ def flops_budget(cfg: ModelConfig, batch: int, seq: int, causal: bool = False) -
     n, n_all = pc.active_non_embedding, pc.active   # == non_embedding / total for a dense model
     L, H, Q = cfg.n_layers, cfg.n_heads, cfg.head_width
     scope = "only visible (causal/window) query-key pairs" if causal else "the full T x T square (no causal halving)"
+    groups = layer_groups(cfg)
+    attending = sum(count for spec, count in groups if spec.attention)
+    over = f"{L} layers" if attending == L else f"the {attending} attention layers of {L}"
+    recurring = any(m.recurrent for spec, _ in groups for m in spec_mixers(spec))
     formulas = {
         "matmul_flops": f"2 * {weights:,} matrix params * B*T={tokens:,} tokens",
         "attention_flops": (f"2 * H={H} * (qk_head_dim={cfg.qk_head_dim} + v_head_dim={cfg.v_head_dim}) (QK^T, PV)"
                             if cfg.mla else f"2 products (QK^T, PV) * 2 * A={cfg.attn_width}")
-                           + f" * B={batch} * query-key pairs over {L} layers; {scope}",
-        "recurrent_flops": "each recurrent mixer's own products (e.g. Gated DeltaNet's chunked delta rule: "
-                           "engine/layers/delta_rule.py chunked_flops), summed over its layers",
-        "forward_flops": "matmul_flops + attention_flops + recurrent_flops" + (" + indexer_flops" if index else ""),
-        "backward_flops": "2 * (matmul_flops + attention_flops) (grads w.r.t. inputs and weights) + the recurrent "
-                          "mixers' backward (Gated DeltaNet: a recompute, then its products' gradients)"
+                           + f" * B={batch} * query-key pairs over {over}; {scope}",
+        "recurrent_flops": ("each recurrent mixer's own products (e.g. Gated DeltaNet's chunked delta rule: "
+                            "engine/layers/delta_rule.py chunked_flops), summed over its layers" if recurring
+                            else "0: no recurrent layer"),
+        "forward_flops": "matmul_flops + attention_flops" + (" + recurrent_flops" if recurring else "")
+                         + (" + indexer_flops" if index else ""),
+        "backward_flops": "2 * (matmul_flops + attention_flops) (grads w.r.t. inputs and weights)"
+                          + (" + the recurrent mixers' backward (each kind's own; Gated DeltaNet: a recompute, "
+                             "then its products' gradients)" if recurring else "")
                           + ("; the indexer has no backward" if index else ""),
         "flops_per_token": "(forward + backward) / (B*T)",
         "six_n_per_token": f"Kaplan et al. 2020: 6 * N, N = {n:,} (active) non-embedding params",
@@ -115,7 +122,7 @@ def flops_budget(cfg: ModelConfig, batch: int, seq: int, causal: bool = False) -
                           f"N = {n_all:,} (active) params, embeddings included",
     }
     if index:
-        own = sum(n for spec, n in layer_groups(cfg) if spec.index == "full")
+        own = sum(n for spec, n in groups if spec.index == "full")
         formulas["attention_flops"] += f"; MLA attends to at most index_topk={cfg.index_topk:,} keys a query"
         formulas["indexer_flops"] = (
             f"{own} indexer layers * (2 * {indexer_matmul_params(cfg):,} projection weights * "

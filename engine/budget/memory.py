@@ -212,7 +212,7 @@ def memory_budget(cfg: ModelConfig, batch: int, seq: int, dtype: str = "bf16", p
                          + (" (P is the total: every expert is stored, though a token uses only k)"
                             if cfg.n_experts is not None else ""),
         "grads_bytes": f"P * {gb} B (gradients in the weights' precision)",
-        "optimizer_bytes": f"P * {states} states ({_STATE_NAMES[optimizer]}) * {sb} B",
+        "optimizer_bytes": f"P * {states} state{'' if states == 1 else 's'} ({_STATE_NAMES[optimizer]}) * {sb} B",
         "master_bytes": (f"P * {mb} B (fp32 master copy of the low-precision weights)" if mb
                          else "0: the weights themselves are updated (no master copy)"),
         "activations_bytes": act.formula,

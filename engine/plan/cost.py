@@ -55,7 +55,7 @@ def cost(cfg: ModelConfig, dev: DeviceProfile, gpus: int, seq: int, tokens: int 
     C = per_token * D
     seconds = C / (gpus * peak * mfu)
     formulas.update({
-        "train_flops": f"{passes} * forward FLOPs/token ({per_token:,.0f}) * D={D:,} tokens",
+        "train_flops": f"{passes} * forward FLOPs/token ({fwd / seq:,.0f}) * D={D:,} tokens",
         "train_seconds": f"C / ({gpus} GPUs * {peak:.4g} FLOP/s * MFU {mfu:g})",
         "train_cost": f"hours * {gpus} GPUs * {price:g} {currency} per GPU-hour",
     })

@@ -34,8 +34,9 @@ def adapter_tensors(cfg: ModelConfig, rank: int, targets: tuple[str, ...]) -> li
     for t in param_tensors(cfg):
         if t.role in targets:
             rows, cols = t.shape
-            out.append((t, Tensor(t.name + ".lora_A", (rank, cols), "lora_A." + t.role, t.layer),
-                        Tensor(t.name + ".lora_B", (rows, rank), "lora_B." + t.role, t.layer)))
+            module = t.name.removesuffix(".weight")   # peft's parameters: <module>.lora_A.<adapter>.weight
+            out.append((t, Tensor(module + ".lora_A.weight", (rank, cols), "lora_A." + t.role, t.layer),
+                        Tensor(module + ".lora_B.weight", (rows, rank), "lora_B." + t.role, t.layer)))
     return out
 
 
