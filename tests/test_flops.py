@@ -12,7 +12,11 @@ from tests.helpers import grid_cases, make, variant_configs
 CONFIGS = variant_configs()
 
 
-@pytest.mark.parametrize("i, impl", grid_cases(CONFIGS, step=2))
+# SDPA on every second config; the explicit path on every fourth. On the meta device SDPA runs its math composite,
+# the same two batched matmuls as the explicit path, so the explicit half can only differ by a matmul of its own,
+# which a quarter of the grid (every knob's values still among them) shows as well as half.
+@pytest.mark.parametrize("i, impl", [c for c in grid_cases(CONFIGS, step=2)
+                                     if c.values[1] == "sdpa" or c.values[0] % 4 == 0])
 def test_flops_equal_flop_counter(i, impl):
     for name, m in measure_flops(CONFIGS[i], 2, 6, impl).items():
         assert m.estimate == m.measured, (CONFIGS[i], name, m)   # exact, as the README says
