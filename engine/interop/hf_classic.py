@@ -61,7 +61,7 @@ def _falcon(r: _Reader) -> dict[str, Any]:
     new, parallel = r("new_decoder_architecture"), r("parallel_attn")
     n_ln = r("num_ln_in_parallel_attn")
     if new:
-        kv = r("num_kv_heads", heads)
+        kv = r("num_kv_heads")   # missing: one per query head, which n_kv_heads None below says
         r.read.add("multi_query")
         if not parallel:
             r.bad("parallel_attn", parallel, "new_decoder_architecture blocks are parallel")

@@ -104,8 +104,7 @@ def _qwen3_next(r: _Reader) -> dict[str, Any]:
     shared = r("shared_expert_intermediate_size")
     if not shared:
         r.bad("shared_expert_intermediate_size", shared, "Qwen3-Next always has a shared expert")
-    return dict({k: v for k, v in base.items() if k not in ("ffn", "bias")},
-                **_experts(r, "num_experts", "moe_intermediate_size", None),
+    return dict(base, **_experts(r, "num_experts", "moe_intermediate_size", None),   # its ffn and bias replace base's
                 **_sparse_layers(r, base["n_layers"]), n_shared_experts=1, shared_d_ff=shared or None,
                 shared_expert_gate=True)
 
@@ -117,7 +116,7 @@ def _qwen3_5_text(r: _Reader) -> dict[str, Any]:
 def _qwen3_5_moe_text(r: _Reader) -> dict[str, Any]:
     base = _hybrid(r)
     r.read.add("intermediate_size")   # not a Qwen3.5-MoE key (every layer is MoE): _decoder's d_ff is unused
-    base = {k: v for k, v in base.items() if k not in ("d_ff", "ffn", "bias")}
+    base = {k: v for k, v in base.items() if k != "d_ff"}   # ffn and bias: _experts' own replace them
     return dict(base, **_experts(r, "num_experts", "moe_intermediate_size", True), n_shared_experts=1,
                 shared_d_ff=r("shared_expert_intermediate_size"), shared_expert_gate=True)
 

@@ -191,7 +191,9 @@ def _granite(r: _Reader) -> dict[str, Any]:
         kinds = ["mamba"] * n
     r.read.update({"layers_block_type", "output_router_logits"})
     experts, scale = r("num_local_experts"), float(r("residual_multiplier"))
-    out = dict(base, **_mamba2(r, d), ffn=r.act("hidden_act", GATED_ACTS), bias=bool(r("attention_bias")),
+    r.expect("attention_bias", (False,), "GraniteMoeHybrid puts it on q, k, v and o but not the MLP; our `bias` "
+                                         "covers both")
+    out = dict(base, **_mamba2(r, d), ffn=r.act("hidden_act", GATED_ACTS), bias=False,
                layer_types=tuple(names[k] for k in kinds), attn_scale=float(r("attention_multiplier")),
                logit_scale=1.0 / float(r("logits_scaling")), embed_multiplier=float(r("embedding_multiplier")),
                attn_out_scale=scale, ssm_out_scale=scale, ffn_out_scale=scale)

@@ -113,6 +113,7 @@ def _granite(w: _Writer) -> dict[str, Any]:
     w.no_window()
     w.no_dropout()
     w.need("qkv_bias", False)
+    w.need("bias", False, "GraniteMoeHybrid's attention_bias leaves the MLP without biases")
     w.need("ffn_gate_scale", 1.0)
     w.check(c.attn_out_scale == c.ssm_out_scale == c.ffn_out_scale, "ffn_out_scale",
             "one residual_multiplier scales attention, Mamba and FFN outputs alike")
@@ -125,7 +126,7 @@ def _granite(w: _Writer) -> dict[str, Any]:
     else:
         w.need("position", "none", "RoPE or no positional encoding")
         rope = {"max_position_embeddings": c.context_length}
-    out = dict(_sizes(w, rope), attention_bias=c.bias, hidden_act=w.act(_GATED), layer_types=words, position_embedding_type="rope" if c.position == "rope" else "nope",
+    out = dict(_sizes(w, rope), attention_bias=False, hidden_act=w.act(_GATED), layer_types=words, position_embedding_type="rope" if c.position == "rope" else "nope",
                attention_multiplier=c.head_width ** -0.5 if c.attn_scale is None else c.attn_scale,
                logits_scaling=1.0 / c.logit_scale, embedding_multiplier=c.embed_multiplier,
                residual_multiplier=c.ffn_out_scale, mamba_expand=_expand(w), **_mamba2(w, ("norm_gated",)))
