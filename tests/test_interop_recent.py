@@ -40,6 +40,11 @@ CASES = {
     "olmo3": ("olmo3", dict(_LLAMA, sliding_window=5), "olmo3"),
     # ... with YaRN on the full layers only (a legacy rope_scaling), the sliding layers plain at the same theta
     "olmo3_yarn": ("olmo3", dict(_LLAMA, sliding_window=5, rope_scaling=_YARN, rope_theta=100.0), "olmo3"),
+    # ... each layer type at its own theta (rope_parameters per type, no scaling): the sliding layers' is not the
+    # full layers'
+    "olmo3_local_theta": ("olmo3", dict(_LLAMA, sliding_window=5, rope_parameters={
+        "full_attention": {"rope_type": "default", "rope_theta": 1e4},
+        "sliding_attention": {"rope_type": "default", "rope_theta": 10.0}}), "olmo3"),
     # biases on q, k, v only, dropout 0.1 on attention weights and branch outputs (not the embeddings)
     "seed_oss": ("seed_oss", dict(_LLAMA), "seed_oss"),
     # ... with attention_out_bias and mlp_bias: biases everywhere
