@@ -163,7 +163,8 @@ def _write_kimi_linear(w: _Writer) -> dict[str, Any]:
     w.check(c.mla, "kv_lora_rank", "its attention layers are MLA")
     w.check(c.layer_types is not None and set(c.layer_types) <= {"kda", "full"}, "layer_types",
             "each layer is KDA (linear_attention) or MLA (full_attention)")
-    w.check((c.mla_norm_eps or c.norm_eps) == 1e-6, "mla_norm_eps", "transformers keeps the latent norm at 1e-6")
+    w.need("mla_norm_eps" if c.mla_norm_eps is not None else "norm_eps", 1e-6,
+           "transformers keeps the latent norm at 1e-6")
     d = gdn_dims(c)
     w.check((d.v_heads, d.v_dim) == (d.k_heads, d.k_dim), "gdn_v_heads", "KDA: one head count and width for q, k, v")
     kinds = ["linear_attention" if "kda" in s.mixers else "full_attention" for s in c.layer_specs]

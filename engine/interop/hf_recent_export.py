@@ -86,7 +86,8 @@ def _ministral3(w: _Writer) -> dict[str, Any]:
     if c.attn_temperature is not None:
         w.need("attn_temperature_one_based", False, "Ministral 3 counts positions from 0")
         w.need("attn_temperature_layers", "all", "Ministral 3 scales every layer's queries")
-        w.check(c.attn_temperature_floor == original, "attn_temperature_floor",
+        # without YaRN there is no original context to step by: rope_scaling is the problem named
+        w.check(original is None or c.attn_temperature_floor == original, "attn_temperature_floor",
                 f"Ministral 3 steps the temperature every original context ({original})")
     out["rope_parameters"]["llama_4_scaling_beta"] = c.attn_temperature or 0.0
     return dict(out, sliding_window=c.attn_window)

@@ -115,13 +115,13 @@ def _granite(w: _Writer) -> dict[str, Any]:
     w.need("qkv_bias", False)
     w.need("bias", False, "GraniteMoeHybrid's attention_bias leaves the MLP without biases")
     w.need("ffn_gate_scale", 1.0)
-    w.check(c.attn_out_scale == c.ssm_out_scale == c.ffn_out_scale, "ffn_out_scale",
-            "one residual_multiplier scales attention, Mamba and FFN outputs alike")
+    for field in ("attn_out_scale", "ssm_out_scale"):   # residual_multiplier is written from ffn_out_scale
+        w.need(field, c.ffn_out_scale, f"one residual_multiplier (ffn_out_scale {c.ffn_out_scale}) scales "
+                                       f"attention, Mamba and FFN outputs alike")
     moe = c.n_experts is not None
     ffn = "moe" if moe else "dense"
     words = _kinds(w, {(("mamba2",), ffn): "mamba", (("attention",), ffn): "attention"})
     if c.position == "rope":
-        w.need("rope_fraction", 1.0)
         rope = w.rope()
     else:
         w.need("position", "none", "RoPE or no positional encoding")
@@ -131,7 +131,6 @@ def _granite(w: _Writer) -> dict[str, Any]:
                logits_scaling=1.0 / c.logit_scale, embedding_multiplier=c.embed_multiplier,
                residual_multiplier=c.ffn_out_scale, mamba_expand=_expand(w), **_mamba2(w, ("norm_gated",)))
     w.check(c.attn_width == c.d_model, "head_dim", "heads * head_dim must equal d_model")
-    w.need("ssm_out_scale", c.ffn_out_scale)
     if not moe:
         return dict(out, num_local_experts=0, shared_intermediate_size=c.ffn_width)
     w.need("router", "topk_softmax", "top-k logits, then softmax")

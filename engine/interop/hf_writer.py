@@ -14,21 +14,22 @@ _DENSE = {"gelu": "gelu", "gelu_tanh": "gelu_pytorch_tanh", "relu": "relu", "sil
 
 
 class _Writer:
-    """Collects the fields of `cfg` that one family cannot express."""
+    """Collects the fields of `cfg` that one family cannot express, one problem per field: the first reason
+    found (several rules of a family may refuse one value, e.g. DeepSeek's MLA and RoPE both need position rope)."""
 
     def __init__(self, cfg: ModelConfig, family: str):
         self.cfg, self.family, self.problems = cfg, family, []
+        self._named: set[str] = set()
 
     def need(self, field: str, allowed: Any, why: str = "") -> None:
         value = getattr(self.cfg, field)
-        ok = value in allowed if isinstance(allowed, tuple) else value == allowed
-        if not ok:
-            note = f" ({why})" if why else ""
-            self.problems.append(f"{field}: {value!r} is not expressible in {self.family}{note}")
+        self.check(value in allowed if isinstance(allowed, tuple) else value == allowed, field, why)
 
     def check(self, ok: bool, field: str, why: str) -> None:
-        if not ok:
-            self.problems.append(f"{field}: {getattr(self.cfg, field)!r} is not expressible in {self.family} ({why})")
+        if not ok and field not in self._named:
+            self._named.add(field)
+            note = f" ({why})" if why else ""
+            self.problems.append(f"{field}: {getattr(self.cfg, field)!r} is not expressible in {self.family}{note}")
 
     def common(self, norm: str, placement: str = "pre", *, embed_scale: bool = False, qk_norm: bool = False,
                softcaps: bool = False, moe: bool = False, qk_scope: str = "head", mla: bool = False,
