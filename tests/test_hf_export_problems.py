@@ -30,9 +30,11 @@ EXPECTED = {
     "llama4_text": [*_SHARED, _DROPOUT, ("bias", "True", ""), ("qkv_bias", "True", ""),
                     ("attn_window", "8", "Llama 4's local layers are chunked, not sliding"), _LEARNED],
     # MiniMax-01 is post-norm with an embedding norm and no final norm (engine/interop/hf_minimax.py): ODD's layout
-    "minimax": [*_SHARED[3:], ("bias", "True", ""), ("qkv_bias", "True", ""),
+    "minimax": [*_SHARED[3:], ("ffn", "'reglu'", "lightning attention applies hidden_act to q, k, v; ours is SiLU"),
+                ("bias", "True", ""), ("qkv_bias", "True", ""),
                 ("layer_types", "None", "each layer is lightning or softmax attention, the window (if any) on every "
-                                        "attention layer"), _DROPOUT, _LEARNED],
+                                        "attention layer"), ("n_experts", "None", "minimax is a mixture of experts"),
+                _DROPOUT, _LEARNED],
 }
 
 
@@ -49,8 +51,8 @@ def test_each_writer_names_every_field_it_cannot_express(family):
 def test_the_error_leads_with_the_closest_family():
     with pytest.raises(ConfigError) as e:
         to_hf_config(ODD)
-    lead = "odd: no Hugging Face family we support computes this model; closest is minimax:"   # 7 problems, llama 8
-    assert e.value.problems == [lead, *_messages("minimax", EXPECTED["minimax"])]
+    lead = "odd: no Hugging Face family we support computes this model; closest is llama:"   # 8 problems, minimax 9
+    assert e.value.problems == [lead, *_messages("llama", EXPECTED["llama"])]
 
 
 def test_mistral_needs_the_window_on_every_layer():

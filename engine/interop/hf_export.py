@@ -59,8 +59,11 @@ def _gemma(w: _Writer) -> dict[str, Any]:
     w.need("qkv_bias", False)
     if not gemma2:
         w.no_window()
+        w.check(c.ffn != "geglu", "ffn", "transformers reads Gemma's hidden_act gelu as the tanh GELU (geglu_tanh)")
         return dict(_decoder(w), hidden_act=w.act(_GATED), attention_bias=False)
-    scalar = c.head_width if c.attn_scale is None else c.attn_scale ** -2
+    scalar = c.head_width if c.attn_scale is None else round(c.attn_scale ** -2)   # an integer in transformers
+    w.check(c.attn_scale in (None, float(scalar) ** -0.5), "attn_scale",
+            "query_pre_attn_scalar is a whole number: attn_scale must be 1/sqrt(n)")
     return dict(_decoder(w), hidden_activation=w.act(_GATED), attention_bias=False,
                 query_pre_attn_scalar=scalar, sliding_window=c.attn_window, layer_types=_layer_types(c),
                 attn_logit_softcapping=c.attn_softcap, final_logit_softcapping=c.logit_softcap)

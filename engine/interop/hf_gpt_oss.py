@@ -65,6 +65,7 @@ READERS = {"gpt_oss": _gpt_oss}
 def _write_gpt_oss(w: _Writer) -> dict[str, Any]:
     c = w.cfg
     w.common("rmsnorm", moe=True, sinks=True)
+    w.check(c.n_experts is not None, "n_experts", "gpt-oss is a mixture of experts")
     w.no_dropout()
     for field, value in (("ffn", "swiglu_clamped"), ("router", "topk_softmax"), ("expert_bias", True),
                          ("router_selection_bias", False), ("router_groups", 1), ("routed_scale", 1.0),

@@ -153,6 +153,7 @@ READERS = {"kimi_linear": _kimi_linear}
 def _write_kimi_linear(w: _Writer) -> dict[str, Any]:
     c = w.cfg
     w.common("rmsnorm", moe=True, mla=True, hybrid=True)
+    w.silu_conv("KDA")
     w.no_dropout()
     w.no_window()
     w.need("block", "serial")

@@ -89,6 +89,7 @@ READERS = {"minimax": _minimax}
 def _write_minimax(w: _Writer) -> dict[str, Any]:
     c = w.cfg
     w.common("rmsnorm", "post", moe=True, hybrid=True, embed_norm=True, final_norm=False, residual_alpha=True)
+    w.need("ffn", "swiglu", "lightning attention applies hidden_act to q, k, v; ours is SiLU")
     w.need("bias", False)
     w.need("qkv_bias", False)
     w.need("state_dtype", None, "the config has no key for the state's dtype")

@@ -11,6 +11,7 @@ def _routing(w: _Writer, renorm: bool | None, partial: bool = False) -> dict[str
     """Softmax-then-top-k routing without DeepSeek's or gpt-oss's extras; renorm fixed (Mixtral) or free;
     partial: the family rotates part of each head."""
     c = w.cfg
+    w.check(c.n_experts is not None, "n_experts", f"{w.family} is a mixture of experts")
     w.need("router", "softmax_topk", "softmax over all experts, then top-k")
     if renorm is not None:
         w.need("router_renorm", renorm)
@@ -40,6 +41,7 @@ def _mixtral(w: _Writer) -> dict[str, Any]:
     _no_shared(w)
     w.check(c.expert_width == c.ffn_width, "expert_d_ff", "experts use intermediate_size")
     w.check(c.global_every is None or c.global_every > c.n_layers, "global_every", "the window applies to every layer")
+    w.check(c.layer_types is None or set(c.layer_types) == {"sliding"}, "layer_types", "the window applies to every layer")
     out = _routing(w, True)
     del out["norm_topk_prob"]
     return dict(out, num_local_experts=c.n_experts, sliding_window=c.attn_window)

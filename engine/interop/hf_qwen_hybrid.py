@@ -128,6 +128,7 @@ READERS = {"qwen3_next": _qwen3_next, "qwen3_5_text": _qwen3_5_text, "qwen3_5_mo
 def _write_hybrid(w: _Writer, moe: bool) -> dict[str, Any]:
     c = w.cfg
     w.common("rmsnorm", qk_norm=True, moe=moe, hybrid=True, gate="elementwise")
+    w.silu_conv("Gated DeltaNet")
     w.no_dropout()
     w.no_window()
     w.need("bias", False)

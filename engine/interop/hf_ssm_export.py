@@ -56,6 +56,7 @@ def _expand(w: _Writer) -> int:
 def _bamba(w: _Writer) -> dict[str, Any]:
     c = w.cfg
     w.common("rmsnorm", hybrid=True)
+    w.silu_conv("Mamba")
     w.no_window()
     w.no_dropout()
     w.need("qkv_bias", False)
@@ -108,6 +109,7 @@ def _nemotron_h(w: _Writer) -> dict[str, Any]:
 def _granite(w: _Writer) -> dict[str, Any]:
     c = w.cfg
     w.common("rmsnorm", hybrid=True, moe=True, scales=True, softcaps=True)
+    w.silu_conv("Mamba")
     w.need("attn_softcap", None)
     w.need("logit_softcap", None)
     w.no_window()
@@ -146,6 +148,7 @@ def _granite(w: _Writer) -> dict[str, Any]:
 def _falcon_h1(w: _Writer) -> dict[str, Any]:
     c = w.cfg
     w.common("rmsnorm", hybrid=True, scales=True, softcaps=True)
+    w.silu_conv("Mamba")
     w.need("attn_softcap", None)
     w.need("logit_softcap", None)
     w.no_window()
@@ -178,6 +181,7 @@ def _period(marked: list[bool]) -> tuple[int, int] | None:
 def _jamba(w: _Writer) -> dict[str, Any]:
     c = w.cfg
     w.common("rmsnorm", hybrid=True, moe=True)
+    w.silu_conv("Mamba")
     w.need("position", "none", "Jamba has no positional encoding")
     w.no_window()
     w.no_dropout()

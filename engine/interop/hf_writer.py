@@ -115,6 +115,10 @@ class _Writer:
                        "dynamic scaling starts at max_position_embeddings")
         return {"rope_parameters": {**params, **scaling_params(cfg)}, "max_position_embeddings": cfg.context_length}
 
+    def silu_conv(self, mixer: str) -> None:
+        """The family's `mixer` convolution applies hidden_act as well: only SiLU (our swiglu) is modelled."""
+        self.need("ffn", "swiglu", f"the {mixer} convolution applies hidden_act too; ours is SiLU")
+
     def no_window(self) -> None:
         self.need("attn_window", None, "no sliding window")
 
