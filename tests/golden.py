@@ -5,6 +5,7 @@ reading the new text, `UPDATE_GOLDEN=1 .venv/bin/python -m pytest -n 0 tests/tes
 whole file: a key no test writes any more is dropped only by deleting the file and writing it again)."""
 from __future__ import annotations
 
+import atexit
 import json
 import os
 from functools import lru_cache
@@ -12,6 +13,13 @@ from pathlib import Path
 from typing import Any
 
 GOLDEN = Path(__file__).parent / "golden"
+_updated: dict[str, dict[str, Any]] = {}   # UPDATE_GOLDEN: each file's texts, written once when the run ends
+
+
+@atexit.register
+def _write_updated() -> None:
+    for file, texts in _updated.items():
+        (GOLDEN / f"{file}.json").write_text(json.dumps(texts, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
 
 
 @lru_cache(maxsize=None)
@@ -24,10 +32,9 @@ def check_golden(file: str, key: str, value: Any) -> None:
     """value (anything JSON holds; tuples become lists) equals the reviewed value stored under key."""
     value = json.loads(json.dumps(value))
     if os.environ.get("UPDATE_GOLDEN"):
-        path = GOLDEN / f"{file}.json"
-        stored = json.loads(path.read_text()) if path.exists() else {}
-        stored[key] = value
-        path.write_text(json.dumps(stored, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+        if file not in _updated:
+            _updated[file] = dict(_stored(file))
+        _updated[file][key] = value
         return
     stored = _stored(file)
     assert key in stored, f"{key}: no reviewed text in tests/golden/{file}.json (UPDATE_GOLDEN=1 writes it)"
