@@ -107,6 +107,9 @@ def test_bad_options_name_the_field():
     with pytest.raises(ValueError) as e:
         state_bytes(QWEN, 1, convention="exllama")
     assert str(e.value) == "convention: 'exllama' is not one of transformers, vllm, llama.cpp"
+    with pytest.raises(ValueError) as e:
+        state_bytes(QWEN, 0)                    # the state has no sequence length to complain about
+    assert str(e.value) == "batch: 0 is not an integer >= 1"
 
 
 def test_crossing_bisects_in_log2_steps(monkeypatch):
@@ -124,3 +127,27 @@ def test_crossing_bisects_in_log2_steps(monkeypatch):
     fixed = context_memory(QWEN, ())
     memory = fixed.weights + fixed.state + 24_576 * 30_000 + 100
     assert crossing(QWEN, memory, 262_144) == 30_001
+
+
+
+DSA = PRESETS["deepseek-v3.2"].config
+
+
+@pytest.mark.parametrize("fn, args, spelled, other", [
+    (kv_cache_bytes, (DSA, 2, 100), dict(dtype="bf16", kind="latent", index_keys="fp8"),
+     dict(dtype="fp32", kind="expanded", index_keys="dtype")),
+    (state_bytes, (QWEN, 2), dict(dtype="bf16", convention="vllm"), dict(dtype="fp32", convention="llama.cpp")),
+    (context_memory, (QWEN, (4096,)), dict(batch=1, dtype="bf16"), dict(batch=2, dtype="fp32")),
+    (inference_bytes, (QWEN, 4096), dict(batch=1, dtype="bf16"), dict(batch=2, dtype="fp32")),
+    (memory_budget, (QWEN, 1, 64),
+     dict(dtype="bf16", policy="mixed-bf16", optimizer="adamw", recompute="none", attention="sdpa"),
+     dict(dtype="fp32", policy="fp32", optimizer="sgd", recompute="full", attention="explicit")),
+], ids=lambda x: getattr(x, "__name__", ""))
+def test_left_out_options_are_the_documented_defaults(fn, args, spelled, other):
+    """A caller (the CLI, the app's first render) that leaves an option out gets the documented default: one
+    sequence in bf16, MLA's latent cache with fp8 indexer keys, the vLLM state convention, mixed-bf16 AdamW
+    training without recompute on SDPA; and each of those options changes the answer, so a wrong default shows."""
+    short = fn(*args)
+    assert short == fn(*args, **spelled)
+    for key, value in other.items():
+        assert fn(*args, **{key: value}) != short, key

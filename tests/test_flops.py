@@ -139,3 +139,12 @@ def test_roofline_time_is_the_slower_of_compute_and_memory():
     assert r["decode"].time_s == pytest.approx((weights + kv) / 3.35e12)
     assert 6.5e-3 < r["decode"].time_s < 6.7e-3
     assert r["prefill"].time_s == pytest.approx(flops_budget(cfg, 8, 2048, causal=True).forward_flops / 989.4e12)
+
+
+def test_intensity_and_roofline_default_to_bf16():
+    """The Budgets page and the CLI leave the dtype out: the intensities and the roofline are then bf16's (2 B a
+    weight), not fp32's, whose doubled traffic would halve every decode intensity."""
+    cfg = get_preset("gpt2").config
+    short, bf16, fp32 = (arithmetic_intensity(cfg, 2, 64, *d) for d in ((), ("bf16",), ("fp32",)))
+    assert short == bf16 and short["decode"].bytes != fp32["decode"].bytes
+    assert roofline(cfg, "H100", 2, 64) == roofline(cfg, "H100", 2, 64, "bf16") != roofline(cfg, "H100", 2, 64, "fp32")

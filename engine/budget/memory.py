@@ -33,7 +33,7 @@ from engine.layers.mixers import layer_groups, spec_mixers
 from engine.layers.span import cache_keep
 from engine.layers.mla import mla_kv_bytes
 from engine.runtime import DTYPE_BYTES
-from engine.validation import choice_problem, require, size_problems
+from engine.validation import choice_problem, int_problem, require, size_problems
 
 POLICIES = ("fp32", "bf16", "mixed-bf16", "mixed-fp16")
 OPTIMIZERS = ("adamw", "sgd-momentum", "sgd")
@@ -157,7 +157,7 @@ def state_bytes(cfg: ModelConfig, batch: int, dtype: str = "bf16", convention: s
     short convolution's window) and 'recurrent' (e.g. Gated DeltaNet's S per value head); 0 and 0 without
     recurrent layers. Independent of the context length."""
     require(choice_problem("dtype", dtype, DTYPE_BYTES), choice_problem("convention", convention, CONVENTIONS),
-            *size_problems(batch, 1))
+            int_problem("batch", batch))
     out = {"conv": 0, "recurrent": 0}
     for spec, n in layer_groups(cfg):
         for part, count in layer_state_bytes(cfg, spec, batch, dtype, convention).items():
