@@ -131,3 +131,13 @@ def test_any_input_gives_a_config_or_field_named_problems(data):
             assert p.split(":")[0] in FIELDS or p.startswith("unknown key `"), p
         return
     assert ModelConfig.from_dict(cfg.to_dict()) == cfg
+
+
+def test_llama3_scaling_refuses_a_high_band_below_the_low_band():
+    """Llama 3.1's rule blends between L0/high and L0/low: a high_freq_factor below low_freq_factor has no band
+    and is refused by name; equal factors (a hard cut at L0/low) are allowed, and other scalings ignore both."""
+    llama3 = dict(position="rope", rope_scaling="llama3", rope_factor=8.0, rope_low_freq_factor=2.0)
+    assert problems(**llama3, rope_high_freq_factor=1.5) == [
+        "rope_high_freq_factor: 1.5 must be at least rope_low_freq_factor=2"]
+    ModelConfig(**llama3, rope_high_freq_factor=2.0)
+    ModelConfig(**{**llama3, "rope_scaling": "linear"}, rope_high_freq_factor=1.5)

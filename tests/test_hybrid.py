@@ -40,6 +40,26 @@ def test_flops_equal_flop_counter(name):
     assert (est.forward_flops, est.backward_flops) == (forward, backward)
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_a_decode_step_costs_batch_times_one_sequence(name):
+    """Each sequence of a batch decodes its own token with its own state: the step's FLOPs (the Trade-offs and
+    Latency pages' decode cost) are batch x one sequence's, for every mixer kind, recurrent ones included."""
+    from engine.budget.flops import decode_flops
+    cfg = HYBRIDS[name]
+    assert decode_flops(cfg, 3, 9) == 3 * decode_flops(cfg, 1, 9)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_norm_module_shows_the_configs_eps(name):
+    """print(model) lists every norm with its eps; a norm whose weights a mixer applies itself (Jamba's dt, B, C
+    norms) must still show the config's norm_eps it computes with (MLA's latent norms: mla_norm_eps), not
+    torch's default."""
+    cfg = HYBRIDS[name]
+    model = build_model(cfg, device="meta")
+    shown = {m.eps for m in model.modules() if hasattr(m, "eps")}
+    assert shown and shown <= {cfg.norm_eps, cfg.mla_norm_eps} - {None}, shown
+
+
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 @pytest.mark.parametrize("name", NAMES)
 def test_saved_bytes_equal_saved_tensor_hooks(name, dtype):

@@ -309,3 +309,14 @@ def test_sparse_attention_beside_a_recurrent_mixer_is_refused_by_name(layer_type
     i = next(i for i, t in enumerate(layer_types) if t != "full")
     assert e.value.problems == [f"layer_types: sparse attention (index_topk set) is modelled on attention layers "
                                 f"only; layer {i + 1} is {layer_types[i]}"]
+
+
+def test_a_misspelled_layer_type_is_reported_beside_indexer_types_not_a_crash():
+    """The editor validates every field at once: with a misspelled layer_types word, the indexer's rule cannot
+    find the first attention layer, and the user reads the layer_types problem (indexer_types 'full' first is
+    then not judged), not a KeyError from the rule."""
+    from tests.helpers import MLA_BASE, make
+    base = make(dict(MLA_BASE, index_topk=2))
+    with pytest.raises(ConfigError) as e:
+        base.replace(n_layers=2, layer_types=("none", "bogus"), indexer_types=("full", "shared"))
+    assert len(e.value.problems) == 1 and e.value.problems[0].startswith("layer_types: entry 2 of 2, 'bogus', is not")

@@ -10,12 +10,12 @@ from engine.activation_grid import FORMULAS
 from engine.config import FIELDS, ModelConfig
 from engine.layers.attention import (Attention, LayerKV, attention_params, attention_variants, kv_bytes,
                                      kv_head_choices)
-from engine.layers.block import Block, block_layout, block_params
+from engine.layers.block import Block, block_layout, block_params, plain_spec
 from engine.layers.ffn import ACTIVATIONS, GATE_ACTIVATION, ffn_formula, ffn_params, make_ffn
 from engine.layers.mixers import MIXERS
 from engine.layers.norm import NORMS, make_norm, norm_params
 from engine.model import build_model
-from engine.presets import get_preset
+from engine.presets import PRESETS, get_preset
 from tests.helpers import AXES, variant_configs
 
 BASE = ModelConfig(vocab_size=64, context_length=32, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2)
@@ -166,3 +166,17 @@ def test_init_weights_sets_every_value_whatever_the_memory_held():
         model.init_weights(3)
         for (name, a), (_, b) in zip(model.state_dict().items(), fresh.state_dict().items(), strict=True):
             assert torch.equal(a, b), (cfg, name)
+
+
+ONE_KIND = [name for name, p in PRESETS.items() if len(set(p.config.layer_specs)) == 1
+            and p.config.layer_specs[0].window is None and not p.config.layer_specs[0].temperature] + ["sinusoidal", "none"]
+
+
+@pytest.mark.parametrize("name", ONE_KIND)
+def test_the_plain_block_is_every_layer_of_a_one_kind_model(name):
+    """The block diagram, the MTP module's block and Block(cfg) without a spec use plain_spec as 'the' layer of a
+    one-kind model: it must be the layer the model builds, rotary table included (RoPE models) or not (the rest)."""
+    cfg = PRESETS[name].config if name in PRESETS else BASE.replace(position=name)
+    spec = cfg.layer_specs[0]
+    assert plain_spec(cfg, moe=spec.ffn == "moe") == spec
+    assert (spec.rope == "global") == (cfg.position == "rope")

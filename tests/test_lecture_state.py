@@ -78,6 +78,17 @@ def test_layouts_spread_attention_evenly():
         with_attention_layers(nemotron, 3)
 
 
+@pytest.mark.parametrize("k", [0, 1, 2])
+def test_a_layout_keeps_every_ffn(k):
+    """The Trade-offs page's layouts change the mixers only: a Nemotron-H-like model (mixer-only and FFN-only
+    layers) keeps its FFN-only layers and its FFN-free mixer layers, so the FFN parameters stay the model's."""
+    from engine.budget.params import count_params
+    nemotron = TINY.replace(layer_types=("gdn", "none", "full", "none"), ffn_types=("none", "dense", "none", "dense"))
+    cfg = with_attention_layers(nemotron, k, "mamba2")
+    assert [s.ffn for s in cfg.layer_specs] == ["none", "dense", "none", "dense"]
+    assert count_params(cfg).components["ffn"] == count_params(nemotron).components["ffn"]
+
+
 def test_chart_has_both_panels_with_units():
     r = fixed_state(PRESETS["qwen3-next-80b-a3b"].config, (1, 4_096, 131_072, 1_048_576))
     fig = fixed_state_figure(r)

@@ -89,10 +89,13 @@ def test_decode_with_the_state_equals_one_forward_and_transformers_cache(layer, 
         whole = ours(x)
         cache = LayerKV()
         steps = [ours(x[:, :6], cache=cache)] + [ours(x[:, t:t + 1], cache=cache) for t in range(6, 13)]
+        cache2 = LayerKV()   # pieces of several tokens after the prompt (chunked prefill) start from the state too
+        pieces = [ours(x[:, a:b], cache=cache2) for a, b in ((0, 6), (6, 9), (9, 10), (10, 13))]
         hf_cache = minimax.MiniMaxCache()
         hf(x[:, :6], None, None, cache=hf_cache)
     tol = 2e-2 if state_dtype == torch.bfloat16 else 1e-5
     torch.testing.assert_close(torch.cat(steps, dim=1), whole, atol=tol, rtol=tol)
+    torch.testing.assert_close(torch.cat(pieces, dim=1), whole, atol=tol, rtol=tol)
     assert cache.conv is None and cache.recurrent.shape == hf_cache.get_linear_cache(layer).shape == (2, 4, 6, 6)
     assert cache.recurrent.dtype == (state_dtype or torch.float32)
 

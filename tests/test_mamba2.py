@@ -94,9 +94,12 @@ def test_decoding_with_the_state_equals_the_full_forward_and_transformers_cache(
         split, state2 = [], LayerKV()
         split.append(ours(x[:, :7], cache=state2))                      # a prompt (chunked), then decoding
         split += [ours(x[:, t:t + 1], cache=state2) for t in range(7, T)]
+        state3 = LayerKV()   # pieces of several tokens after the prompt (chunked prefill) start from the state too
+        pieces = torch.cat([ours(x[:, a:b], cache=state3) for a, b in ((0, 4), (4, 9), (9, 10), (10, T))], 1)
     tol = dict(rtol=0, atol=2e-5 * full.abs().max().item())
     torch.testing.assert_close(torch.cat(stepped, 1), full, **tol)
     torch.testing.assert_close(torch.cat(split, 1), full, **tol)
+    torch.testing.assert_close(pieces, full, **tol)
     torch.testing.assert_close(state.recurrent, state2.recurrent, rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(state.conv, state2.conv, rtol=0, atol=0)
 

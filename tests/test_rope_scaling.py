@@ -33,6 +33,9 @@ SCALINGS = {
     "dynamic": (_params("dynamic", factor=3.0), 16),
     "llama3": (_params("llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
                        original_max_position_embeddings=16), 64),
+    # low_freq_factor 2: the long-wave cut L0 / low is 8 tokens, not L0 (a band that factor 1 cannot tell apart)
+    "llama3_low2": (_params("llama3", factor=4.0, low_freq_factor=2.0, high_freq_factor=6.0,
+                            original_max_position_embeddings=16), 64),
     "yarn": (_params("yarn", factor=4.0, beta_fast=32.0, beta_slow=1.0, original_max_position_embeddings=16), 64),
     "yarn_untruncated": (_params("yarn", factor=4.0, beta_fast=8.0, beta_slow=0.5, truncate=False,
                                  original_max_position_embeddings=16, attention_factor=1.3), 64),

@@ -87,9 +87,10 @@ def make_norm(cfg: ModelConfig, dim: int | None = None, affine: bool | None = No
     return NORMS[cfg.norm](dim or cfg.d_model, cfg.norm_eps if eps is None else eps, affine, has_bias(cfg))
 
 
-def norm_params(cfg: ModelConfig, dim: int, affine: bool | None = None) -> int:
-    """Parameters of one norm of width `dim` (the closed form matching the classes above)."""
-    if not (cfg.norm_affine if affine is None else affine):
+def norm_params(cfg: ModelConfig, dim: int) -> int:
+    """Parameters of one norm of width `dim` with the config's gain (the closed form matching the classes above;
+    a gain-free norm, as Llama 4's rope_heads qk-norm, counts 0 at its caller)."""
+    if not cfg.norm_affine:
         return 0
     return dim * (2 if has_bias(cfg) else 1)
 
