@@ -129,6 +129,16 @@ def test_a_row_the_blocks_do_not_divide_falls_back():
     assert mx["blocks.0.ffn.experts.down"] == "MXFP4" and mx["blocks.0.attn.q_proj.weight"] == "Q8_0"
 
 
+def test_a_stacked_expert_tensor_falls_back_by_its_row_not_its_expert_width():
+    """gpt-oss with 1,000-wide experts: the stacked [experts, out, in] gate and up have rows of 2,880 (ggml's
+    ne[0], the last dimension), which Q5_0's 32-blocks divide; down's rows are 1,000 wide, which no block
+    divides, so it is stored F16: the file's size follows each tensor's own row width."""
+    cfg = get_preset("gpt-oss-20b").config.replace(expert_d_ff=1000)
+    types = file_types(cfg, "Q4_K_M")
+    assert (types["blocks.0.ffn.experts.gate"], types["blocks.0.ffn.experts.up"]) == ("Q5_0", "Q5_0")
+    assert types["blocks.0.ffn.experts.down"] == "F16"
+
+
 def test_importance_matrix_default_follows_what_llama_quantize_requires():
     assert needs_imatrix(LLAMA31, "IQ2_M") and needs_imatrix(LLAMA31, "IQ3_XS") and needs_imatrix(LLAMA31, "Q2_K_S")
     assert not needs_imatrix(LLAMA31, "Q4_K_M") and not needs_imatrix(LLAMA31, "IQ4_XS")

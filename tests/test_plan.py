@@ -135,6 +135,13 @@ def test_cost_chinchilla_for_pretraining_and_a_budget_for_fine_tuning():
     assert any("token budget" in n for n in lora.notes)
     given = plan(LLAMA8, "h100-80gb", Layout(1), Setup(seq=1024, finetune="lora"), tokens=10**8)
     assert given.cost.token_budget == "given" and given.cost.train_tokens == 10**8
+    # without a budget the fine-tune is unpriced, but its FLOPs per token (2 passes) and the Chinchilla figure
+    # shown beside the token input are the same as with one
+    unpriced, priced = lora.cost.as_dict(), given.cost.as_dict()
+    for key in ("flops_per_token", "currency", "chinchilla_tokens"):
+        assert unpriced[key] == priced[key], key
+    assert lora.cost.chinchilla_tokens == 20 * count_params(LLAMA8).total
+    assert lora.cost.flops_per_token == pytest.approx(2 / 3 * t.cost.flops_per_token)
     infer = plan(LLAMA8, "h100-80gb", Layout(8), Setup(mode="infer", seq=1024))
     assert infer.cost is None and infer.as_dict()["cost"] is None                  # no training time in inference
 
@@ -279,10 +286,24 @@ def test_smallest_layout_picks_zero_3_when_it_holds_the_least():
     assert zero2.fits and best.per_gpu["total"] < zero2.per_gpu["total"]
 
 
-def test_byte_counts_are_whole_numbers_under_tensor_parallelism():
-    """Mixtral split over 2 tensor ranks: each expert's halves are whole matrices, so every per-GPU figure that
-    `plan --json` prints is an integer number of bytes (never 1.23e10 or 123.0)."""
+@pytest.mark.parametrize("name, setup", [
+    ("mixtral-8x7b", Setup(mode="infer", seq=64)),
+    ("llama-3-8b", Setup(seq=64, finetune="lora", lora_targets=("q", "k", "v", "o", "gate", "up", "down")))])
+def test_byte_counts_are_whole_numbers_under_tensor_parallelism(name, setup):
+    """Mixtral split over 2 tensor ranks (each expert's halves are whole matrices), and Llama-3-8B's LoRA
+    adapters on every matrix split with them (lora_B of a column-split matrix, lora_A of a row-split one): every
+    per-GPU figure that `plan --json` prints is an integer number of bytes (never 1.23e10 or 123.0)."""
     import json
-    p = plan(get_preset("mixtral-8x7b").config, "h100-80gb", Layout(2, tp=2), Setup(mode="infer", seq=64))
+    p = plan(get_preset(name).config, "h100-80gb", Layout(2, tp=2), setup)
     assert all(type(v) is int for v in p.per_gpu.values())
     assert "." not in json.dumps(p.as_dict()["per_gpu"])
+
+
+def test_smallest_layout_splits_a_layer_too_wide_for_four_gpus_eight_ways():
+    """A one-layer model of 207B parameters (a 4M-wide FFN): pipeline stages cannot split one layer, 4-way tensor
+    parallelism leaves 103 GB of bf16 weights per H100, and an 8-GPU node's tp 8 (52.7 GB each) is the answer."""
+    wide = ModelConfig(name="wide", vocab_size=32000, n_layers=1, d_model=16384, n_heads=128, n_kv_heads=8,
+                       ffn="swiglu", d_ff=4_194_304, norm="rmsnorm", position="rope")
+    p = smallest_layout(wide, "h100-80gb", Setup(mode="infer", seq=2048))
+    assert (p.layout.gpus, p.layout.tp, p.layout.pp) == (8, 8, 1) and p.fits
+    assert not plan(wide, "h100-80gb", Layout(4, tp=4), Setup(mode="infer", seq=2048)).fits

@@ -44,3 +44,35 @@ def test_a_tensor_split_that_leaves_a_remainder_names_the_width_it_cuts():
     assert layout_problems(cfg, Layout(4, tp=4)) == ["tp: 4 does not divide n_shared_experts*shared_d_ff = 1410"]
     two = replace(cfg, n_shared_experts=2, shared_d_ff=705)   # the shared experts are one FFN of 2 x 705
     assert layout_problems(two, Layout(4, tp=4)) == ["tp: 4 does not divide n_shared_experts*shared_d_ff = 1410"]
+
+
+# (input, its lowest or highest value the pages accept, the first value past it): both sides of every edge
+SERVING_EDGES = [("non_torch_bytes", 0, -1), ("activation_bytes", 0, -1), ("block_size", 1, 0), ("chunk", 1, 0),
+                 ("utilization", 1.0, 1.01)]
+
+
+@pytest.mark.parametrize("name,edge,past", SERVING_EDGES, ids=[e[0] for e in SERVING_EDGES])
+def test_a_serving_input_at_its_edge_is_taken_and_one_past_it_refused(name, edge, past):
+    """The Deploy page's inputs at their edges: no non-torch overhead (llama.cpp-like, or measured 0), a measured
+    activation peak of 0, one-token pages and chunks, all of the memory; one step further is refused by name."""
+    assert serving_problems(Serving(**{name: edge})) == []
+    assert [p.split(":")[0] for p in serving_problems(Serving(**{name: past}))] == [name]
+
+
+# plan()'s own arguments: (keyword, accepted edge, refused value)
+PLAN_EDGES = [("mfu", 1.0, 1.5), ("efficiency", 1.0, 0), ("compute_efficiency", 1.0, 1.5),
+              ("compute_efficiency", 0.01, 0), ("price", 0, -1), ("tokens", 1, 0), ("request_tokens", 1, 0),
+              ("gpu", "h100-80gb", "H100")]
+
+
+@pytest.mark.parametrize("name,edge,past", PLAN_EDGES, ids=[f"{e[0]}={e[2]!r}" for e in PLAN_EDGES])
+def test_a_plan_argument_past_its_edge_is_refused_by_its_name(name, edge, past):
+    """The Planner's GPU, MFU, efficiencies, price and token inputs: the edge is planned, one step past it gets
+    one message that starts with that input's name (never a wrong number from a 150% efficiency)."""
+    from engine.plan import plan
+    mode = "infer" if name in ("efficiency", "compute_efficiency", "request_tokens") else "train"
+    args = dict(gpu="h100-80gb", layout=Layout(1), setup=Setup(mode=mode, seq=64))
+    plan(LLAMA, **{**args, name: edge})
+    with pytest.raises(ValueError) as e:
+        plan(LLAMA, **{**args, name: past})
+    assert str(e.value).startswith(f"{name}: ") and ";" not in str(e.value), str(e.value)
