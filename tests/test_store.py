@@ -119,6 +119,12 @@ def test_a_moe_runs_expert_load_reads_back_as_stored(store):
     steps = store.get_run(rid)["steps"]
     assert [s["expert_load"] for s in steps] == [load, None]
     assert (steps[0]["aux_loss"], steps[0]["router_z_loss"]) == (1.1, 0.2)
+    # the file itself, as sqlite3 or a notebook reads it: a dense step has no load (NULL, as its MoE losses),
+    # not the JSON text 'null' that `WHERE expert_load IS NULL` would miss
+    with sqlite3.connect(store.path) as db:
+        rows = db.execute("SELECT step FROM steps WHERE run_id=? AND expert_load IS NULL AND aux_loss IS NULL",
+                          (rid,)).fetchall()
+    assert rows == [(2,)]
 
 
 def test_two_trainings_and_a_reader_share_the_store(tmp_path):

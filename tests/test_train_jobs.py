@@ -117,3 +117,22 @@ def test_run_estimate_is_each_configs_training_and_evaluation_passes():
     assert by_hand(b) > by_hand(a) > 0
     with pytest.raises(ValueError, match="mode: 'infer' is not one of forward, train"):
         call_seconds(a, 4, 16, "infer", "fp32", cpu)
+
+
+def test_the_queue_estimate_prices_the_device_the_run_will_use(monkeypatch):
+    """The Training page queues a run with its estimated seconds: with device auto on a CUDA machine the run
+    trains on the GPU (engine.runtime.resolve_device), so the estimate must price the GPU, not the CPU."""
+    import torch
+
+    import engine.runtime
+    import engine.train.jobs as jobs
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    priced = []
+    monkeypatch.setattr(jobs, "call_seconds", lambda m, b, s, mode, dtype, dev: priced.append(dev) or 1.0)
+    tc = TrainConfig(steps=2, batch=2, seq=8, eval_every=1, eval_batches=1)
+    cfg = ModelConfig(name="a", d_model=32, n_layers=1, n_heads=4, ffn_multiple_of=8)
+    jobs.run_estimate_s({"a": cfg}, tc, load_names(), "auto")
+    assert engine.runtime.default_device() == "cuda" and set(priced) == {torch.device("cuda")}
+    priced.clear()
+    jobs.run_estimate_s({"a": cfg}, tc, load_names(), "cpu")
+    assert set(priced) == {torch.device("cpu")}

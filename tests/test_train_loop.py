@@ -33,6 +33,32 @@ def test_schedule_warms_up_linearly_then_cosines_to_the_floor():
     assert all(a >= b for a, b in zip(lrs, lrs[1:]))
 
 
+@pytest.mark.parametrize("steps, warmup", [(100, 10), (11, 10), (2, 1), (1, 0), (3, 0)])
+def test_the_cosine_reaches_its_floor_at_step_steps_however_short(steps, warmup):
+    """The schedule's promise (the Training page's lr curve ends at lr x min_lr_ratio): one past the last step
+    trained sits at the floor, also when the cosine spans a single step after the warmup."""
+    tc = TrainConfig(steps=steps, warmup=warmup, lr=1.0, min_lr_ratio=0.1)
+    assert lr_at(steps, tc) == pytest.approx(0.1)
+    assert lr_at(warmup, tc) == pytest.approx(1.0)
+
+
+def test_matrices_decay_by_the_runs_weight_decay_and_gains_do_not():
+    """AdamW decays every matrix (embeddings included) by the run's weight_decay and no norm gain or bias:
+    after one step with zero gradients a matrix is exactly (1 - lr x weight_decay) times itself."""
+    from engine.model import build_model
+    from engine.train.loop import _optimizer
+    tc = FAST.replace(weight_decay=0.3, lr=0.5)
+    model = build_model(TINY.replace(vocab_size=27, context_length=16), seed=0)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    opt = _optimizer(model, tc)
+    for p in model.parameters():
+        p.grad = torch.zeros_like(p)
+    opt.step()
+    for n, p in model.named_parameters():
+        want = before[n] * (1 - 0.5 * 0.3) if p.dim() >= 2 else before[n]
+        torch.testing.assert_close(p.detach(), want, rtol=1e-6, atol=0, msg=n)
+
+
 def test_bad_settings_name_the_field():
     with pytest.raises(ConfigError) as e:
         TrainConfig(steps=0, lr=-1.0, dropout=1.5)
@@ -89,6 +115,18 @@ def test_stop_event_ends_the_run_cleanly(names):
     assert r.status == "stopped" and len(r.records) == 3 and r.final_loss is not None
     assert "after 3 steps" in r.message
     assert r.records[-1].val_loss == r.final_loss   # evaluated after the last step, kept with it (CSV, charts)
+
+
+def test_a_steps_tokens_per_s_is_its_batch_times_seq_over_its_time(names, monkeypatch):
+    """The Training page's tokens/s: batch x seq tokens over the step's seconds (here every step takes 0.25 s by
+    a stepped clock: 16 x 16 / 0.25 = 1,024 tokens/s)."""
+    from types import SimpleNamespace
+
+    import engine.train.loop as loop
+    clock = iter(range(10**6))
+    monkeypatch.setattr(loop, "time", SimpleNamespace(perf_counter=lambda: next(clock) * 0.25))   # the loop's clock
+    r = train(TINY, FAST.replace(steps=3), names, device="cpu")
+    assert [rec.tokens_per_s for rec in r.records] == [1024.0] * 3 and r.tokens_per_s == 1024.0
 
 
 def _rates(*tokens_per_s: float) -> list[StepRecord]:
@@ -172,3 +210,20 @@ def test_small_version_resamples_longrope_to_one_and_two_frequencies():
     half = base.replace(rope_fraction=0.5, rope_long_factor=long[::2], rope_short_factor=base.rope_short_factor[::2])
     # rotary 16 * 0.5 = 8 wide: 4 frequencies, evenly over the 24 from fastest to slowest
     assert small_version(half).rope_long_factor == tuple(long[::2][i] for i in (0, 8, 15, 23))
+
+
+@pytest.mark.parametrize("mode, want", [("ddp", (1, 2)), ("fsdp", (1, 2)), ("tp", (0, 1))])
+def test_each_rank_reads_its_share_of_the_batch(mode, want):
+    """Rank 1 of 2 processes: data parallel (ddp, fsdp) reads its own half of each batch, so the two together
+    train on the batch once; tensor-parallel ranks split the weights, so each reads the whole batch."""
+    from engine.train.ddp import DistInfo
+    from engine.train.sharding import data_slice
+    assert data_slice(DistInfo(rank=1, world=2, local_rank=1), mode) == want
+
+
+def test_an_odd_batch_is_refused_before_data_parallel_ranks_split_it(names):
+    """batch 3 over 2 data-parallel processes cannot be halved: the run is refused by the batch field's name."""
+    from engine.train.ddp import DistInfo
+    with pytest.raises(ConfigError) as e:
+        train(TINY, FAST.replace(batch=3), names, device="cpu", info=DistInfo(rank=1, world=2, local_rank=1))
+    assert e.value.problems == ["batch: 3 must be divisible by the number of processes (2)"]

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import threading
 
-import torch
-
 from engine.config import ModelConfig
 from engine.job_queue import QueuedJob, Ticket
 from engine.layers.layer_map import own_recurrent, with_attention_layers
 from engine.layers.mixers import MIXERS
 from engine.measure.estimate import call_seconds
+from engine.runtime import resolve_device
 from engine.sweep.hold import equal_params_transformer
 from engine.train.data import Dataset
 from engine.train.loop import RunResult, StepRecord, TrainConfig, model_for, train
@@ -65,7 +64,7 @@ def ab_configs(cfg: ModelConfig, choice: str) -> dict[str, ModelConfig]:
 def run_estimate_s(configs: dict[str, ModelConfig], tc: TrainConfig, data: Dataset, device: str) -> float:
     """Seconds the runs should take: per config, `steps` forward + backward passes and the evaluations' forward
     passes, each from closed-form FLOPs at the device's measured peak (engine.measure.estimate.call_seconds)."""
-    dev = torch.device("cpu" if device == "auto" else device)
+    dev = resolve_device(device)   # the device train() will run on: auto is CUDA where there is one
     evals = (tc.steps // tc.eval_every + 2) * tc.eval_batches
     return sum(tc.steps * call_seconds(m, tc.batch, tc.seq, "train", "fp32", dev)
                + evals * call_seconds(m, tc.batch, tc.seq, "forward", "fp32", dev)
