@@ -168,8 +168,9 @@ def test_init_weights_sets_every_value_whatever_the_memory_held():
             assert torch.equal(a, b), (cfg, name)
 
 
-ONE_KIND = [name for name, p in PRESETS.items() if len(set(p.config.layer_specs)) == 1
-            and p.config.layer_specs[0].window is None and not p.config.layer_specs[0].temperature] + ["sinusoidal", "none"]
+ONE_KIND = [name for name, p in PRESETS.items() if len(set(p.config.layer_specs)) == 1   # full attention, no
+            and p.config.layer_specs[0].window is None and not p.config.layer_specs[0].temperature   # temperature
+            ] + ["sinusoidal", "none"]
 
 
 @pytest.mark.parametrize("name", ONE_KIND)
