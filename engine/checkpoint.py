@@ -74,7 +74,7 @@ def kept_parts(cfg: ModelConfig) -> tuple[str, ...]:
 
 def part_of(role: str, name: str) -> str | None:
     """Which PARTS a tensor belongs to (None: biases, norms and the like, never quantized)."""
-    if role in ("q", "k", "v", "o", "q_a", "q_b", "kv_a", "kv_b"):
+    if role in ("q", "k", "v", "o", "g", "q_a", "q_b", "kv_a", "kv_b"):   # g: the gate HF keeps in q_proj
         return "attention"
     if role in ("gate", "up", "down"):
         return "shared_experts" if ".shared." in name else "dense_ffn"

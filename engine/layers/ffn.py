@@ -117,6 +117,7 @@ def ffn_formula(ffn: str) -> str:
 
 
 class DenseFFN(nn.Module):
+    ROLES = {"up": ("up", "matrix"), "down": ("down", "matrix")}   # roles of the parameters (engine/plan/tensors.py)
     def __init__(self, d_model: int, d_ff: int, act: str, bias: bool, out_scale: float = 1.0):
         super().__init__()
         self.act, self.out_scale = ACTIVATIONS[act].fn, out_scale
@@ -134,6 +135,7 @@ class DenseFFN(nn.Module):
 
 class GatedFFN(nn.Module):
     """Three matrices; the activated gate multiplies the plain up-projection elementwise (`unit`, gated_unit)."""
+    ROLES = {"gate": ("gate", "matrix"), "up": ("up", "matrix"), "down": ("down", "matrix")}
 
     def __init__(self, d_model: int, d_ff: int, unit: Unit, bias: bool, out_scale: float = 1.0):
         super().__init__()

@@ -69,6 +69,11 @@ class GatedDeltaNet(nn.Module):
     """Qwen3.5's module layout: in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, a depthwise conv1d, dt_bias, A_log,
     the gated norm's gain norm_weight, out_proj. state_dtype: what a decode cache keeps the recurrent state in
     (None: the activations' dtype)."""
+    # roles of the parameters (engine/plan/tensors.py), named as llama.cpp names Qwen3.5's tensors
+    ROLES = {"in_proj_qkv": ("ssm_in", "matrix"), "in_proj_z": ("ssm_z", "matrix"),
+             "in_proj_b": ("ssm_beta", "matrix"), "in_proj_a": ("ssm_alpha", "matrix"), "conv1d": ("conv", "conv"),
+             "dt_bias": ("ssm_dt_bias", "vector"), "A_log": ("ssm_a", "vector"), "norm_weight": ("ssm_norm", "norm"),
+             "out_proj": ("ssm_out", "matrix")}
 
     def __init__(self, dims: GDNDims, state_dtype: torch.dtype | None = None):
         super().__init__()

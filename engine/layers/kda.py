@@ -41,6 +41,12 @@ class KimiDeltaAttention(nn.Module):
     """transformers' KimiLinearDeltaAttention layout (q_proj, k_proj, v_proj, a depthwise conv1d over [q | k | v],
     the forget gate's f_a_proj, f_b_proj, dt_bias [nv dk], A_log [nv], b_proj, the output gate's g_a_proj,
     g_b_proj, the gated norm's gain norm_weight, o_proj). state_dtype: what a decode cache keeps S in."""
+    # roles of the parameters (engine/plan/tensors.py), named as llama.cpp names Kimi Linear's tensors
+    ROLES = {"q_proj": ("kda_q", "matrix"), "k_proj": ("kda_k", "matrix"), "v_proj": ("kda_v", "matrix"),
+             "conv1d": ("conv", "conv"), "f_a_proj": ("ssm_f_a", "matrix"), "f_b_proj": ("ssm_f_b", "matrix"),
+             "dt_bias": ("ssm_dt_bias", "vector"), "A_log": ("ssm_a", "vector"), "b_proj": ("ssm_beta", "matrix"),
+             "g_a_proj": ("ssm_g_a", "matrix"), "g_b_proj": ("ssm_g_b", "matrix"), "norm_weight": ("ssm_norm", "norm"),
+             "o_proj": ("kda_o", "matrix")}
 
     def __init__(self, dims: GDNDims, state_dtype: torch.dtype = torch.float32):
         super().__init__()

@@ -101,6 +101,8 @@ class LightningAttention(nn.Module):
     """MiniMax's layout: qkv_proj (per head [q | k | v]), output_gate, the norm's gain norm_weight [H dh],
     out_proj, and the decay rates `slope` [H] (a buffer: fixed, not trained). state_dtype: what a decode cache
     keeps S in (None: the activations' dtype)."""
+    ROLES = {"qkv_proj": ("ssm_in", "matrix"), "output_gate": ("ssm_z", "matrix"), "norm_weight": ("ssm_norm", "norm"),
+             "out_proj": ("ssm_out", "matrix")}   # roles of the parameters (engine/plan/tensors.py)
 
     def __init__(self, dims: LightningDims, state_dtype: torch.dtype | None = None):
         super().__init__()

@@ -88,6 +88,12 @@ def selective_step(h: torch.Tensor, x: torch.Tensor, dt: torch.Tensor, A: torch.
 
 
 class Mamba1(nn.Module):
+    # roles of the parameters (engine/plan/tensors.py), named as llama.cpp names them; A_log is [D, N] but a
+    # per-channel vector for the planner (llama.cpp's ssm_a, never quantized)
+    ROLES = {"in_proj": ("ssm_in", "matrix"), "conv1d": ("conv", "conv"), "x_proj": ("ssm_x", "matrix"),
+             "dt_proj": ("ssm_dt", "matrix"), "A_log": ("ssm_a", "vector"), "D": ("ssm_d", "vector"),
+             "out_proj": ("ssm_out", "matrix"), "dt_norm": ("ssm_norm", "norm"), "b_norm": ("ssm_norm", "norm"),
+             "c_norm": ("ssm_norm", "norm")}
     def __init__(self, dims: Mamba1Dims, state_dtype: torch.dtype | None = None):
         super().__init__()
         self.dims, self.state_dtype = dims, state_dtype   # the decode cache's recurrent state (None: the input's)

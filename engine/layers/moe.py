@@ -130,6 +130,7 @@ class MoEKnobs(Knobs):
 
 
 class Router(nn.Module):
+    ROLES = {"weight": ("router", "router"), "bias": ("router", "router"), "selection_bias": ("router", "router")}
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         E, d = cfg.n_experts, cfg.d_model
@@ -183,6 +184,8 @@ class Router(nn.Module):
 
 class Experts(nn.Module):
     """E FFNs stored as stacked tensors [E, out, in]; `run` applies each to its own block of sorted rows."""
+    ROLES = {**{p: ("expert_" + p, "expert") for p in ("gate", "up", "down")},
+             **{p + "_bias": ("expert_" + p + "_bias", "bias") for p in ("gate", "up", "down")}}
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
@@ -230,6 +233,7 @@ class Experts(nn.Module):
 
 
 class MoE(nn.Module):
+    ROLES = {"shared_gate": ("router", "router")}   # the shared experts are an FFN module with its own ROLES
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.n_experts, self.k = cfg.n_experts, cfg.experts_per_token

@@ -18,8 +18,8 @@ from engine.config import ModelConfig
 from engine.plan.cost import Cost, cost
 from engine.plan.finetune import METHODS, lora_trainable, target_problems
 from engine.plan.memory import COMPONENTS, Setup, gpu_memory, high_dtype
-from engine.plan.parallel import Layout, layout_problems
-from engine.plan.quant import KEEP_CHOICES, KV_QUANTS, checkpoint_bytes, quant_problem, weight_storage
+from engine.plan.parallel import TP_MIXER_NOTE, Layout, layout_problems, tp_whole_mixers
+from engine.plan.quant import KEEP_CHOICES, KV_QUANTS, checkpoint_bytes, kept_high, quant_problem, weight_storage
 from engine.plan.serve import Capacity, Serving, capacity, serving_problems
 from engine.plan.speed import Speed, speed
 from engine.plan.tensors import param_tensors
@@ -103,10 +103,9 @@ def plan(cfg: ModelConfig, gpu: str, layout: Layout, setup: Setup, tokens: int |
     infer = setup.mode == "infer"
     c = None if infer else cost(cfg, dev, layout.gpus, setup.seq, tokens, mfu, price, POLICY_DTYPE[setup.policy],
                                 setup.finetune != "full", currency)
-    kept = ["norms", "biases"] + [k for k in KEEP_CHOICES if k not in setup.quantize_also]
     plain = setup.quant not in ("none", "checkpoint") and not setup.quant.startswith("gguf:")
-    high = [f"{k} ({high_dtype(setup.policy)})" for k in kept] if plain else []
-    notes = []
+    high = [f"{k} ({high_dtype(setup.policy)})" for k in kept_high(cfg, setup.quantize_also)] if plain else []
+    notes = [TP_MIXER_NOTE] if layout.tp > 1 and tp_whole_mixers(cfg) else []
     if setup.finetune != "full" and setup.mode == "train":
         notes.append("activations: the full-training estimate (frozen matrices still pass gradients through)")
     notes += shipped_notes(cfg, setup)

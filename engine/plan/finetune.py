@@ -35,8 +35,8 @@ def adapter_tensors(cfg: ModelConfig, rank: int, targets: tuple[str, ...]) -> li
         if t.role in targets:
             rows, cols = t.shape
             module = t.name.removesuffix(".weight")   # peft's parameters: <module>.lora_A.<adapter>.weight
-            out.append((t, Tensor(module + ".lora_A.weight", (rank, cols), "lora_A." + t.role, t.layer),
-                        Tensor(module + ".lora_B.weight", (rows, rank), "lora_B." + t.role, t.layer)))
+            out.append((t, Tensor(module + ".lora_A.weight", (rank, cols), "lora_A." + t.role, t.layer, "adapter"),
+                        Tensor(module + ".lora_B.weight", (rows, rank), "lora_B." + t.role, t.layer, "adapter")))
     return out
 
 

@@ -2,8 +2,13 @@
 
 A file type is a mixture, not one type: llama-quantize (src/llama-quant.cpp, llama_tensor_get_type) starts every
 quantizable tensor at the file type's default type and moves some up or down by category and position:
-  quantizable   2-D/3-D `.weight` tensors except norms, the MoE router (ffn_gate_inp) and position embeddings;
-                the rest keep the converter's type: F32 for 1-D tensors, norms, biases, router and positions
+  quantizable   2-D/3-D `.weight` tensors except norms, the MoE router (ffn_gate_inp), position embeddings and
+                the recurrent mixers' conv (tensor_allows_quantization: `name.find("ssm_conv1d")`); ssm_a (A_log)
+                and ssm_d (D) have no `.weight` suffix, so they stay too, even Mamba-1's 2-D ssm_a. The rest keep
+                the converter's type: F32 for 1-D tensors, norms, biases, router, positions, conv and ssm_a/ssm_d.
+                The mixers' projections are quantized (ssm_in, ssm_out, ssm_x, ssm_dt, ssm_beta/alpha, KDA's
+                ssm_f_a/f_b/g_a/g_b) in the file type's default type (category OTHER), as is the sparse-attention
+                indexer (indexer.attn_q_b, indexer.proj; indexer.attn_k falls in the attn_k category by name)
   output        output.weight (and the token embedding when it is tied to it): Q6_K (Q8_0 files keep Q8_0;
                 IQ1/IQ2 files Q5_K; MXFP4_MOE Q8_0)
   attn_v        (and MLA's attn_kv_b) more bits: Q4_K_M/Q5_K_M give Q6_K to the "use_more_bits" half of them
@@ -13,7 +18,12 @@ quantizable tensor at the file type's default type and moves some up or down by 
   fallback      a row (ne0, the input features) that the chosen type's blocks do not divide falls back
                 (K-quants to Q4_0/Q5_0/Q5_1/Q8_0, i-quants to IQ4_NL), then to F16
 Tensors are named and categorised as llama.cpp's converter names the LLaMA-family layout (attn_q, attn_k, attn_v,
-attn_output, ffn_gate/up/down[_exps|_shexp], token_embd, output). The Falcon-only rules and llama3's tiny
+attn_output, ffn_gate/up/down[_exps|_shexp], token_embd, output) and gguf-py tensor_mapping.py the others: Kimi
+Linear's KDA self_attn.q_proj/k_proj/v_proj/o_proj are attn_q/attn_k/attn_v/attn_output (its attn_v counts among
+the attn_v tensors); Qwen3-Next/3.5's attention output gate rides in attn_q (their q_proj holds it); Qwen3-Next's
+fused in_proj_qkvz is ssm_in (category OTHER). Qwen3.5's files name in_proj_qkv attn_qkv, which newer
+llama-quant.cpp counts like attn_v (category_is_attn_v); that is not modelled (a config does not say which of the
+two a Gated DeltaNet is), so Qwen3.5's Q4_K_M/Q5_K_M files read a few attn_qkv tensors one type low. The Falcon-only rules and llama3's tiny
 rope_freqs tensor (head_dim/2 F32 values) are left out. `imatrix`: whether an importance matrix is used (the
 IQ1/IQ2 types need one; it changes a few choices of IQ3_XXS, IQ4_NL/IQ4_XS and Q4_0/Q5_0).
 """
@@ -39,8 +49,10 @@ _FALLBACK = {**dict.fromkeys(("IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "I
 # our tensor roles -> llama.cpp's category (the substring its quantizer matches in the tensor name)
 _CATEGORY = {"embedding": "token_embd", "head": "output", "q": "attn_q", "k": "attn_k", "v": "attn_v",
              "o": "attn_output", "kv_b": "attn_v", "gate": "ffn_gate", "up": "ffn_up", "down": "ffn_down",
-             "expert_gate": "ffn_gate", "expert_up": "ffn_up", "expert_down": "ffn_down"}
-_UNQUANTIZED = ("norm", "router", "positions")          # kept as the converter wrote them (F32)
+             "expert_gate": "ffn_gate", "expert_up": "ffn_up", "expert_down": "ffn_down",
+             "g": "attn_q", "kda_q": "attn_q", "kda_k": "attn_k", "kda_v": "attn_v", "kda_o": "attn_output",
+             "index_k": "attn_k"}
+_QUANTIZABLE = ("embedding", "head", "matrix", "expert")   # kinds (engine/plan/tensors.py); the rest stay F32
 
 
 def _more_bits(i: int, n: int) -> bool:
@@ -49,7 +61,7 @@ def _more_bits(i: int, n: int) -> bool:
 
 
 def quantizable(t: Tensor) -> bool:
-    return len(t.shape) >= 2 and not t.role.endswith("_bias") and t.role not in _UNQUANTIZED
+    return t.kind in _QUANTIZABLE
 
 
 class _Mixer:

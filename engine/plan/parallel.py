@@ -3,8 +3,13 @@
 GPUs = dp * tp * pp. A GPU is (pipeline stage s, tensor rank, data rank r):
   PP    stage s holds blocks [s*L//pp, (s+1)*L//pp); stage 0 also the embeddings (and embedding norm), the
         last stage the final norm and the head (a tied head is a second copy there when pp > 1, as in Megatron).
-  TP    Megatron: q, k, v, gate, up split by output features (heads and FFN columns, with their biases),
-        o and down by input features (their biases replicated); norms, embeddings and head replicated.
+  TP    Megatron: q, k, v, gate, up split by output features (heads and FFN columns, with their biases; the
+        attention output gate g with the query heads), o and down by input features (their biases replicated);
+        norms, embeddings and head replicated, and MLA's down-projections q_a, kv_a. The sparse-attention
+        indexer is replicated, as vLLM's (deepseek_v2.py Indexer: ReplicatedLinear, "no tensor parallel, just
+        replicated"). The recurrent mixers' weights (Gated DeltaNet, KDA, Mamba, lightning) are counted whole on
+        every rank: vLLM splits them by heads, which is not modelled, and this engine's tp refuses recurrent
+        layers (engine/train/sharding.py); the plan says so in a note.
         MoE routed experts split their hidden width the same way. Needs tp to divide n_heads, kv_heads and the
         FFN widths.
   EP    MoE: the routed experts are divided among ep of the data-parallel ranks (E/ep each; ep divides dp and E);
@@ -21,6 +26,18 @@ from dataclasses import dataclass
 
 from engine.config import ModelConfig
 from engine.plan.tensors import COLUMN_SPLIT, ROW_SPLIT, Tensor, param_tensors
+
+TP_REPLICATED = ("q_a", "kv_a", "index_q", "index_k", "index_weights")   # block matrices replicated by design
+TP_MIXER_NOTE = ("tp: the recurrent mixers' weights (projections, conv, A_log/D/dt_bias, norms) are counted whole "
+                 "on every tensor rank; vLLM splits them by heads (not modelled here) and this engine's own tp "
+                 "refuses recurrent layers")
+
+
+def tp_whole_mixers(cfg: ModelConfig) -> bool:
+    """Whether tensor parallelism leaves block matrices whole beyond the replicated-by-design ones (the
+    recurrent mixers'), which the plan notes."""
+    return any(t.kind == "matrix" and t.layer is not None and t.role.removesuffix("_bias") not in
+               COLUMN_SPLIT + ROW_SPLIT + TP_REPLICATED for t in param_tensors(cfg))
 
 
 @dataclass(frozen=True)
@@ -80,7 +97,7 @@ def stage_tensors(cfg: ModelConfig, pp: int, stage: int) -> list[Tensor]:
     for t in param_tensors(cfg):
         if t.layer is not None:
             keep = t.layer in layers
-        elif t.role in ("embedding", "positions") or (t.role == "norm" and t.name.startswith("emb_norm")):
+        elif t.kind in ("embedding", "positions") or t.name.startswith("emb_norm"):
             keep = stage == 0
         else:                                    # final norm, untied head
             keep = last
@@ -88,7 +105,7 @@ def stage_tensors(cfg: ModelConfig, pp: int, stage: int) -> list[Tensor]:
             out.append(t)
     if cfg.tie_embeddings and last and pp > 1:
         emb = next(t for t in param_tensors(cfg) if t.role == "embedding")
-        out.append(Tensor("head.weight", emb.shape, "head", None))
+        out.append(Tensor("head.weight", emb.shape, "head", None, "head"))
     return out
 
 

@@ -17,8 +17,12 @@ Weights (a matrix of `rows` output features x `cols` input features; groups run 
   gguf:TYPE          a llama.cpp file type (gguf:Q4_K_M, ...): each tensor in the ggml type llama-quantize gives it
                      (engine/plan/gguf.py, engine/plan/ggml.py), norms and biases F32; `+imatrix` / `-imatrix`
                      say whether an importance matrix was used (default: only where the types need one)
-Except under checkpoint and gguf:, only the block matrices (MoE experts included) are quantized by default;
-embeddings, head, norms, biases and routers stay in the high precision (`quantize_also` chooses, and the plan shows which).
+Except under checkpoint and gguf:, only the block matrices (kinds matrix and expert, engine/plan/tensors.py:
+attention, FFN, MoE experts, the recurrent mixers' projections, the sparse-attention indexer's q and k) are
+quantized by default, as vLLM passes its quant_config to those layers; embeddings, head, norms, biases, routers,
+the mixers' conv weights and per-channel vectors (A_log, D, dt_bias, sinks) and the indexer's weights_proj (vLLM
+deepseek_v2.py Indexer: weights_proj with quant_config=None; Mamba's conv1d likewise) stay in the high precision
+(`quantize_also` chooses for embeddings and head, and the plan shows which).
 KV cache (per layer, K and V each):
   int8 / int4        per token and kv head: head_dim values + one fp16 scale (int4 also an fp16 zero point)
   fp8                1 B per element + one fp32 scale per layer for K and one for V
@@ -34,7 +38,7 @@ from engine.checkpoint import shipped_bytes
 from engine.config import ModelConfig
 from engine.plan import ggml
 from engine.plan.gguf import FILE_TYPES, file_types, needs_imatrix
-from engine.plan.tensors import EXPERTS, Tensor, param_tensors
+from engine.plan.tensors import Tensor, param_tensors
 
 HIGH = {"fp32": 4, "bf16": 2, "fp16": 2}
 PLAIN_QUANTS = ("none", "int8", "fp8", "int4-g32", "int4-g64", "int4-g128", "nf4", "nf4-dq", "mxfp4", "nvfp4")
@@ -42,7 +46,7 @@ GGUF_QUANTS = tuple(f"gguf:{f}" for f in FILE_TYPES)
 WEIGHT_QUANTS = PLAIN_QUANTS + ("checkpoint",) + GGUF_QUANTS
 LLAMA_CPP_KV = ("f16", "bf16", "f32", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
 KV_QUANTS = ("none", "fp8", "int8", "int4") + LLAMA_CPP_KV
-MATRIX_ROLES = ("q", "k", "v", "o", "gate", "up", "down", "q_a", "q_b", "kv_a", "kv_b") + EXPERTS
+PLAIN_KEPT = ("index_weights",)           # matrices vLLM keeps unquantized (DSA indexer's weights_proj)
 KEEP_CHOICES = ("embeddings", "head")      # roles that may be quantized too when not kept
 
 # (bytes, storage label) of a tensor with a given local shape
@@ -85,7 +89,22 @@ def is_quantized(t: Tensor, scheme: str, quantize_also: tuple[str, ...] = ()) ->
     """Block matrices are quantized under any plain scheme; embeddings/head only when named in `quantize_also`."""
     if scheme == "none":
         return False
-    return t.role in MATRIX_ROLES or {"embedding": "embeddings", "head": "head"}.get(t.role) in quantize_also
+    return (t.kind in ("matrix", "expert") and t.role not in PLAIN_KEPT) or \
+        {"embedding": "embeddings", "head": "head"}.get(t.kind) in quantize_also
+
+
+_KEPT_LABELS = {"norm": "norms", "bias": "biases", "router": "routers", "conv": "conv weights",
+                "vector": "per-channel vectors (A_log, D, dt_bias, sinks)"}
+
+
+def kept_high(cfg: ModelConfig, quantize_also: tuple[str, ...]) -> list[str]:
+    """What a plain scheme leaves in the high precision, in words: norms and biases always, then what the model
+    has of routers, conv weights, vectors and unquantized matrices, then embeddings/head unless quantized too."""
+    kinds = {t.kind for t in param_tensors(cfg)}
+    out = ["norms", "biases"] + [w for k, w in _KEPT_LABELS.items() if k in kinds and w not in ("norms", "biases")]
+    if any(t.role in PLAIN_KEPT for t in param_tensors(cfg)):
+        out.append("the sparse-attention indexer's weights_proj")
+    return out + [k for k in KEEP_CHOICES if k not in quantize_also]
 
 
 @lru_cache(maxsize=32)
