@@ -80,7 +80,7 @@ def part_of(role: str, name: str) -> str | None:
         return "shared_experts" if ".shared." in name else "dense_ffn"
     if role in ("expert_gate", "expert_up", "expert_down"):
         return "experts"
-    return {"router": "router", "embedding": "embeddings", "head": "head"}.get(role)
+    return {"router": "router", "shared_gate": "router", "embedding": "embeddings", "head": "head"}.get(role)
 
 
 def _bnb_state(rows: int, cols: int, fmt: str, double: bool) -> int:

@@ -233,7 +233,7 @@ class Experts(nn.Module):
 
 
 class MoE(nn.Module):
-    ROLES = {"shared_gate": ("router", "router")}   # the shared experts are an FFN module with its own ROLES
+    ROLES = {"shared_gate": ("shared_gate", "router")}   # the shared experts are an FFN module with its own ROLES
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.n_experts, self.k = cfg.n_experts, cfg.experts_per_token
