@@ -49,7 +49,8 @@ def _embedding(n: int, d: int) -> nn.Embedding:
 
 class DecoderLM(nn.Module):
     ROLES = {"tok_emb": ("embedding", "embedding"), "pos_emb": ("positions", "positions"), "emb_norm": ("norm", "norm"),
-             "final_norm": ("norm", "norm"), "head": ("head", "head")}   # roles of the parameters (engine/plan/tensors.py)
+             "final_norm": ("norm", "norm"), "head": ("head", "head")}   # roles (engine/plan/tensors.py)
+
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.cfg = cfg

@@ -164,8 +164,10 @@ class LayerKV:
 class Attention(nn.Module):
     # roles of the parameters (engine/plan/tensors.py); g: the output gate, packed with the query heads
     ROLES = {"q_proj": ("q", "matrix"), "k_proj": ("k", "matrix"), "v_proj": ("v", "matrix"),
-             "o_proj": ("o", "matrix"), "g_proj": ("g", "matrix"), "q_norm": ("norm", "norm"), "k_norm": ("norm", "norm"),
+             "o_proj": ("o", "matrix"), "g_proj": ("g", "matrix"), "q_norm": ("norm", "norm"),
+             "k_norm": ("norm", "norm"),
              "sinks": ("sinks", "vector")}
+
     def __init__(self, cfg: ModelConfig, window: Span, temperature: bool = False):
         super().__init__()
         self.n_heads, self.kv_heads, self.hd = cfg.n_heads, cfg.kv_heads, cfg.head_width

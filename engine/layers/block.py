@@ -145,7 +145,8 @@ class Block(nn.Module):
     A is the layer's mixer (two mixers side by side: their sum); a serial layer without a mixer or without an
     FFN skips that step and its norms (Nemotron-H's one-mixer-per-layer). With residual_alpha, every x added to
     a branch output is alpha x (DeepNorm)."""
-    ROLES = {"norm1": ("norm", "norm"), "norm2": ("norm", "norm"), "post_attn_norm": ("norm", "norm"), "post_ffn_norm": ("norm", "norm")}
+    ROLES = {"norm1": ("norm", "norm"), "norm2": ("norm", "norm"), "post_attn_norm": ("norm", "norm"),
+             "post_ffn_norm": ("norm", "norm")}   # roles of the parameters (engine/plan/tensors.py)
 
     def __init__(self, cfg: ModelConfig, spec: LayerSpec | None = None):
         super().__init__()

@@ -118,6 +118,7 @@ def ffn_formula(ffn: str) -> str:
 
 class DenseFFN(nn.Module):
     ROLES = {"up": ("up", "matrix"), "down": ("down", "matrix")}   # roles of the parameters (engine/plan/tensors.py)
+
     def __init__(self, d_model: int, d_ff: int, act: str, bias: bool, out_scale: float = 1.0):
         super().__init__()
         self.act, self.out_scale = ACTIVATIONS[act].fn, out_scale

@@ -169,6 +169,7 @@ def cached_keys(cache: LayerKV, k: torch.Tensor) -> torch.Tensor:
 class LightningIndexer(nn.Module):
     ROLES = {"wq_b": ("index_q", "matrix"), "wk": ("index_k", "matrix"), "k_norm": ("index_k_norm", "norm"),
              "weights_proj": ("index_weights", "matrix")}   # roles of the parameters (engine/plan/tensors.py)
+
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.H, self.D, self.dr, self.topk = cfg.index_n_heads, cfg.index_head_dim, cfg.qk_rope_head_dim, \

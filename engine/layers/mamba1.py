@@ -94,6 +94,7 @@ class Mamba1(nn.Module):
              "dt_proj": ("ssm_dt", "matrix"), "A_log": ("ssm_a", "vector"), "D": ("ssm_d", "vector"),
              "out_proj": ("ssm_out", "matrix"), "dt_norm": ("ssm_norm", "norm"), "b_norm": ("ssm_norm", "norm"),
              "c_norm": ("ssm_norm", "norm")}
+
     def __init__(self, dims: Mamba1Dims, state_dtype: torch.dtype | None = None):
         super().__init__()
         self.dims, self.state_dtype = dims, state_dtype   # the decode cache's recurrent state (None: the input's)

@@ -95,6 +95,7 @@ class Mamba2(nn.Module):
     ROLES = {"in_proj": ("ssm_in", "matrix"), "conv1d": ("conv", "conv"), "dt_bias": ("ssm_dt_bias", "vector"),
              "A_log": ("ssm_a", "vector"), "D": ("ssm_d", "vector"), "norm": ("ssm_norm", "norm"),
              "out_proj": ("ssm_out", "matrix")}   # roles of the parameters (engine/plan/tensors.py)
+
     def __init__(self, dims: Mamba2Dims, state_dtype: torch.dtype | None = None):
         super().__init__()
         self.dims, self.state_dtype = dims, state_dtype   # the decode cache's recurrent state (None: the input's)

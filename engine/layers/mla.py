@@ -129,8 +129,9 @@ def mla_layout(cfg: ModelConfig) -> MLALayout:
 
 class MLA(nn.Module):
     ROLES = {"q_proj": ("q", "matrix"), "q_a": ("q_a", "matrix"), "q_b": ("q_b", "matrix"),
-             "kv_a": ("kv_a", "matrix"), "kv_b": ("kv_b", "matrix"), "o_proj": ("o", "matrix"), "q_norm": ("norm", "norm"),
-             "kv_norm": ("norm", "norm")}   # roles of the parameters (engine/plan/tensors.py); the indexer declares its own
+             "kv_a": ("kv_a", "matrix"), "kv_b": ("kv_b", "matrix"), "o_proj": ("o", "matrix"),
+             "q_norm": ("norm", "norm"), "kv_norm": ("norm", "norm")}   # the indexer: its own ROLES
+
     def __init__(self, cfg: ModelConfig, indexer: bool = True):
         """indexer: with sparse attention (index_topk), whether this layer runs its own lightning indexer or
         reuses the previous indexer layer's choice (a shared layer)."""

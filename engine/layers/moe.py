@@ -131,6 +131,7 @@ class MoEKnobs(Knobs):
 
 class Router(nn.Module):
     ROLES = {"weight": ("router", "router"), "bias": ("router", "router"), "selection_bias": ("router", "router")}
+
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         E, d = cfg.n_experts, cfg.d_model
@@ -234,6 +235,7 @@ class Experts(nn.Module):
 
 class MoE(nn.Module):
     ROLES = {"shared_gate": ("shared_gate", "router")}   # the shared experts are an FFN module with its own ROLES
+
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.n_experts, self.k = cfg.n_experts, cfg.experts_per_token

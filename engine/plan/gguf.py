@@ -23,9 +23,10 @@ Linear's KDA self_attn.q_proj/k_proj/v_proj/o_proj are attn_q/attn_k/attn_v/attn
 the attn_v tensors); Qwen3-Next/3.5's attention output gate rides in attn_q (their q_proj holds it); Qwen3-Next's
 fused in_proj_qkvz is ssm_in (category OTHER). Qwen3.5's files name in_proj_qkv attn_qkv, which newer
 llama-quant.cpp counts like attn_v (category_is_attn_v); that is not modelled (a config does not say which of the
-two a Gated DeltaNet is), so Qwen3.5's Q4_K_M/Q5_K_M files read a few attn_qkv tensors one type low. The Falcon-only rules and llama3's tiny
-rope_freqs tensor (head_dim/2 F32 values) are left out. `imatrix`: whether an importance matrix is used (the
-IQ1/IQ2 types need one; it changes a few choices of IQ3_XXS, IQ4_NL/IQ4_XS and Q4_0/Q5_0).
+two a Gated DeltaNet is), so Qwen3.5's Q4_K_M/Q5_K_M files read a few attn_qkv tensors one type low.
+The Falcon-only rules and llama3's tiny rope_freqs tensor (head_dim/2 F32 values) are left out. `imatrix`: whether
+an importance matrix is used (the IQ1/IQ2 types need one; it changes a few choices of IQ3_XXS, IQ4_NL/IQ4_XS
+and Q4_0/Q5_0).
 """
 from __future__ import annotations
 
