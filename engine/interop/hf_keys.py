@@ -2,7 +2,7 @@
 
 The user wrote the file's keys, not our fields: `n_layers: -1 is not an integer >= 1` reads as
 `num_hidden_layers: -1 is not an integer >= 1 (n_layers)`. A field is traced to a key only when exactly one of
-the keys that set it (FIELD_KEYS, across the families) is in the file with the field's very value; a value
+the keys that set it (field_keys, across the families) is in the file with the field's very value; a value
 computed from keys (GPT-2's d_ff = 4 * n_embd), or one two keys hold, is reported against the whole file, never
 at a key that may not have set it.
 """
@@ -23,7 +23,8 @@ def _linear(key: str, nested: str) -> tuple[str, ...]:
     return key, f"linear_attn_config.{nested}"
 
 
-# the keys (paths) whose value the readers copy into each field; a field missing here is never traced to a key
+# the keys (paths) whose value the readers copy into each field, besides ROPE_PARAMS' and LINEAR_KEYS' below; a
+# field none of them names is never traced to a key
 FIELD_KEYS: dict[str, tuple[str, ...]] = {
     "vocab_size": ("vocab_size",),
     "context_length": ("max_position_embeddings", "n_positions", "max_seq_len", "model_max_length", "seq_length"),
@@ -36,8 +37,8 @@ FIELD_KEYS: dict[str, tuple[str, ...]] = {
     "attn_chunk": ("attention_chunk_size",),
     "attn_scale": ("attention_multiplier",),
     "attn_softcap": ("attn_logit_softcapping",),
-    "attn_temperature": ("attn_scale", *_rope("llama_4_scaling_beta")),
-    "attn_temperature_floor": ("floor_scale", *_rope("original_max_position_embeddings")),
+    "attn_temperature": ("attn_scale",),
+    "attn_temperature_floor": ("floor_scale",),
     "kv_lora_rank": ("kv_lora_rank",),
     "q_lora_rank": ("q_lora_rank",),
     "qk_rope_head_dim": ("qk_rope_head_dim",),
@@ -46,11 +47,10 @@ FIELD_KEYS: dict[str, tuple[str, ...]] = {
     "index_topk": ("index_topk",),
     "index_n_heads": ("index_n_heads",),
     "index_head_dim": ("index_head_dim",),
-    "gdn_k_heads": ("linear_num_key_heads", *_linear("linear_num_heads", "num_heads")),
+    "gdn_k_heads": ("linear_num_key_heads",),
     "gdn_v_heads": ("linear_num_value_heads",),
-    "gdn_k_dim": ("linear_key_head_dim", *_linear("linear_head_dim", "head_dim")),
+    "gdn_k_dim": ("linear_key_head_dim",),
     "gdn_v_dim": ("linear_value_head_dim",),
-    "gdn_conv_kernel": _linear("linear_conv_kernel_dim", "short_conv_kernel_size"),
     "gdn_chunk": ("block_size",),
     "ssm_state": ("mamba_d_state", "ssm_state_size"),
     "ssm_conv_kernel": ("mamba_d_conv", "conv_kernel"),
@@ -62,19 +62,10 @@ FIELD_KEYS: dict[str, tuple[str, ...]] = {
     "ssm_dt_rank": ("mamba_dt_rank",),
     "ssm_in_scale": ("ssm_in_multiplier",),
     "ssm_out_scale": ("ssm_out_multiplier", "residual_multiplier"),
-    "rope_base": ("rope_theta", "rotary_emb_base", *_rope("rope_theta")),
+    "rope_base": ("rope_theta", "rotary_emb_base"),
     "rope_local_base": ("rope_local_base_freq", "rope_parameters.sliding_attention.rope_theta",
                         "rope_theta"),   # OLMo-3's sliding layers rotate at rope_theta
-    "rope_factor": _rope("factor"),
-    "rope_original_context": ("original_max_position_embeddings", *_rope("original_max_position_embeddings")),
-    "rope_low_freq_factor": _rope("low_freq_factor"),
-    "rope_high_freq_factor": _rope("high_freq_factor"),
-    "rope_beta_fast": _rope("beta_fast"),
-    "rope_beta_slow": _rope("beta_slow"),
-    "rope_attention_factor": _rope("attention_factor"),
-    "rope_mscale_all_dim": _rope("mscale_all_dim"),
-    "rope_short_factor": _rope("short_factor"),
-    "rope_long_factor": _rope("long_factor"),
+    "rope_original_context": ("original_max_position_embeddings",),
     "d_ff": ("intermediate_size", "n_inner", "ffn_hidden_size", "intermediate_size_mlp", "shared_intermediate_size"),
     "swiglu_limit": ("swiglu_limit",),
     "swiglu_alpha": ("swiglu_alpha",),
@@ -101,28 +92,51 @@ FIELD_KEYS: dict[str, tuple[str, ...]] = {
     "ckpt_bits": ("quantization_config.bits", "quantization_config.w_bit"),
     "ckpt_group_size": ("quantization_config.group_size", "quantization_config.q_group_size"),
 }
+# a RoPE parameter, in whichever of its three mappings the file has it (_rope): the field -> the parameter's name
+ROPE_PARAMS: dict[str, str] = {
+    "attn_temperature": "llama_4_scaling_beta", "attn_temperature_floor": "original_max_position_embeddings",
+    "rope_base": "rope_theta", "rope_original_context": "original_max_position_embeddings", "rope_factor": "factor",
+    "rope_low_freq_factor": "low_freq_factor", "rope_high_freq_factor": "high_freq_factor",
+    "rope_beta_fast": "beta_fast", "rope_beta_slow": "beta_slow", "rope_attention_factor": "attention_factor",
+    "rope_mscale_all_dim": "mscale_all_dim", "rope_short_factor": "short_factor", "rope_long_factor": "long_factor"}
+# a linear-attention size, flat or in Kimi Linear's linear_attn_config (_linear): the field -> (flat key, nested)
+LINEAR_KEYS: dict[str, tuple[str, str]] = {
+    "gdn_k_heads": ("linear_num_heads", "num_heads"), "gdn_k_dim": ("linear_head_dim", "head_dim"),
+    "gdn_conv_kernel": ("linear_conv_kernel_dim", "short_conv_kernel_size")}
 _MISSING = object()
+
+
+def field_keys(field: str) -> tuple[str, ...]:
+    """Every path of a config.json that some family's reader copies into `field`."""
+    keys = FIELD_KEYS.get(field, ())
+    if field in ROPE_PARAMS:
+        keys += _rope(ROPE_PARAMS[field])
+    if field in LINEAR_KEYS:
+        keys += _linear(*LINEAR_KEYS[field])
+    return keys
 
 
 def in_file_terms(problems: list[str], fields: dict[str, Any], d: dict[str, Any], where: str = "") -> list[str]:
     """ModelConfig's `problems` with the config a reader built from `d` (its `fields`), each at the key of d that
     set the field (where: the prefix of d's keys, e.g. text_config.), else against the whole file."""
-    out = []
+    merged: dict[str, list[str]] = {}   # one message per key and complaint, with the fields of ours it set
     for problem in problems:
         field, _, rest = problem.partition(": ")
         key = _key(field, fields, d) if field in fields else None
-        if key is not None:   # our field's name too, unless the key has the same name
-            out.append(f"{where}{key}: {rest}" + ("" if key.rsplit(".", 1)[-1] == field else f" ({field})"))
+        if key is not None:
+            names = merged.setdefault(f"{where}{key}: {rest}", [])
+            if key.rsplit(".", 1)[-1] != field:   # our field's name too, unless the key has the same name
+                names.append(field)
         elif field in FIELDS:
-            out.append(f"config.json: {field} (as imported): {rest}")
+            merged.setdefault(f"config.json: {field} (as imported): {rest}", [])
         else:
-            out.append(f"config.json: {problem}")
-    return out
+            merged.setdefault(f"config.json: {problem}", [])
+    return [message + (f" ({', '.join(names)})" if names else "") for message, names in merged.items()]
 
 
 def _key(field: str, fields: dict[str, Any], d: dict[str, Any]) -> str | None:
     """The one key of d that set `field`: of those that set it in some family, the one holding its value."""
-    found = [k for k in FIELD_KEYS.get(field, ()) if _same(_at(d, k), fields[field])]
+    found = [k for k in field_keys(field) if _same(_at(d, k), fields[field])]
     return found[0] if len(found) == 1 else None
 
 
