@@ -20,7 +20,7 @@ REFUSED = {
     "mpt_7b_instruct.json": ({"n_heads": 24}, "n_heads"),              # MPT's own ALiBi slope order
     "aya-23.json": ({"use_qk_norm": True}, "use_qk_norm"),             # per-head LayerNorm QK-norm
     "olmo2_7b.json": ({"attention_bias": True}, "attention_bias"),     # biases on attention only
-    "phi-3_5.json": ({"embd_pdrop": 0.1}, "resid_pdrop"),              # dropouts we cannot place
+    "phi-3_5.json": ({"embd_pdrop": 0.1}, "embd_pdrop"),               # dropouts we cannot place
     "phi-1_5.json": ({"resid_pdrop": 0.1}, "resid_pdrop"),             # as published for phi-2 (embd_pdrop 0)
     "gpt-oss-20b.json": ({"quantization_config": {"quant_method": "hqq"}},    # a storage the checkpoint
                          "quantization_config"),                               # fields cannot size

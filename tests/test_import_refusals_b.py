@@ -137,7 +137,7 @@ def test_granite_position_embedding_type() -> None:
 def test_granite_mamba_heads_that_do_not_fill_the_inner_width() -> None:
     d = {**_published("granite-4.0-h-small"), "mamba_n_heads": 100}
     assert _refused(d) == ["mamba_n_heads: 100 is not expressible (heads * mamba_d_head (64) must be the inner "
-                           "width 8192)"]
+                           "width 8192 (mamba_expand * hidden_size))"]
 
 
 @pytest.mark.parametrize("dropout", [0.1, 1])

@@ -144,8 +144,8 @@ def _problems(d):
       "hidden_activation": "relu"},
      ["attention_bias: True is not expressible (Gemma puts it on q, k, v and o but not the MLP)",
       "use_bidirectional_attention: True is not expressible (the model is causal)",
-      "hidden_activation: 'relu' is not expressible (disagrees with hidden_act, which transformers 5 uses "
-      "(geglu_tanh))"]),
+      "hidden_activation: 'relu' is not expressible (disagrees with hidden_act='gelu' (geglu_tanh), which "
+      "transformers 5 uses)"]),
     ({"model_type": "gemma2", "query_pre_attn_scalar": -1},
      ["query_pre_attn_scalar: -1 is not expressible (scores are scaled by its inverse square root)"]),
     ({"model_type": "gpt2", "scale_attn_weights": False, "scale_attn_by_inverse_layer_idx": True,
@@ -153,7 +153,8 @@ def _problems(d):
      ["scale_attn_weights: False is not expressible (scores are always scaled by 1/sqrt(head_dim))",
       "scale_attn_by_inverse_layer_idx: True is not expressible (no per-layer score scaling)",
       "add_cross_attention: True is not expressible (decoder-only)",
-      "resid_pdrop: 0.0 is not expressible (our one dropout needs resid_pdrop = embd_pdrop = attn_pdrop)"]),
+      "resid_pdrop: 0.0 is not expressible (our one dropout needs resid_pdrop = embd_pdrop = attn_pdrop; "
+      "embd_pdrop=0.1, attn_pdrop=0.1)"]),
     ({"model_type": "stablelm", "qk_layernorm": True, "hidden_dropout": 1, "attention_dropout": 1.0},
      ["qk_layernorm: True is not expressible (StableLM's QK-norm has separate weights for every head)",
       "hidden_dropout: 1 is not expressible (StableLM drops only the MLP output; our one dropout acts everywhere)",
@@ -161,9 +162,10 @@ def _problems(d):
       "everywhere)"]),
     ({"model_type": "starcoder2", "residual_dropout": 0.1},
      ["residual_dropout: 0.1 is not expressible (our one dropout needs residual_dropout = embedding_dropout = "
-      "attention_dropout)"]),
+      "attention_dropout; embedding_dropout=0.0, attention_dropout=0.0)"]),
     ({"model_type": "phi3", "resid_pdrop": 0.1},
-     ["resid_pdrop: 0.1 is not expressible (our one dropout needs resid_pdrop = embd_pdrop = attention_dropout)"]),
+     ["resid_pdrop: 0.1 is not expressible (our one dropout needs resid_pdrop = embd_pdrop = attention_dropout; "
+      "embd_pdrop=0.0, attention_dropout=0.0)"]),
     ({"model_type": "olmo2", "attention_bias": True},
      ["attention_bias: True is not expressible (OLMo-2 puts it on q, k, v and o but not the MLP)"]),
     ({"model_type": "cohere", "use_qk_norm": True, "attention_bias": True, "attention_dropout": 1},

@@ -55,12 +55,14 @@ def _indexer_types(r: _Reader, n: int) -> tuple[str, ...] | None:
     types = r.nullable("indexer_types")
     pattern = r.nullable("index_topk_pattern")
     freq, offset = max(r("index_topk_freq", 1), 1), r("index_skip_topk_offset", 2)
+    key, written = "indexer_types", types   # refused as the file wrote it
     if types is None and pattern is not None:
+        key, written = "index_topk_pattern", pattern
         types = [{"F": "full", "S": "shared"}.get(c, c) for c in pattern] if isinstance(pattern, str) else pattern
     elif types is None:
         types = ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(n)]
     if len(types) != n or set(types) - {"full", "shared"} or types[0] != "full":
-        r.bad("indexer_types", types, f"{n} entries of full / shared, the first full")
+        r.bad(key, written, f"{n} entries of full / shared (F / S), the first full")
         return None
     return None if set(types) == {"full"} else tuple(types)
 

@@ -48,7 +48,8 @@ def _gemma(r: _Reader) -> dict[str, Any]:
         ffn = "geglu_tanh" if r("hidden_act") == "gelu" else r.act("hidden_act", GATED_ACTS)
         legacy = r.nullable("hidden_activation")   # read by transformers 4 only; must not disagree
         if legacy is not None and GATED_ACTS.get(legacy) != ffn:
-            r.bad("hidden_activation", legacy, f"disagrees with hidden_act, which transformers 5 uses ({ffn})")
+            r.bad("hidden_activation", legacy, f"disagrees with hidden_act={r('hidden_act')!r} ({ffn}), which "
+                                               f"transformers 5 uses")
         return dict(base, ffn=ffn)
     hd = base["head_dim"] or base["d_model"] // base["n_heads"]
     scalar = r("query_pre_attn_scalar")

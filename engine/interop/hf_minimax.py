@@ -55,6 +55,7 @@ def _layer_kinds(r: _Reader, n: int, window: int | None) -> tuple[str, ...]:
 def _minimax(r: _Reader) -> dict[str, Any]:
     for key, new in _LEGACY.items():   # the remote code's names: transformers 5.24 reads none of them
         if key in r.d:
+            r.read.add(key)
             r.bad(key, r.d[key], f"the remote code's key; transformers reads {new} instead")
     r.expect("router_jitter_noise", (0, 0.0), "training-time input jitter of the router is not modelled")
     alphas, betas = [float(r(k)) for k in _ALPHAS], [float(r(k)) for k in _BETAS]

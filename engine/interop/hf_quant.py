@@ -74,7 +74,11 @@ def quantization_fields(r: _Reader) -> dict[str, Any]:
         if q.get("load_in_8bit"):
             return dict(ckpt_format="bnb_int8", ckpt_keep=_keep(r, q, "bnb_int8"))
         kind = q.get("bnb_4bit_quant_type", "fp4")
-        if not q.get("load_in_4bit") or kind not in ("nf4", "fp4"):
+        if not q.get("load_in_4bit"):
+            r.bad(f"{KEY}.load_in_4bit", q.get("load_in_4bit"), "bitsandbytes is read with load_in_4bit or "
+                                                                "load_in_8bit set")
+            return {}
+        if kind not in ("nf4", "fp4"):
             r.bad(f"{KEY}.bnb_4bit_quant_type", kind, "bitsandbytes 4-bit nf4 / fp4 or 8-bit is read")
             return {}
         fmt = f"bnb_{kind}"

@@ -42,7 +42,9 @@ class _Reader:
         self.ignored.append(f"{self.in_file(key)}: {why}")
 
     def bad(self, key: str, value: Any, why: str) -> None:
-        self.problems.append(f"{self.in_file(key)}: {value!r} is not expressible ({why})")
+        problem = f"{self.in_file(key)}: {value!r} is not expressible ({why})"
+        if problem not in self.problems:   # a key two parts read (MiniMax's hidden_act) is refused once
+            self.problems.append(problem)
 
     def in_file(self, path: str) -> str:
         """The path as the file spells it: messages name the key the user wrote, not where a reader moved it."""
@@ -108,8 +110,10 @@ def _decoder(r: _Reader, theta_default: float = 10000.0, partial_ok: bool = Fals
 
 def _same_dropout(r: _Reader, keys: tuple[str, ...]) -> float:
     values = [r(k) for k in keys]
-    if len(set(values)) > 1:
-        r.bad(keys[0], values[0], f"our one dropout needs {' = '.join(keys)}")
+    if len(set(values)) > 1:   # refused at the odd one out: the value fewest keys hold, rather one not the default
+        odd = min(range(len(keys)), key=lambda i: (values.count(values[i]), values[i] == r.defaults.get(keys[i])))
+        others = ", ".join(f"{k}={v!r}" for i, (k, v) in enumerate(zip(keys, values)) if i != odd)
+        r.bad(keys[odd], values[odd], f"our one dropout needs {' = '.join(keys)}; {others}")
     return float(values[0])
 
 
@@ -119,8 +123,9 @@ def _fixed_head_dim(r: _Reader, d: int, heads: int) -> None:
 
 
 def _whole_heads(r: _Reader, d: int, heads: int) -> None:
-    """Falcon and GPT-NeoX split hidden_size into heads; transformers refuses a remainder."""
-    if d % heads:
+    """Falcon and GPT-NeoX split hidden_size into heads; transformers refuses a remainder. (A size below 1 is
+    ModelConfig's problem, named at its own key.)"""
+    if d > 0 and heads > 0 and d % heads:
         r.bad("num_attention_heads", heads, f"{r.family} needs hidden_size ({d}) to be a multiple of it")
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from engine.interop.hf_defaults import GATED_ACTS
 from engine.interop.hf_reader import _decoder, _Reader
 
 _MAMBA_KEYS = ("mamba_n_heads", "mamba_d_head", "mamba_n_groups", "mamba_d_state", "mamba_d_conv", "mamba_expand",
@@ -34,7 +33,8 @@ _NEMOTRON_LAYER = {"mamba": ("mamba2", "none"), "attention": ("full", "none"), "
 
 
 def _silu_conv(r: _Reader, key: str) -> None:
-    """The mixers' conv runs this activation; transformers' torch path applies it as ACT2FN[...]."""
+    """The mixers' conv runs this activation; transformers' torch path applies it as ACT2FN[...]. Bamba's, Granite's,
+    Falcon-H1's and Jamba's MLPs apply the same hidden_act: a SwiGLU once it is silu (one refusal, not two)."""
     r.expect(key, ("silu", "swish"), "the Mamba conv's activation: only silu is modelled")
 
 
@@ -55,11 +55,12 @@ def _dt_limits(r: _Reader, key: str = "time_step_limit") -> dict[str, Any]:
 def _mamba2(r: _Reader, d: int, inner: int | None = None) -> dict[str, Any]:
     """Bamba / Granite / Falcon-H1 spelling of the Mamba-2 mixer (mamba_* keys); inner: mamba_d_ssm when set."""
     heads, expand = r("mamba_n_heads"), r("mamba_expand")
+    source = "mamba_expand * hidden_size" if inner is None else "mamba_d_ssm"
     inner = expand * d if inner is None else inner
     head_dim = r("mamba_d_head")
     head_dim = inner // heads if head_dim == "auto" else head_dim
-    if heads * head_dim != inner:
-        r.bad("mamba_n_heads", heads, f"heads * mamba_d_head ({head_dim}) must be the inner width {inner}")
+    if min(heads, head_dim, d) > 0 and heads * head_dim != inner:   # a size below 1: ModelConfig names it
+        r.bad("mamba_n_heads", heads, f"heads * mamba_d_head ({head_dim}) must be the inner width {inner} ({source})")
     return dict(ssm_heads=heads, ssm_head_dim=head_dim, ssm_groups=r("mamba_n_groups"), ssm_state=r("mamba_d_state"),
                 ssm_conv_kernel=r("mamba_d_conv"), ssm_chunk=r("mamba_chunk_size"),
                 ssm_conv_bias=bool(r("mamba_conv_bias")), ssm_proj_bias=bool(r("mamba_proj_bias")), **_dt_limits(r))
@@ -84,7 +85,7 @@ def _bamba(r: _Reader) -> dict[str, Any]:
         r.bad("attn_layer_indices", attn, f"layer indices in 0..{n - 1}")
         attn = []
     r.read.update({"num_logits_to_keep", "z_loss_coefficient"})   # generation / a training loss: no forward change
-    return dict(base, **_mamba2(r, d), ffn=r.act("hidden_act", GATED_ACTS), bias=_same_bias(r),
+    return dict(base, **_mamba2(r, d), ffn="swiglu", bias=_same_bias(r),
                 layer_types=tuple("full" if i in attn else "mamba2" for i in range(n)))
 
 
@@ -193,7 +194,7 @@ def _granite(r: _Reader) -> dict[str, Any]:
     experts, scale = r("num_local_experts"), float(r("residual_multiplier"))
     r.expect("attention_bias", (False,), "GraniteMoeHybrid puts it on q, k, v and o but not the MLP; our `bias` "
                                          "covers both")
-    out = dict(base, **_mamba2(r, d), ffn=r.act("hidden_act", GATED_ACTS), bias=False,
+    out = dict(base, **_mamba2(r, d), ffn="swiglu", bias=False,
                layer_types=tuple(names[k] for k in kinds), attn_scale=float(r("attention_multiplier")),
                logit_scale=1.0 / float(r("logits_scaling")), embed_multiplier=float(r("embedding_multiplier")),
                attn_out_scale=scale, ssm_out_scale=scale, ffn_out_scale=scale)
@@ -225,7 +226,7 @@ def _falcon_h1(r: _Reader) -> dict[str, Any]:
     ssm = r("ssm_multipliers")
     r.read.add("num_logits_to_keep")
     # q.k of scaled inputs and a scaled key: (a_in q).(a_in k_mult k) = a_in^2 k_mult q.k; values scale by a_in
-    return dict(base, **_mamba2(r, d, r.nullable("mamba_d_ssm")), ffn=r.act("hidden_act", GATED_ACTS),
+    return dict(base, **_mamba2(r, d, r.nullable("mamba_d_ssm")), ffn="swiglu",
                 bias=_same_bias(r), layer_types=("full+mamba2",) * base["n_layers"], ssm_gate=gate,
                 attn_scale=None if kmul * a_in ** 2 == 1.0 else kmul * a_in ** 2 / math.sqrt(hd),
                 attn_out_scale=a_in * a_out, ssm_in_scale=float(r("ssm_in_multiplier")),
@@ -248,7 +249,7 @@ def _jamba(r: _Reader) -> dict[str, Any]:
     rank = r("mamba_dt_rank")
     r.read.update({"use_mamba_kernels", "use_mambapy", "use_associative_scan", "num_logits_to_keep",
                    "output_router_logits"})
-    out = dict(base, position="none", ffn=r.act("hidden_act", GATED_ACTS), bias=False,
+    out = dict(base, position="none", ffn="swiglu", bias=False,
                layer_types=tuple("full" if i % a_per == a_off else "mamba1" for i in range(n)),
                ssm_inner=r("mamba_expand") * d, ssm_state=r("mamba_d_state"), ssm_conv_kernel=r("mamba_d_conv"),
                ssm_dt_rank=math.ceil(d / 16) if rank == "auto" else rank, ssm_dt_norm=True,

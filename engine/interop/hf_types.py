@@ -14,7 +14,7 @@ from engine.limits import MAX_INT, MAX_LAYERS
 _INT = ("hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim", "num_hidden_layers",
         "intermediate_size", "vocab_size", "max_position_embeddings", "n_embd", "n_layer", "n_head", "n_inner",
         "n_positions", "max_window_layers", "sliding_window", "query_pre_attn_scalar", "num_kv_heads",
-        "ffn_hidden_size", "n_embed", "num_ln_in_parallel_attn")
+        "ffn_hidden_size", "n_embed", "num_ln_in_parallel_attn", "d_model", "n_heads", "n_layers", "max_seq_len")
 _NUMBER = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "attention_dropout", "resid_pdrop", "embd_pdrop",
            "attn_pdrop", "hidden_dropout", "rope_theta", "rotary_emb_base", "partial_rotary_factor", "rotary_pct",
            "attn_logit_softcapping", "final_logit_softcapping", "swiglu_limit", "swiglu_alpha")
