@@ -72,6 +72,19 @@ def test_tensor_parallel_rank_bytes_equal_planner(fake_rank, ffn):
 
 
 @pytest.mark.parametrize("fake_rank", [0, 1], indirect=True)
+@pytest.mark.parametrize("gate", ["elementwise", "head"])
+def test_tensor_parallel_splits_the_output_gate_with_the_query_heads(fake_rank, gate):
+    """Qwen3-Next's gate on the attention output: one per output dimension or per head, split as q is (a gate
+    left whole met half the heads' output and crashed), and each rank's bytes are the planner's."""
+    cfg = ModelConfig(**{**TP_CFG, "attn_gate": gate})
+    model, opt = _one_step(cfg, fake_rank, "tp")
+    assert rank_bytes(model, opt) == {k: v for k, v in gpu_memory(cfg, Layout(2, tp=2), Setup(policy="fp32", seq=8))
+                                      .items() if k in ("weights", "grads", "optimizer")}
+    g = model.blocks[0].attn.g_proj.weight
+    assert g.placements == (Shard(0),) and g.to_local().shape[0] == (16 if gate == "elementwise" else 4)
+
+
+@pytest.mark.parametrize("fake_rank", [0, 1], indirect=True)
 def test_fsdp_rank_bytes_equal_planner(fake_rank):
     cfg = ModelConfig(**FSDP_CFG)
     model, opt = _one_step(cfg, fake_rank, "fsdp")
@@ -150,13 +163,24 @@ def test_max_all_reduces_the_tensor_it_is_given_with_max(monkeypatch):
     assert SINGLE.max(t) is t and len(calls) == 1
 
 
-def test_tp_refuses_a_model_with_recurrent_layers_and_says_what_trains_it():
-    """Tensor parallelism splits attention heads and FFN columns; a Gated DeltaNet hybrid is refused before any
-    process group is needed, naming the field and the modes that do train it."""
-    from tests.hybrid_cases import hybrid_configs
-    cfg = next(c for c in hybrid_configs().values() if c.hybrid)
-    with pytest.raises(ValueError, match=r"^parallel: tp splits attention and FFN layers only; .*\(use ddp or fsdp\)$"):
+@pytest.mark.parametrize("change, why", [
+    ({"layer_types": None}, "this model has recurrent, mixer-only or FFN-only layers"),   # the hybrid case itself
+    ({"attn_sinks": True}, "attn_sinks keeps one logit per head on every rank"),
+    ({"qk_norm": True, "qk_norm_scope": "all_heads"}, "qk_norm_scope all_heads normalizes over every head at once"),
+    ({"kv_lora_rank": 8, "q_lora_rank": 8, "qk_rope_head_dim": 4, "qk_nope_head_dim": 4, "n_kv_heads": None},
+     "MLA's latent projections (kv_lora_rank) are shared by every head")])
+def test_tp_refuses_what_it_cannot_split_and_says_what_trains_it(change, why):
+    """Tensor parallelism splits attention heads and FFN columns; a layer that needs every head in one place is
+    refused before any process group is needed, naming the field and the modes that do train it (each of these
+    crashed in the forward before: a sink or norm of every head met half of them)."""
+    if change == {"layer_types": None}:
+        from tests.hybrid_cases import hybrid_configs
+        cfg = next(c for c in hybrid_configs().values() if c.hybrid)
+    else:
+        cfg = ModelConfig(**{**TP_CFG, **change})
+    with pytest.raises(ValueError) as e:
         parallelize(build_model(cfg, seed=0), DistInfo(0, 2, 0), "tp")
+    assert str(e.value) == f"parallel: tp splits attention heads and FFN columns only; {why} (use ddp or fsdp)"
 
 
 @pytest.mark.parametrize("mode", ["ddp", "fsdp", "tp"])

@@ -3,7 +3,7 @@
 fsdp  every block is its own FSDP unit and the root holds the rest; each parameter, its gradient and its AdamW
       state keep only this rank's dim-0 chunk (torch.chunk), gathered for a block's forward and backward. Every
       rank trains on its slice of the global batch, as under DDP.
-tp    in every block q, k, v, gate, up are split by output features (ColwiseParallel) and o, down by input
+tp    in every block q, k, v, the output gate g, the FFN's gate and up are split by output features (ColwiseParallel) and o, down by input
       features (RowwiseParallel); norms and embeddings stay whole on every rank. Each rank holds n_heads/tp
       query heads and kv_heads/tp kv heads, and every rank sees the whole batch (tensor ranks share data).
 The planner (engine/plan/parallel.py) prices exactly these layouts; tests/test_sharding.py holds the two equal.
@@ -15,6 +15,7 @@ import math
 import torch
 from torch import nn
 
+from engine.config import ModelConfig
 from engine.model import DecoderLM
 from engine.train.ddp import DistInfo, wrap
 
@@ -32,11 +33,25 @@ def parallelize(model: DecoderLM, info: DistInfo, mode: str) -> nn.Module:
         fully_shard(model)
         return model
     if mode == "tp":
-        if model.cfg.hybrid:   # the plan below splits attention heads and FFN columns only
-            raise ValueError("parallel: tp splits attention and FFN layers only; this model has recurrent, "
-                             "mixer-only or FFN-only layers (use ddp or fsdp)")
+        if (problem := tp_problem(model.cfg)) is not None:
+            raise ValueError(f"parallel: tp splits attention heads and FFN columns only; {problem} (use ddp or fsdp)")
         return tensor_parallel(model, info.world, "cuda" if next(model.parameters()).is_cuda else "cpu")
     raise ValueError(f"parallel: {mode!r} is not one of {', '.join(MODES)}")
+
+
+def tp_problem(cfg: ModelConfig) -> str | None:
+    """Why tensor_parallel's plan cannot split this model's blocks; None when it can. Each part below needs every
+    head of a layer in one place: a norm over all heads' q/k, one sink logit per head kept whole, MLA's shared
+    latent projections (none of them a column or row split of one Linear)."""
+    if cfg.hybrid:
+        return "this model has recurrent, mixer-only or FFN-only layers"
+    if cfg.mla:
+        return "MLA's latent projections (kv_lora_rank) are shared by every head"
+    if cfg.attn_sinks:
+        return "attn_sinks keeps one logit per head on every rank"
+    if cfg.qk_norm and cfg.qk_norm_scope == "all_heads":
+        return "qk_norm_scope all_heads normalizes over every head at once"
+    return None
 
 
 def tensor_parallel(model: DecoderLM, tp: int, device_type: str) -> DecoderLM:
@@ -47,7 +62,9 @@ def tensor_parallel(model: DecoderLM, tp: int, device_type: str) -> DecoderLM:
     plan = {"attn.q_proj": col, "attn.k_proj": col, "attn.v_proj": col, "attn.o_proj": row, "ffn.up": col,
             "ffn.down": row}
     for block in model.blocks:
-        parallelize_module(block, mesh, {**plan, **({"ffn.gate": col} if hasattr(block.ffn, "gate") else {})})
+        parallelize_module(block, mesh, {**plan, **({"ffn.gate": col} if hasattr(block.ffn, "gate") else {}),
+                                         # the output gate: one per output dimension or per head, split as q is
+                                         **({"attn.g_proj": col} if block.attn.g_proj is not None else {})})
         block.attn.n_heads //= tp            # the heads this rank computes
         block.attn.kv_heads //= tp
     return model
