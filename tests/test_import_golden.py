@@ -330,6 +330,7 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "Granite ALiBi": ("granite-4.0-h-small.json", {"position_embedding_type": "alibi"}),
     "Granite layer_types": ("granite-4.0-h-small.json", {"layer_types": ["mamba", "ssm"]}),
     "Granite activation": ("granite-4.0-h-small.json", {"hidden_act": "no-such-act"}),
+    "Granite attention bias": ("granite-4.0-h-small.json", {"attention_bias": True}),
     "Falcon-H1 input scale with biases": ("falcon_h1", {"attention_bias": True, "mlp_bias": True,
                                                         "attention_in_multiplier": 2.0}),
     "Falcon-H1 projector biases": ("falcon_h1", {"projectors_bias": True}),
