@@ -22,7 +22,7 @@ from engine.config import ConfigError
 from engine.interop import hf_reader
 from engine.interop.hf_config import import_hf
 from tests.golden import GOLDEN as GOLDEN_DIR, check_golden
-from tests.test_import_messages import _changed, _leaves, _typos
+from tests.test_import_messages import _changed, _leaves, _typos, wrong_names
 
 DATA = Path(__file__).parent / "data" / "hf_configs"
 PUBLISHED = sorted(p.name for p in DATA.glob("*.json") if p.name not in ("index.json", "recent.json"))
@@ -62,11 +62,18 @@ def _label(value: Any, typo: Any) -> str:
 
 @pytest.mark.parametrize("name", PUBLISHED)
 def test_every_typo_in_a_published_config_reads_as_reviewed(name: str) -> None:
+    """Each typo's problems word for word; and where the file imports as published, every problem names a key
+    the file has (or `config.json`) and a -1 is refused at the key that holds it (test_import_messages.wrong_names)."""
     text = (DATA / name).read_text()
-    got = {}
+    imports = _problems(json.loads(text)) == []
+    got, wrong = {}, []
     for path, value in _leaves(json.loads(text)):
         for typo in _typos(value):
-            got[f"{'.'.join(path)} {_label(value, typo)}"] = _problems(_changed(text, path, typo))
+            d = _changed(text, path, typo)
+            got[f"{'.'.join(path)} {_label(value, typo)}"] = problems = _problems(d)
+            if imports:
+                wrong += wrong_names(d, path, typo, problems)
+    assert not wrong, "\n".join(wrong[:10])
     _check(name, got)
 
 
