@@ -83,6 +83,16 @@ def test_llama_3_1_8b_matches_llama_cpps_published_size(ftype):
     assert abs(got * 8 / PARAMS - bpw) < 2e-4                 # in fact to the 4th decimal of bits per weight
 
 
+def test_a_gated_deltanet_hybrid_matches_a_published_q4_k_m_file():
+    """Qwen3-Next's architecture at Q4_K_M: steampunque/Qwen3-Coder-Next-Hybrid-GGUF's model card lists its plain
+    Q4_K_M file (llama-quantize's defaults, "default embed and output") as 48.5e9 bytes, to one decimal (the
+    preset has the same shapes). Within 0.5%: the card's rounding and the file's tokenizer metadata. The Gated
+    DeltaNet projections are quantized as llama.cpp quantizes them (ssm_in, ssm_out, ...); priced as F32, they
+    made this 52.9e9 (+9%)."""
+    got = _file_bytes(get_preset("qwen3-next-80b-a3b").config, "gguf:Q4_K_M")
+    assert abs(got / 48.5e9 - 1) < 0.005, got
+
+
 def test_q4_k_m_mixture_is_llama_quants():
     """Q4_K_M: output Q6_K, attn_v and ffn_down Q6_K on the use_more_bits layers (first and last 4 of 32 and every
     third from layer 6), everything else Q4_K, norms F32."""
