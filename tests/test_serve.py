@@ -148,9 +148,9 @@ def test_vllm_activation_peak_default_is_the_ffn_a_token_passes_through(preset, 
     """Without a profiled figure vLLM's activation peak is priced as one profile chunk (8,192 tokens) of the FFN's
     two intermediate tensors and three residual-width tensors in fp32: 8192 x (2 x width + 3 x d_model) x 4 B."""
     cfg = get_preset(preset).config
-    sv = Serving().resolved(cfg)
+    sv = Serving().resolved(cfg, "none")
     assert sv.chunk == 8192 and sv.activation_bytes == 8192 * (2 * ffn_width + 3 * cfg.d_model) * 4
-    assert Serving(chunk=512).resolved(cfg).activation_bytes == 512 * (2 * ffn_width + 3 * cfg.d_model) * 4
+    assert Serving(chunk=512).resolved(cfg, "none").activation_bytes == 512 * (2 * ffn_width + 3 * cfg.d_model) * 4
 
 
 def test_a_model_without_a_growing_cache_has_no_kv_blocks_and_serves_by_its_state():
@@ -159,7 +159,7 @@ def test_a_model_without_a_growing_cache_has_no_kv_blocks_and_serves_by_its_stat
     cfg = LLAMA3.replace(name="mamba2-only", layer_types=("mamba2",) * LLAMA3.n_layers, position="none")
     assert sequence_bytes(cfg, Layout(), INFER, 16) == sequence_bytes(cfg, Layout(), INFER, 0) > 0
     c = capacity(cfg, 24 * GiB, Layout(), INFER)
-    sv = Serving().resolved(cfg)
+    sv = Serving().resolved(cfg, "none")
     pool = int(24 * GiB * 0.9) - sv.activation_bytes - sv.non_torch_bytes - _weights(cfg)
     assert (c.page_bytes, c.blocks, c.kv_tokens) == (0, 0, 0)
     assert c.max_context == cfg.context_length and c.context_limit == "context_length"

@@ -139,10 +139,10 @@ def _working_set(lay: Layout, s: Setup, stage: int, cfg: ModelConfig, base: list
                  trainable: list[Tensor], store: Storage) -> int:
     """2 gathered blocks of weights (+ one block's gathered gradients when training)."""
     _, gb, _, _ = _POLICY_BYTES[s.policy]
-    best = 0
     shape = lambda t: tp_shape(t, lay.tp, lay.ep)   # noqa: E731
-    for i in stage_layers(cfg, lay.pp, stage):
+
+    def block(i: int) -> int:
         w = sum(store(t, shape(t))[0] for t in base if t.layer == i)
         g = sum(math.prod(shape(t)) for t in trainable if t.layer == i) * gb if s.mode == "train" else 0
-        best = max(best, 2 * w + g)
-    return best
+        return 2 * w + g
+    return max(block(i) for i in stage_layers(cfg, lay.pp, stage))   # every stage holds a block (pp <= n_layers)

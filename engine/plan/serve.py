@@ -47,7 +47,7 @@ class Serving:
     block_size: int = 16                   # vLLM tokens per page; llama.cpp: 1 (a cell)
     chunk: int | None = None               # vLLM max_num_batched_tokens / llama.cpp n_ubatch
 
-    def resolved(self, cfg: ModelConfig, quant: str = "none") -> Serving:
+    def resolved(self, cfg: ModelConfig, quant: str) -> Serving:
         engine = self.engine or ("llama.cpp" if quant.startswith("gguf:") else "vllm")
         vllm = engine == "vllm"
         chunk = self.chunk or (8192 if vllm else 512)
