@@ -76,3 +76,45 @@ def test_a_plan_argument_past_its_edge_is_refused_by_its_name(name, edge, past):
     with pytest.raises(ValueError) as e:
         plan(LLAMA, **{**args, name: past})
     assert str(e.value).startswith(f"{name}: ") and ";" not in str(e.value), str(e.value)
+
+
+def test_an_unknown_kv_cache_type_names_kv_quant_and_lists_the_choices():
+    """Pricing a cache in a type llama.cpp does not offer for it (q3_k) says which input is wrong and lists the
+    choices, comma-separated, in the same words the Planner shows beside the input."""
+    from engine.plan.quant import KV_QUANTS, kv_quant_bytes
+    want = ("kv_quant: 'q3_k' is not one of none, fp8, int8, int4, f16, bf16, f32, q8_0, q4_0, q4_1, q5_0, q5_1, "
+            "iq4_nl")
+    with pytest.raises(ValueError) as e:
+        kv_quant_bytes([(4096, 128)], "q3_k", "bf16")
+    assert str(e.value) == want
+    assert setup_problems(Setup(mode="infer", kv_quant="q3_k")) == [want] and len(KV_QUANTS) == 13
+
+
+@pytest.mark.parametrize("suffix", ["", "+imatrix", "-imatrix"])
+@pytest.mark.parametrize("ftype", ["Q4_K_M", "IQ2_M", "Q8_0"])
+def test_a_gguf_file_type_is_taken_with_or_without_its_importance_matrix_suffix(ftype, suffix):
+    """gguf:Q4_K_M+imatrix (a file made with an importance matrix) and gguf:IQ2_M-imatrix are storages the
+    Planner prices; a stray character after the name is refused by the quant input's name."""
+    assert setup_problems(Setup(mode="infer", quant=f"gguf:{ftype}{suffix}")) == []
+    bad = setup_problems(Setup(mode="infer", quant=f"gguf:{ftype}{suffix}x"))
+    assert [p.split(":")[0] for p in bad] == ["quant"]
+
+
+@pytest.mark.parametrize("search", [False, True])
+def test_an_unknown_gpu_is_refused_by_the_gpu_input(search):
+    """`plan` and the fewest-GPU search both name the gpu input and list the GPUs they know."""
+    from engine.plan import plan, smallest_layout
+    with pytest.raises(ValueError) as e:
+        smallest_layout(LLAMA, "h100", Setup()) if search else plan(LLAMA, "h100", Layout(), Setup())
+    assert str(e.value).startswith("gpu: 'h100' is not one of h100-80gb, h200-141gb, ")
+
+
+def test_tensor_parallelism_must_divide_the_dense_ffn_only_where_there_is_one():
+    """Llama-3-8B with a 14,330-wide FFN: tp 4 divides its 32 and 8 heads but not d_ff, and the message names d_ff.
+    Qwen3-30B-A3B has MoE in every layer, so its d_ff field is never built: a d_ff tp 4 does not divide is no
+    reason to refuse tp 4, whose 768-wide experts it divides."""
+    from engine.presets import get_preset
+    assert layout_problems(replace(LLAMA, d_ff=14_330), Layout(4, tp=4)) == ["tp: 4 does not divide d_ff = 14330"]
+    moe = get_preset("qwen3-30b-a3b").config
+    assert moe.expert_width == 768 and moe.moe_first_dense is None and moe.moe_every == 1
+    assert layout_problems(replace(moe, d_ff=6_002), Layout(4, tp=4)) == []
