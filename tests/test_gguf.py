@@ -128,6 +128,21 @@ def test_eight_expert_attention_output_takes_q5_k(ftype):
     assert {types[f"blocks.{i}.attn.o_proj.weight"] for i in range(32)} == {"Q5_K"}
 
 
+_IQ12_TYPES = ("IQ2_XXS", "IQ2_XS", "IQ1_S", "IQ2_S", "IQ2_M", "IQ1_M")
+
+
+@pytest.mark.parametrize("ftype", _IQ12_TYPES)
+def test_a_four_expert_model_keeps_attn_v_in_q4_k_under_the_lowest_bit_types(ftype):
+    """llama_tensor_get_type for the IQ1/IQ2 file types: attn_v becomes Q4_K when n_gqa >= 4 or n_expert >= 4,
+    else IQ3_S (IQ2_S, IQ2_M) or Q2_K. Qwen1.5-MoE-A2.7B's attention is MHA (n_gqa 1), so its expert count alone
+    decides: 4 experts gives every layer's attn_v Q4_K, 3 experts the low type."""
+    base = get_preset("qwen1.5-moe-a2.7b").config
+    low = "IQ3_S" if ftype in ("IQ2_S", "IQ2_M") else "Q2_K"
+    for experts, want in ((4, "Q4_K"), (3, low)):
+        types = file_types(base.replace(n_experts=experts, experts_per_token=2), ftype, True)
+        assert {types[f"blocks.{i}.attn.v_proj.weight"] for i in range(base.n_layers)} == {want}, experts
+
+
 def test_a_row_the_blocks_do_not_divide_falls_back():
     """gpt-oss rows are 2,880 wide (not a multiple of 256): Q4_K falls back to Q5_0 (block 32); the output head,
     whose row 256 does not divide, takes Q8_0 as llama.cpp's output rule says."""

@@ -286,6 +286,17 @@ def test_smallest_layout_picks_zero_3_when_it_holds_the_least():
     assert zero2.fits and best.per_gpu["total"] < zero2.per_gpu["total"]
 
 
+def test_smallest_layout_takes_zero_3_over_two_data_ranks_when_nothing_else_fits_two_gpus():
+    """Full training of Gemma-2-2B (seq 512, full recompute) on 24 GiB RTX 4090s: one GPU needs 39.6 GiB; on two,
+    plain data parallelism, ZeRO-1, tp 2 and 2 pipeline stages all need more than a card holds; ZeRO-2 (22.6 GiB)
+    and ZeRO-3 (20.6 GiB) over the 2 data ranks fit, and ZeRO-3 holds the least: the answer, not a 4-GPU layout."""
+    s = Setup(seq=512, recompute="full")
+    best = smallest_layout(get_preset("gemma-2-2b").config, "rtx-4090-24gb", s)
+    assert best.layout == Layout(2, tp=1, pp=1, zero=3) and best.fits
+    assert best.per_gpu["total"] == pytest.approx(20.57 * 2**30, rel=1e-3)
+    assert not plan(get_preset("gemma-2-2b").config, "rtx-4090-24gb", Layout(2, tp=2), s).fits
+
+
 @pytest.mark.parametrize("name, setup", [
     ("mixtral-8x7b", Setup(mode="infer", seq=64)),
     ("llama-3-8b", Setup(seq=64, finetune="lora", lora_targets=("q", "k", "v", "o", "gate", "up", "down")))])

@@ -139,6 +139,17 @@ def test_prefill_is_compute_bound_and_efficiency_is_stated():
     assert "0.5" in sp.formulas["prefill_seconds"]
 
 
+def test_a_short_prompts_prefill_reads_the_weights_and_its_cache_once():
+    """Llama-2-7B, one 64-token prompt on an H100: far too few FLOPs to be compute-bound, so prefill takes the
+    time to read the 13,476,831,232 B of bf16 weights and write the prompt's KV cache (32 layers x K and V x
+    4,096 x 64 tokens x 2 B = 33,554,432 B) at 75% of the 3.35 TB/s bandwidth."""
+    h100 = DEVICE_PROFILES["H100"]
+    sp = speed(get_preset("llama-2-7b").config, h100, Layout(), INFER, 1, 64)
+    assert (sp.weight_bytes, sp.kv_bytes) == (13_476_831_232, 32 * 2 * 4096 * 64 * 2)
+    assert sp.prefill_seconds == pytest.approx((13_476_831_232 + 33_554_432) / (h100.mem_bandwidth * 0.75),
+                                               rel=1e-12)
+
+
 @pytest.mark.parametrize("preset, ffn_width", [
     ("llama-3-8b", 14_336),                  # dense: d_ff
     ("mixtral-8x7b", 2 * 14_336),            # top-2 experts, no shared expert (shared_width 0)
