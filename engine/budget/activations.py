@@ -40,10 +40,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.config import ModelConfig
+from engine.layers.attention import ATTENTION_IMPLS
 from engine.layers.block import block_saved_bytes
 from engine.layers.norm import norm_saved_bytes
 from engine.layers.position import rope_saved_bytes
 from engine.runtime import DTYPE_BYTES
+from engine.validation import choice_problem, require
+
+RECOMPUTE = ("none", "selective", "full")
 
 IDX = 8   # bytes of an int64 token id
 
@@ -62,6 +66,8 @@ class ActivationEstimate:
 def activation_estimate(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp32", impl: str = "sdpa",
                         recompute: str = "none") -> ActivationEstimate:
     """Saved bytes for forward + cross-entropy in training mode, per block and for embedding and head."""
+    require(choice_problem("dtype", dtype, DTYPE_BYTES), choice_problem("impl", impl, ATTENTION_IMPLS),
+            choice_problem("recompute", recompute, RECOMPUTE))
     e, B, T = DTYPE_BYTES[dtype], batch, seq
     N, d, V = B * T, cfg.d_model, cfg.vocab_size
     tok = N * d * e

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from engine.budget.flops import arithmetic_intensity
 from engine.config import ModelConfig
 from engine.measure.probe import machine_bandwidth, machine_peaks
+from engine.runtime import DTYPE_BYTES
 from engine.validation import choice_problem, require
 
 GiB = 2**30
@@ -130,6 +131,7 @@ def roofline(cfg: ModelConfig, device: str, batch: int, seq: int, dtype: str = "
 def roofline_on(cfg: ModelConfig, prof: DeviceProfile, batch: int, seq: int,
                 dtype: str = "bf16") -> dict[str, Roofline]:
     """Prefill and one decode step placed on the roofline of `prof`."""
+    require(choice_problem("dtype", dtype, DTYPE_BYTES))
     peak, bw = prof.peak_flops[dtype], prof.mem_bandwidth
     out = {}
     for phase, it in arithmetic_intensity(cfg, batch, seq, dtype).items():

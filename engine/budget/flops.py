@@ -39,7 +39,7 @@ from engine.layers.block import block_matmul_params
 from engine.layers.indexer import indexer_matmul_params
 from engine.layers.mixers import layer_groups, spec_mixers
 from engine.units import fmt_flops
-from engine.validation import require, size_problems
+from engine.validation import choice_problem, require, size_problems
 
 
 @dataclass(frozen=True)
@@ -189,6 +189,7 @@ def arithmetic_intensity(cfg: ModelConfig, batch: int, seq: int, dtype: str = "b
     """FLOPs per byte of memory traffic: prefill of `seq` tokens vs one decode step after `seq` tokens.
     Traffic counts the weights (read once per forward) and the KV cache; activations are assumed to stay
     on chip, so decode's intensity is about 2 * batch FLOPs per weight element."""
+    require(choice_problem("dtype", dtype, DTYPE_BYTES))
     weights = count_params(cfg).total * DTYPE_BYTES[dtype]
     pre = flops_budget(cfg, batch, seq, causal=True).forward_flops
     dec = decode_flops(cfg, batch, seq)

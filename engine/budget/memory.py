@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
-from engine.budget.activations import activation_estimate
+from engine.budget.activations import RECOMPUTE, activation_estimate
 from engine.budget.params import count_params
 from engine.config import ModelConfig
 from engine.layers.attention import ATTENTION_IMPLS
@@ -37,7 +37,7 @@ from engine.validation import choice_problem, int_problem, require, size_problem
 
 POLICIES = ("fp32", "bf16", "mixed-bf16", "mixed-fp16")
 OPTIMIZERS = ("adamw", "sgd-momentum", "sgd")
-RECOMPUTE = ("none", "selective", "full")
+KV_KINDS = ("latent", "expanded")   # MLA's cache as held, or the per-head keys and values it stands for
 
 # policy -> the dtype its activations and KV cache are held in (the low-precision compute dtype)
 POLICY_DTYPE = {"fp32": "fp32", "bf16": "bf16", "mixed-bf16": "bf16", "mixed-fp16": "fp16"}
@@ -109,7 +109,8 @@ def kv_cache_bytes(cfg: ModelConfig, batch: int, tokens: int, dtype: str = "bf16
     """Keys and values of every layer after `tokens` positions; window layers hold only the last `window`.
     MLA holds the latent and the shared rotary key (kind "latent") or, for comparison, the expanded per-head
     keys and values (kind "expanded"); with sparse attention, plus index_key_cache_bytes."""
-    require(choice_problem("dtype", dtype, DTYPE_BYTES), *size_problems(batch, tokens))
+    require(choice_problem("dtype", dtype, DTYPE_BYTES), choice_problem("kind", kind, KV_KINDS),
+            *size_problems(batch, tokens))
     index = index_key_cache_bytes(cfg, batch, tokens, dtype, index_keys)
     if cfg.mla and kind == "expanded":
         layers = sum(n for spec, n in layer_groups(cfg) if spec.attention)
