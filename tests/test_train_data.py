@@ -114,3 +114,13 @@ def test_the_shortest_split_a_batch_accepts_is_seq_plus_two_tokens():
     assert x.shape == (3, 16) and torch.equal(y, x + 1) and torch.equal(x, x[:, :1] + torch.arange(16))
     with pytest.raises(ValueError, match="seq: 16 needs more than 17 tokens, the split has 17"):
         get_batch(tokens[:17], 3, 16, torch.Generator())
+
+
+def test_a_byte_sample_cut_inside_a_character_still_decodes():
+    """A byte-level model samples any bytes: a sample that stops inside a multi-byte character (or is not
+    UTF-8 at all) is still shown, the broken bytes as U+FFFD, the rest as it is."""
+    d = load_stdlib(max_bytes=4096)
+    ids = [b + 1 for b in "café".encode()]       # token i > 0 is byte i - 1
+    assert d.decode(ids) == "café"
+    assert d.decode(ids[:-1]) == "caf\ufffd"       # the last character's second byte never came
+    assert d.decode([0xff + 1, ord("a") + 1, 0]) == "\ufffda"   # BOS (0) is dropped at the byte level

@@ -94,24 +94,26 @@ def test_a_job_reports_the_device_it_was_given():
     assert job.error.startswith("ValueError: device: 'cuda:99' ") and job.results == {}
 
 
-def test_run_estimate_is_each_configs_training_and_evaluation_passes():
+@pytest.mark.parametrize("steps", [30, 25])
+def test_run_estimate_is_each_configs_training_and_evaluation_passes(steps):
     """steps forward+backward passes plus (steps // eval_every + 2) x eval_batches forward passes, per config,
-    each priced by its closed-form FLOPs (call_seconds); two configs take the sum of their own times."""
+    each priced by its closed-form FLOPs (call_seconds); two configs take the sum of their own times. 25 steps
+    at eval_every=10 evaluate at steps 10 and 20 (plus the first and the last): whole evaluations, never 2.5."""
     import torch
 
     from engine.measure.estimate import call_seconds
     from engine.train.jobs import run_estimate_s
     from engine.train.loop import model_for
     data = load_names()
-    tc = TrainConfig(steps=30, batch=4, seq=16, eval_every=10, eval_batches=3)
+    tc = TrainConfig(steps=steps, batch=4, seq=16, eval_every=10, eval_batches=3)
     a = ModelConfig(name="a", d_model=32, n_layers=2, n_heads=4, ffn_multiple_of=8)
     b = a.replace(name="b", n_layers=4)
     cpu = torch.device("cpu")
 
     def by_hand(c: ModelConfig) -> float:
         m = model_for(c, data, tc)
-        return (30 * call_seconds(m, 4, 16, "train", "fp32", cpu)
-                + (30 // 10 + 2) * 3 * call_seconds(m, 4, 16, "forward", "fp32", cpu))
+        return (steps * call_seconds(m, 4, 16, "train", "fp32", cpu)
+                + (steps // 10 + 2) * 3 * call_seconds(m, 4, 16, "forward", "fp32", cpu))
     assert run_estimate_s({"a": a}, tc, data, "cpu") == pytest.approx(by_hand(a), rel=1e-12)
     assert run_estimate_s({"a": a, "b": b}, tc, data, "auto") == pytest.approx(by_hand(a) + by_hand(b), rel=1e-12)
     assert by_hand(b) > by_hand(a) > 0
