@@ -192,3 +192,42 @@ def test_one_process_trains_the_whole_model_in_every_mode(mode):
     assert not any(isinstance(p, DTensor) for p in model.parameters())
     assert [tuple(p.shape) for p in model.parameters()] == \
            [tuple(p.shape) for p in build_model(ModelConfig(**TP_CFG), seed=0).parameters()]
+
+
+@pytest.mark.parametrize("fake_rank", [1], indirect=True)
+def test_parallelize_wraps_ddp_around_the_whole_model(fake_rank):
+    """parallel: ddp under torchrun (the default mode): every rank holds the whole model inside a
+    DistributedDataParallel wrapper, nothing sharded."""
+    from torch.nn.parallel import DistributedDataParallel
+    model = build_model(ModelConfig(**TP_CFG), seed=0)
+    net = parallelize(model, fake_rank, "ddp")
+    assert isinstance(net, DistributedDataParallel) and net.module is model
+    assert not any(isinstance(p, DTensor) for p in model.parameters())
+
+
+def _train_as_rank_1_of_2(mode: str, tmp_path):
+    from engine.train.loop import train
+    text = tmp_path / "abc.txt"
+    text.write_text("abcab cab bca " * 40)
+    tc = TrainConfig(steps=2, batch=2, seq=8, eval_every=1, eval_batches=1, samples=2, data=str(text),
+                     parallel=mode, warmup=0)
+    return train(ModelConfig(**{**TP_CFG, "n_layers": 1}), tc, device="cpu", info=DistInfo(1, 2, 0))
+
+
+@pytest.mark.parametrize("mode", ["ddp", "fsdp"])
+def test_only_the_ranks_that_must_take_part_generate_the_samples(mode, tmp_path):
+    """Rank 1 of 2 training from a text file named in TrainConfig.data: under ddp it holds the whole model,
+    so rank 0 alone writes the samples and rank 1 spends no time on them; under fsdp every rank takes part in
+    each sampling forward (the shards are gathered), so rank 1 samples too. Either way the run reads the file
+    it was given (the data the user chose), not the default names. (DDP's gradient hook needs a real group:
+    a one-process gloo group stands in for rank 1's; fsdp runs on the fake group.)"""
+    if mode == "ddp":
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    else:
+        dist.init_process_group("fake", store=FakeStore(), rank=1, world_size=2)
+    try:
+        r = _train_as_rank_1_of_2(mode, tmp_path)
+    finally:
+        dist.destroy_process_group()
+    assert r.status == "finished" and r.model_config.vocab_size == 5   # BOS + a, b, c and the space of abc.txt
+    assert len(r.samples) == (0 if mode == "ddp" else 2)
