@@ -191,3 +191,35 @@ def test_another_programs_database_is_refused_naming_its_tables(tmp_path):
         RunStore(path)
     with sqlite3.connect(path) as db:
         assert {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")} == {"orders", "customers"}
+
+
+def test_a_store_from_before_the_later_columns_is_upgraded_and_keeps_every_value(tmp_path):
+    """A runs.sqlite written before the pid, pid_start, tokens/s-spread and MoE step columns existed: opening
+    it adds each missing column, and a run stored afterwards reads back whole (its spread, its step)."""
+    from engine.train.loop import StepRecord, TrainConfig
+    path = tmp_path / "old.sqlite"
+    RunStore(path)
+    with sqlite3.connect(path) as db:
+        for col in ("pid", "pid_start", "tokens_per_s_spread"):
+            db.execute(f"ALTER TABLE runs DROP COLUMN {col}")
+        for col in ("aux_loss", "router_z_loss", "expert_load"):
+            db.execute(f"ALTER TABLE steps DROP COLUMN {col}")
+    store = RunStore(path)
+    run_id = store.create_run(TINY, TrainConfig(steps=1), "names", 100, "cpu")
+    store.add_step(run_id, StepRecord(1, 2.5, 1e-3, 0.5, 1000.0, 3.0, 1.0))
+    store.finish_run(SimpleNamespace(**{**vars(_finished(run_id)), "tokens_per_s": 1000.0,
+                                        "tokens_per_s_spread": 0.25}))
+    assert store.list_runs()[0]["tokens_per_s_spread"] == 0.25
+    run = store.get_run(run_id)
+    assert run["status"] == "finished" and [s["train_loss"] for s in run["steps"]] == [2.5]
+
+
+def test_the_default_store_is_under_the_home_folder_without_explorer_home(tmp_path, monkeypatch):
+    """EXPLORER_HOME unset (or empty): ~/.explorer/runs.sqlite."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for value in (None, ""):
+        if value is None:
+            monkeypatch.delenv("EXPLORER_HOME", raising=False)
+        else:
+            monkeypatch.setenv("EXPLORER_HOME", value)
+        assert default_path() == tmp_path / ".explorer" / "runs.sqlite"
