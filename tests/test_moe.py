@@ -53,11 +53,21 @@ def test_dense_config_is_unchanged():
     (dict(shared_expert_gate=True), "shared_expert_gate: there is no shared expert"),
     (dict(moe_first_dense=2), "moe_first_dense: with moe_every=1 no layer of n_layers=2 is MoE"),
     (dict(n_experts=0), "n_experts: 0 is not an integer >= 1, or null"),
+    # the smallest grouping: 2 groups of 1 expert cannot take a sum of two best (DeepSeek-V3's group score)
+    (dict(n_experts=2, experts_per_token=1, router_groups=2, router_group_topk=2),
+     "router_groups: 2 groups of 1 expert; a group score sums its two best experts, so a group needs at least 2"),
 ])
 def test_moe_rules_name_the_field(changes, message):
     with pytest.raises(ConfigError) as e:
         ModelConfig(**{**TINY, **changes})
     assert any(p.startswith(message) for p in e.value.problems), e.value.problems
+
+
+def test_groups_of_one_expert_are_fine_when_a_group_scores_its_best_one():
+    """DeepSeek-V2's group score (max) reads one expert: 2 groups of 1 expert is a valid router."""
+    cfg = ModelConfig(**{**TINY, "n_experts": 2, "experts_per_token": 1, "router_groups": 2, "router_group_topk": 2,
+                         "router_group_score": "max"})
+    assert cfg.router_groups == 2
 
 
 def test_layer_pattern_first_dense_and_every():
