@@ -116,10 +116,14 @@ MULTIMODAL = [n for n in sorted(INDEX) if (d := _load(n))["model_type"] in WRAPP
 
 @pytest.mark.parametrize("name", MULTIMODAL)
 def test_a_multimodal_file_names_each_tower_it_leaves_uncounted(name):
-    """The note import-hf prints under "# not counted": one line per other modality's sub-config the file has
-    (vision_config, audio_config), read from the file itself, never an empty list for a file that has one."""
+    """The notes import-hf prints: "# source" says the YAML is the text_config (of its text family), and "# not
+    counted" has one line per other modality's sub-config the file has (vision_config, audio_config), read from
+    the file itself, never an empty list for a file that has one."""
     d = _load(name)
     towers = sorted(k for k, v in d.items() if k.endswith("_config") and k != "text_config" and v is not None)
     got = import_hf(d)
     assert towers and got.not_counted == [f"{k}: the {k.removesuffix('_config')} tower and its projector (not part "
                                           f"of the language model)" for k in towers]
+    assert got.family == _family(d) and got.source == (
+        f"{d['model_type']} multimodal config.json: the language model is its text_config ({got.family}); vision "
+        f"weights are not counted")

@@ -172,3 +172,17 @@ def test_a_problem_naming_no_field_of_ours_is_the_whole_file_s() -> None:
     """A ModelConfig problem that names none of our fields (an unknown key) is reported against config.json, as
     it reads, not dropped."""
     assert in_file_terms(["unknown key `wobble`"], {}, {}) == ["config.json: unknown key `wobble`"]
+
+
+def test_a_problem_at_a_key_names_our_field_unless_the_key_is_that_name() -> None:
+    """The message is at the file's key (a nested path too: the text_config. prefix and the quantization
+    mapping's bits), with our field's name added only when the key is not already it; no path of field_keys
+    ends in its own field's name, so a nested key always adds it."""
+    from engine.config import FIELDS
+    from engine.interop.hf_keys import field_keys
+    d = {"head_dim": 0, "quantization_config": {"bits": 5}}
+    got = in_file_terms(["head_dim: 0 is too small", "ckpt_bits: 5 is not one of 2, 3, 4, 8"],
+                        {"head_dim": 0, "ckpt_bits": 5}, d, "text_config.")
+    assert got == ["text_config.head_dim: 0 is too small",
+                   "text_config.quantization_config.bits: 5 is not one of 2, 3, 4, 8 (ckpt_bits)"]
+    assert [(f, k) for f in FIELDS for k in field_keys(f) if "." in k and k.rsplit(".", 1)[-1] == f] == []

@@ -123,9 +123,17 @@ def test_a_wrong_type_or_range_names_the_key():
         assert any(p.startswith(key) for p in e.value.problems), (key, e.value.problems)
 
 
-def test_a_config_without_rope_keys_takes_transformers_yarn_default():
-    cfg, _ = import_hf_config({k: v for k, v in CONFIG.items() if k != "rope_parameters"} | {"model_type": "gpt_oss"})
-    hf = transformers.AutoConfig.for_model("gpt_oss", **{k: v for k, v in CONFIG.items() if k != "rope_parameters"})
-    rp = hf.rope_parameters
+# the published files' legacy key (rope_scaling, theta at the top): its YaRN, not the class default's
+_LEGACY = dict(rope_theta=50000.0, rope_scaling=dict(rope_type="yarn", factor=4.0, beta_fast=32.0, beta_slow=1.0,
+                                                     truncate=False, original_max_position_embeddings=16))
+
+
+@pytest.mark.parametrize("rope", [{}, _LEGACY], ids=["no rope keys", "rope_scaling"])
+def test_a_config_without_rope_parameters_reads_rope_as_transformers(rope):
+    """No rope mapping: GptOssConfig's default YaRN (factor 32 over 4096); a legacy rope_scaling: that one."""
+    kwargs = {k: v for k, v in CONFIG.items() if k != "rope_parameters"} | rope
+    cfg, _ = import_hf_config(kwargs | {"model_type": "gpt_oss"})
+    rp = transformers.AutoConfig.for_model("gpt_oss", **kwargs).rope_parameters
+    assert rp["factor"] == (4.0 if rope else 32.0)
     assert (cfg.rope_scaling, cfg.rope_factor, cfg.rope_original_context, cfg.rope_base) == (
         rp["rope_type"], rp["factor"], rp["original_max_position_embeddings"], rp["rope_theta"])

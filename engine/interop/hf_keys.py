@@ -125,7 +125,7 @@ def in_file_terms(problems: list[str], fields: dict[str, Any], d: dict[str, Any]
         key = _key(field, fields, d) if field in fields else None
         if key is not None:
             names = merged.setdefault(f"{where}{key}: {rest}", [])
-            if key.rsplit(".", 1)[-1] != field:   # our field's name too, unless the key has the same name
+            if key != field:   # our field's name too, unless the key has the same name (no path ends in one)
                 names.append(field)
         elif field in FIELDS:
             merged.setdefault(f"config.json: {field} (as imported): {rest}", [])
