@@ -16,6 +16,7 @@ read into our `slope`, the other three recomputed on export.
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import torch
@@ -148,10 +149,16 @@ def _tables(slope: torch.Tensor, cfg: ModelConfig) -> dict[str, torch.Tensor]:
             "diagonal_decay": torch.exp(torch.where(diff >= 0, -diff, float("-inf")))[None]}
 
 
-def _derived(name: str):
-    """slope_rate [H, 1, 1] <-> our slope [H]; the three tables: nothing to read (derived), computed to write."""
-    split = (lambda t, cfg: [t.reshape(-1)]) if name == "slope_rate" else (lambda t, cfg: [])
-    return split, lambda ts, cfg: _tables(ts[0], cfg)[name].to(ts[0].dtype)
+def _read_buffer(name: str, t: torch.Tensor, cfg: ModelConfig) -> list[torch.Tensor]:
+    """slope_rate [H, 1, 1] -> our slope [H]; the three tables: nothing to read (derived from it)."""
+    return [t.reshape(-1)] if name == "slope_rate" else []
 
 
-CODECS = {f"lightning_{t}": _derived(t) for t in ("slope_rate", "query_decay", "key_decay", "diagonal_decay")}
+def _write_buffer(name: str, ts: list[torch.Tensor], cfg: ModelConfig) -> torch.Tensor:
+    """One of transformers' buffers, computed from our slope (ts[0]); in its dtype, as _tables keeps it."""
+    return _tables(ts[0], cfg)[name]
+
+
+# named functions called at conversion time (not lambdas made at import), so the tests that convert reach them
+CODECS = {f"lightning_{t}": (partial(_read_buffer, t), partial(_write_buffer, t))
+          for t in ("slope_rate", "query_decay", "key_decay", "diagonal_decay")}
