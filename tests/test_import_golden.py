@@ -271,8 +271,11 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "bitsandbytes int4": ("llama3_1_8b.json", {"quantization_config": {
         "quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "int4"}}),
     "AWQ exllama": ("llama3_1_8b.json", {"quantization_config": {"quant_method": "awq", "version": "exllama"}}),
-    "GPTQ one group per row": ("llama3_1_8b.json", {"quantization_config": {"quant_method": "gptq",
+    "GPTQ one group per row": ("llama3_1_8b.json", {"quantization_config": {"quant_method": "gptq", "bits": 4,
                                                                             "group_size": -1}}),
+    "GPTQ without bits": ("llama3_1_8b.json", {"quantization_config": {"quant_method": "gptq"}}),
+    "compressed-tensors group without weights": ("llama3_1_8b.json", {"quantization_config": {
+        "quant_method": "compressed-tensors", "config_groups": {"group_0": {"input_activations": {"num_bits": 8}}}}}),
     "an unknown quant_method": ("llama3_1_8b.json", {"quantization_config": {"quant_method": "hqq"}}),
     "compressed-tensors int4": ("llama3_1_8b.json", {"quantization_config": {
         "quant_method": "compressed-tensors",

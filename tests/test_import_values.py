@@ -91,7 +91,8 @@ _FP8_BLOCK = {"group_0": {"weights": {"num_bits": 8, "type": "float", "block_str
     ({"quant_method": "gptq", "bits": 4, "group_size": 128}, "modules_to_not_convert"),
     ({"quant_method": "compressed-tensors", "config_groups": _NVFP4}, "ignore"),
     ({"quant_method": "compressed-tensors", "config_groups": _FP8_BLOCK}, "ignore"),
-], ids=["fp8", "bnb_int8", "bnb_nf4", "awq", "gptq", "nvfp4", "ct_fp8_block"])
+    ({"quant_method": "mxfp4"}, "modules_to_not_convert"),
+], ids=["fp8", "bnb_int8", "bnb_nf4", "awq", "gptq", "nvfp4", "ct_fp8_block", "mxfp4"])
 def test_a_skip_list_naming_one_layer_is_refused_by_name_in_every_format(q: dict[str, Any], key: str) -> None:
     """One layer kept in bf16 cannot be sized from these fields: a refusal naming the entry, never a crash."""
     problems = _problems({**_file("llama3_1_8b.json"), "quantization_config": {**q, key: ["lm_head", _ONE_LAYER]}})
@@ -109,6 +110,51 @@ def test_a_skip_list_of_whole_parts_is_kept_in_every_float_format(q: dict[str, A
     cfg = _quant({**q, skip: ["lm_head", "model.layers.*.self_attn"]})
     assert (cfg.ckpt_format, cfg.ckpt_group_size, cfg.ckpt_keep) == (
         fmt, group, ("router", "embeddings", "head", "attention"))
+
+
+@pytest.mark.parametrize("entry,part", [
+    ("model.layers.*.self_attn", "attention"), ("model.layers.*.linear_attn", "attention"),
+    ("re:.*attention$", "attention"), ("model.layers.*.mlp.router", "router"),
+    ("model.layers.*.mlp.gate", "router"), ("model.layers.*.block_sparse_moe.gate", "router"),
+    ("model.embed_tokens", "embeddings"), ("transformer.wte", "embeddings"), ("lm_head", "head"),
+    ("model.layers.*.mlp.experts", "experts"), ("model.layers.*.mlp.shared_expert", "shared_experts"),
+    ("model.layers.*.mlp.shared_experts", "shared_experts"), ("model.layers.*.mlp", "dense_ffn"),
+])
+@pytest.mark.parametrize("method", ["awq", "mxfp4"])
+def test_each_skip_list_entry_keeps_the_part_it_names(entry: str, part: str, method: str) -> None:
+    """A skip-list entry (as AutoAWQ, Mixtral's gate or gpt-oss's releases spell them) keeps its part in bf16, on
+    top of what the format keeps anyway (the router, embeddings and head; mxfp4 converts only the experts):
+    ckpt_keep is None when the part is kept anyway, else that default with the part added."""
+    from engine.checkpoint import DEFAULT_KEEP, _KEEP
+    default = DEFAULT_KEEP.get(method, _KEEP)
+    cfg = _quant({"quant_method": method, "modules_to_not_convert": [entry]})
+    assert cfg.ckpt_keep == (None if part in default else (*default, part))
+
+
+def test_awq_bits_default_as_transformers_reads_them_and_gptq_needs_its_own() -> None:
+    """AwqConfig reads a file without bits as 4-bit; GPTQConfig has no default (transformers refuses the file),
+    so a gptq file without bits is refused at that key, not sized as 4-bit."""
+    transformers = pytest.importorskip("transformers", minversion="5.0")
+    assert transformers.AwqConfig.from_dict({"quant_method": "awq"}).bits == 4
+    with pytest.raises(TypeError, match="bits"):
+        transformers.GPTQConfig.from_dict({"quant_method": "gptq"})
+    cfg = _quant({"quant_method": "awq"})
+    assert (cfg.ckpt_format, cfg.ckpt_bits, cfg.ckpt_group_size) == ("awq", 4, 128)
+    assert _quant({"quant_method": "gptq", "bits": 8}).ckpt_bits == 8
+    for q in ({"quant_method": "gptq"}, {"quant_method": "awq", "bits": None}):
+        assert _problems({**_file("llama3_1_8b.json"), "quantization_config": q}) == [
+            f"quantization_config.bits: None is not expressible ({q['quant_method']} is read with its bit width "
+            f"(2, 3, 4 or 8))"]
+
+
+@pytest.mark.parametrize("groups", [{"group_0": {"input_activations": {"num_bits": 8}}}, {"group_0": "fp8"},
+                                    {"a": {"weights": {"num_bits": 8}}, "b": {"weights": {"num_bits": 4}}}])
+def test_compressed_tensors_without_one_group_of_weights_is_refused_not_crashed(groups: dict) -> None:
+    """No weights scheme (one group without "weights", a group that is no mapping, two groups): nothing to size
+    the weights by, so a refusal at config_groups."""
+    problems = _problems({**_file("llama3_1_8b.json"),
+                          "quantization_config": {"quant_method": "compressed-tensors", "config_groups": groups}})
+    assert [p.split(":")[0] for p in problems] == ["quantization_config.config_groups"]
 
 
 # --- Ministral 3's temperature ----------------------------------------------------------------------------------
