@@ -57,7 +57,7 @@ def _falcon(r: _Reader) -> dict[str, Any]:
     r.expect("alibi", (False,), "ALiBi position biases are not modelled; we use RoPE")
     r.expect("apply_residual_connection_post_layernorm", (False,), "the residual is the block input")
     for key in ("hidden_dropout", "attention_dropout"):
-        r.expect(key, (0, 0.0), "Falcon places dropout differently from our one dropout")
+        r.expect(key, (0.0,), "Falcon places dropout differently from our one dropout")
     new, parallel = r("new_decoder_architecture"), r("parallel_attn")
     n_ln = r("num_ln_in_parallel_attn")
     if new:
@@ -85,7 +85,7 @@ def _bloom(r: _Reader) -> dict[str, Any]:
     r.read.update({"n_embed", "slow_but_exact", "seq_length"})   # slow_but_exact: same sums, another order
     r.expect("apply_residual_connection_post_layernorm", (False,), "the residual is the block input")
     for key in ("hidden_dropout", "attention_dropout"):
-        r.expect(key, (0, 0.0), "BLOOM places dropout differently from our one dropout")
+        r.expect(key, (0.0,), "BLOOM places dropout differently from our one dropout")
     return dict(vocab_size=r("vocab_size"), context_length=int(r.d.get("seq_length") or 2048), d_model=d,
                 n_layers=_alias(r, "n_layer", "num_hidden_layers", other_wins=True),
                 n_heads=_alias(r, "n_head", "num_attention_heads", other_wins=True),
@@ -99,7 +99,7 @@ def _stablelm(r: _Reader) -> dict[str, Any]:
     kv = r("num_key_value_heads", heads)
     r.expect("qk_layernorm", (False,), "StableLM's QK-norm has separate weights for every head")
     for key in ("hidden_dropout", "attention_dropout"):
-        r.expect(key, (0, 0.0), "StableLM drops only the MLP output; our one dropout acts everywhere")
+        r.expect(key, (0.0,), "StableLM drops only the MLP output; our one dropout acts everywhere")
     parallel = bool(r("use_parallel_residual"))
     return dict(vocab_size=r("vocab_size"), context_length=r("max_position_embeddings"), d_model=d,
                 n_layers=r("num_hidden_layers"), n_heads=heads, n_kv_heads=None if kv == heads else kv,

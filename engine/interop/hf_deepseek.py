@@ -68,7 +68,7 @@ def _mla(r: _Reader) -> dict[str, Any]:
         if r.d.get(key) is not None and r(key) != want:   # derived by transformers, which overwrites the file's
             r.ignore(key, f"transformers derives it and sets it to {want}")
         r.read.add(key)
-    r.expect("attention_dropout", (0, 0.0), "our dropout also acts on the residual stream")
+    r.expect("attention_dropout", (0.0,), "our dropout also acts on the residual stream")
     r.expect("attention_bias", (False,), "our `bias` would put biases on the MLP too")
     r.read.update({"output_router_logits", "num_nextn_predict_layers", "num_mtp_layers", "aux_loss_alpha",
                    "seq_aux", "moe_layer_freq", "ep_size"})

@@ -117,7 +117,7 @@ def _kimi_linear(r: _Reader) -> dict[str, Any]:
     if r("num_key_value_heads", heads) != heads:
         r.bad("num_key_value_heads", r.d.get("num_key_value_heads"), "MLA rebuilds keys and values for every head")
     r.expect("attention_bias", (False,), "our `bias` would put biases on the MLP too")
-    r.expect("attention_dropout", (0, 0.0), "our dropout also acts on the residual stream")
+    r.expect("attention_dropout", (0.0,), "our dropout also acts on the residual stream")
     r.expect("mla_use_nope", (None, True), "transformers' Kimi Linear never rotates the MLA keys")
     r.expect("moe_router_activation_func", (None, "sigmoid"), "transformers scores Kimi's experts with a sigmoid")
     r.expect("use_grouped_topk", (None, True), "transformers always chooses inside the best groups")

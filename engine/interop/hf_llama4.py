@@ -53,7 +53,7 @@ def _llama4_text(r: _Reader) -> dict[str, Any]:
     base = _decoder(r)
     n = base["n_layers"]
     r.expect("attention_bias", (False,), "Llama 4 puts it on q, k, v and o but not the MLP")
-    r.expect("router_jitter_noise", (0, 0.0), "training-time input jitter of the router is not modelled")
+    r.expect("router_jitter_noise", (0.0,), "training-time input jitter of the router is not modelled")
     nope = nope_layers(r, n, empty_is_default=True)
     chunk = r.nullable("attention_chunk_size")
     default = ["chunked_attention" if not (nope and i + 1 in nope) and chunk is not None else "full_attention"

@@ -92,7 +92,7 @@ def _cohere(r: _Reader) -> dict[str, Any]:
     kv = r("num_key_value_heads", heads)
     r.expect("use_qk_norm", (None, False), "Cohere's QK-norm is a LayerNorm with weights for every head")
     r.expect("attention_bias", (False,), "Cohere puts it on q, k, v and o but not the MLP")
-    r.expect("attention_dropout", (0, 0.0), "our dropout also acts on the residual stream")
+    r.expect("attention_dropout", (0.0,), "our dropout also acts on the residual stream")
     return dict(vocab_size=r("vocab_size"), context_length=r("max_position_embeddings"), d_model=d,
                 n_layers=r("num_hidden_layers"), n_heads=heads, n_kv_heads=None if kv == heads else kv,
                 d_ff=r("intermediate_size"), ffn=r.act("hidden_act", GATED_ACTS), norm="layernorm", norm_bias=False,

@@ -58,7 +58,7 @@ def _minimax(r: _Reader) -> dict[str, Any]:
         if key in r.d:
             r.read.add(key)
             r.bad(key, r.d[key], f"the remote code's key; transformers reads {new} instead")
-    r.expect("router_jitter_noise", (0, 0.0), "training-time input jitter of the router is not modelled")
+    r.expect("router_jitter_noise", (0.0,), "training-time input jitter of the router is not modelled")
     alphas, betas = [float(r(k)) for k in _ALPHAS], [float(r(k)) for k in _BETAS]
     if len(set(alphas)) > 1:
         r.bad(_ALPHAS[0], alphas[0], f"one residual_alpha: {', '.join(_ALPHAS)} must agree")

@@ -41,7 +41,7 @@ def _no_window(r: _Reader) -> None:
 
 
 def _mixtral(r: _Reader) -> dict[str, Any]:
-    r.expect("router_jitter_noise", (0, 0.0), "training-time input jitter of the router is not modelled")
+    r.expect("router_jitter_noise", (0.0,), "training-time input jitter of the router is not modelled")
     return dict(_decoder(r), **_experts(r, "num_local_experts", "intermediate_size", True),
                 attn_window=r.nullable("sliding_window"))
 

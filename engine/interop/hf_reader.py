@@ -99,7 +99,7 @@ def _decoder(r: _Reader, theta_default: float = 10000.0, partial_ok: bool = Fals
     d, heads = r("hidden_size"), r("num_attention_heads")
     kv, hd = r("num_key_value_heads", heads), r("head_dim", d // heads)
     if not dropout_read:
-        r.expect("attention_dropout", (0, 0.0), "our dropout also acts on the residual stream")
+        r.expect("attention_dropout", (0.0,), "our dropout also acts on the residual stream")
     rope = rope_fields(r, hd, theta_default=theta_default, partial_ok=partial_ok, fraction_default=fraction_default)
     return dict(vocab_size=r("vocab_size"), context_length=r("max_position_embeddings"), d_model=d,
                 n_layers=r("num_hidden_layers"), n_heads=heads, n_kv_heads=None if kv == heads else kv,

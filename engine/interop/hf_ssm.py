@@ -123,8 +123,8 @@ def _nemotron_h(r: _Reader) -> dict[str, Any]:
     _silu_conv(r, "mamba_hidden_act")
     r.expect("moe_latent_size", (None,), "experts running in a latent width are not modelled")
     r.expect("num_nextn_predict_layers", (0,), "Nemotron-H's multi-token-prediction layers are not modelled")
-    r.expect("attention_dropout", (0, 0.0), "our dropout also acts on the residual stream")
-    r.expect("hidden_dropout", (0, 0.0), "our dropout also acts on the residual stream")
+    r.expect("attention_dropout", (0.0,), "our dropout also acts on the residual stream")
+    r.expect("hidden_dropout", (0.0,), "our dropout also acts on the residual stream")
     r.expect("mlp_bias", (r("attention_bias"),), f"with attention_bias={r('attention_bias')}: our `bias` covers both")
     kv, hd = r("num_key_value_heads", heads), r("head_dim", d // heads)
     if "attention_head_dim" in r.d:   # the remote-code spelling of head_dim, which transformers never reads
