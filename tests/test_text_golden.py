@@ -151,13 +151,13 @@ SMALL = PRESETS["qwen3-0.6b"].config
 @pytest.mark.parametrize("setting", ["fp32-sgd-selective", "bf16-momentum-full", "dynamic-rope", "crossings",
                                      "sliding-window"])
 def test_setting_texts(setting):
-    """Texts only some settings print: other precisions, optimizers and recompute (and eager attention); dynamic
+    """Texts only some settings print: other precisions, optimizers and recompute (and explicit attention); dynamic
     RoPE scaling; the memory crossings of pooled GPUs; a sliding window on every layer."""
     if setting == "fp32-sgd-selective":
         texts = memory_budget(SMALL, B, T, "fp32", "fp32", "sgd", "selective").formulas
     elif setting == "bf16-momentum-full":
         texts = {**memory_budget(SMALL, B, T, "bf16", "bf16", "sgd-momentum", "full").formulas,
-                 "eager": activation_estimate(SMALL, 1, 16, "fp32", "eager").formula}
+                 "explicit": activation_estimate(SMALL, 1, 16, "fp32", "explicit").formula}
     elif setting == "dynamic-rope":
         cfg = SMALL.replace(rope_scaling="dynamic", rope_factor=4.0)
         texts = [rope_scaling_text(cfg, 1000), rope_scaling_text(cfg, 4 * cfg.context_length)]
