@@ -6,29 +6,17 @@ temperature beta (refused, not a crash), a GraniteMoeHybrid attention bias (whic
 and a weight codec misspelt in a family's pairs (named in both directions)."""
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from engine.config import ConfigError, ModelConfig
+from engine.config import ModelConfig
 from engine.interop import weights
 from engine.interop.hf_config import import_hf
 from engine.interop.hf_export import hf_problems
 from engine.interop.pair import Pair
 
-DATA = Path(__file__).parent / "data" / "hf_configs"
-
-
-def _file(name: str) -> dict[str, Any]:
-    return json.loads((DATA / name).read_text())
-
-
-def _problems(d: dict[str, Any]) -> list[str]:
-    with pytest.raises(ConfigError) as e:
-        import_hf(d)
-    return e.value.problems
+from tests.test_import_refusals_a import _file, _problems   # a published config; import_hf's refusal
 
 
 # --- the name ------------------------------------------------------------------------------------------------------
