@@ -22,7 +22,7 @@ from engine.config import ConfigError
 from engine.interop import hf_reader
 from engine.interop.hf_config import import_hf
 from tests.golden import GOLDEN as GOLDEN_DIR, check_golden
-from tests.test_import_messages import _changed, _leaves, _typos, wrong_names
+from tests.import_typos import changed, leaves, typos, wrong_names
 
 DATA = Path(__file__).parent / "data" / "hf_configs"
 PUBLISHED = sorted(p.name for p in DATA.glob("*.json") if p.name not in ("index.json", "recent.json"))
@@ -67,9 +67,9 @@ def test_every_typo_in_a_published_config_reads_as_reviewed(name: str) -> None:
     text = (DATA / name).read_text()
     imports = _problems(json.loads(text)) == []
     got, wrong = {}, []
-    for path, value in _leaves(json.loads(text)):
-        for typo in _typos(value):
-            d = _changed(text, path, typo)
+    for path, value in leaves(json.loads(text)):
+        for typo in typos(value):
+            d = changed(text, path, typo)
             got[f"{'.'.join(path)} {_label(value, typo)}"] = problems = _problems(d)
             if imports:
                 wrong += wrong_names(d, path, typo, problems)

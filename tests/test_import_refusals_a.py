@@ -9,28 +9,17 @@ from typing import Any
 
 import pytest
 
-from engine.config import ConfigError
 from engine.interop import from_hf_config, read_checkpoint
 from engine.interop.hf_config import import_hf
 from engine.interop.hf_export import hf_problems
 from engine.interop.hf_keys import in_file_terms
+from tests.import_typos import DATA, published, refusal
 
-DATA = Path(__file__).parent / "data" / "hf_configs"
-
-
-def _file(name: str) -> dict[str, Any]:
-    return json.loads((DATA / name).read_text())
-
-
-def _problems(d: dict[str, Any]) -> list[str]:
-    with pytest.raises(ConfigError) as e:
-        import_hf(d)
-    return e.value.problems
 
 
 def _text(name: str, **changes: Any) -> dict[str, Any]:
     """A multimodal file with its text_config changed."""
-    d = _file(name)
+    d = published(name)
     return {**d, "text_config": {**d["text_config"], **changes}}
 
 
@@ -42,33 +31,33 @@ def _text(name: str, **changes: Any) -> dict[str, Any]:
 ])
 def test_the_imported_name_is_the_last_folder_of_name_or_path(path: str, name: str) -> None:
     """The config is named after the model's folder, spaces and all, whatever slashes surround it."""
-    assert import_hf({**_file("llama3_1_8b.json"), "_name_or_path": path}).config.name == name
+    assert import_hf({**published("llama3_1_8b.json"), "_name_or_path": path}).config.name == name
 
 
 # --- refusals read in the file's terms ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("d,problems", [
     # a RoPE value ModelConfig refuses is reported at the mapping key that holds it, in either spelling
-    ({**_file("llama3_1_8b.json"), "rope_scaling": {**_file("llama3_1_8b.json")["rope_scaling"], "factor": -1.0}},
+    ({**published("llama3_1_8b.json"), "rope_scaling": {**published("llama3_1_8b.json")["rope_scaling"], "factor": -1.0}},
      ["rope_scaling.factor: -1.0 is not a number > 0 (rope_factor)"]),
     (_text("ministral-3-3b-instruct-2512.json",
-           rope_parameters={**_file("ministral-3-3b-instruct-2512.json")["text_config"]["rope_parameters"],
+           rope_parameters={**published("ministral-3-3b-instruct-2512.json")["text_config"]["rope_parameters"],
                             "factor": -1.0}),
      ["text_config.rope_parameters.factor: -1.0 is not a number > 0 (rope_factor)"]),
     # a list the file holds is traced to its key like a number (JSON's list is our tuple)
-    ({**_file("phi-3_5.json"), "rope_scaling": {**_file("phi-3_5.json")["rope_scaling"],
-                                                "short_factor": _file("phi-3_5.json")["rope_scaling"]["short_factor"]
+    ({**published("phi-3_5.json"), "rope_scaling": {**published("phi-3_5.json")["rope_scaling"],
+                                                "short_factor": published("phi-3_5.json")["rope_scaling"]["short_factor"]
                                                 [:-1]}},
      ["rope_scaling.short_factor: longrope needs rotary_dim/2 = 48 numbers, got 47 numbers (rope_short_factor)"]),
-    ({**_file("deepseek-v3.2.json"), "rope_interleave": False},
+    ({**published("deepseek-v3.2.json"), "rope_interleave": False},
      ["rope_interleave: False is not expressible (transformers' sparse-attention MLA always rotates adjacent pairs)"]),
-    ({**_file("kimi-linear-48b-a3b.json"), "linear_attn_config": [1]},
+    ({**published("kimi-linear-48b-a3b.json"), "linear_attn_config": [1]},
      ["linear_attn_config: [1] is not expressible (a mapping)"]),
-    ({**_file("kimi-linear-48b-a3b.json"),
-      "linear_attn_config": {**_file("kimi-linear-48b-a3b.json")["linear_attn_config"], "gate_low_rank_dim": 16}},
+    ({**published("kimi-linear-48b-a3b.json"),
+      "linear_attn_config": {**published("kimi-linear-48b-a3b.json")["linear_attn_config"], "gate_low_rank_dim": 16}},
      ["linear_attn_config.gate_low_rank_dim: 16 is not expressible (not read by transformers' Kimi Linear; "
       "refusing to guess)"]),
-    ({**_file("minimax-text-01.json"),
+    ({**published("minimax-text-01.json"),
       **dict.fromkeys(("full_attn_alpha_factor", "linear_attn_alpha_factor", "mlp_alpha_factor"), 0.0)},
      ["full_attn_alpha_factor: 0.0 is not expressible (a residual scale above 0)"]),
     # any jitter, a whole 1 included, is training-time noise we do not model
@@ -81,13 +70,13 @@ def test_the_imported_name_is_the_last_folder_of_name_or_path(path: str, name: s
       "full_attention (chunks need attention_chunk_size))"]),
 ])
 def test_each_refusal_names_the_file_s_key_value_and_why(d: dict[str, Any], problems: list[str]) -> None:
-    assert _problems(d) == problems
+    assert refusal(d) == problems
 
 
 def test_deepseek_v4_names_each_part_with_the_value_transformers_would_build() -> None:
     """A bare deepseek_v4 file: each part is refused at its key with transformers' default value, or says that it
     is transformers' default where that default is a per-layer list."""
-    assert _problems({"model_type": "deepseek_v4"}) == [
+    assert refusal({"model_type": "deepseek_v4"}) == [
         "hc_mult: 4 is not expressible (manifold-constrained hyper-connections: hc_mult residual streams mixed by "
         "Sinkhorn-normalised matrices around every block; our blocks keep one residual stream)",
         "layer_types: \"transformers' default\" is not expressible (compressed sparse / heavily compressed "
@@ -103,13 +92,13 @@ def test_deepseek_v4_names_each_part_with_the_value_transformers_would_build() -
 # --- keys listed as ignored ----------------------------------------------------------------------------------------
 
 def test_kimi_k2_says_it_is_read_as_deepseek_v3() -> None:
-    assert import_hf(_file("kimi-k2.json")).ignored == [
+    assert import_hf(published("kimi-k2.json")).ignored == [
         "model_type: kimi_k2 is DeepSeek-V3 under another name (its remote code is DeepseekV3ForCausalLM); read as "
         "deepseek_v3, as transformers' Kimi-K2.5 reads its kimi_k2 text config"]
 
 
 def test_glm5_lists_the_mtp_indexer_sharing_as_not_built() -> None:
-    got = import_hf({**_file("glm-5.json"), "index_share_for_mtp_iteration": True})
+    got = import_hf({**published("glm-5.json"), "index_share_for_mtp_iteration": True})
     assert got.ignored == ["index_share_for_mtp_iteration: how the multi-token-prediction module reuses the indexer, "
                            "which is not built"]
 
@@ -119,7 +108,7 @@ def test_glm5_lists_the_mtp_indexer_sharing_as_not_built() -> None:
 def test_minimax_s_window_reaches_every_softmax_attention_layer() -> None:
     """With sliding_window set, MiniMax's softmax-attention layers are sliding ones (as in transformers), the rest
     lightning."""
-    d = _file("minimax-text-01.json")
+    d = published("minimax-text-01.json")
     kinds = import_hf({**d, "sliding_window": 4096}).config.layer_types
     assert kinds == tuple("sliding" if t == "full_attention" else "lightning" for t in d["layer_types"])
 
@@ -129,7 +118,7 @@ def test_a_compressed_tensors_fp8_block_checkpoint_is_sized_by_its_block() -> No
     weights = {"num_bits": 8, "type": "float", "strategy": "block", "block_structure": [128, 128]}
     q = {"quant_method": "compressed-tensors", "format": "float-quantized",
          "config_groups": {"group_0": {"targets": ["Linear"], "weights": weights}}}
-    c = import_hf({**_file("llama3_1_8b.json"), "quantization_config": q}).config
+    c = import_hf({**published("llama3_1_8b.json"), "quantization_config": q}).config
     assert (c.ckpt_format, c.ckpt_group_size) == ("fp8_block", 128)
 
 
@@ -151,7 +140,7 @@ def test_a_config_file_with_infinity_reads_as_json_does(tmp_path: Path) -> None:
 
 def test_deepseek_v2_refuses_multi_token_prediction() -> None:
     """DeepSeek-V2 has no MTP modules (DeepSeek-V3 has): a config with them is refused by name."""
-    cfg = from_hf_config({**_file("deepseek-v3.json"), "num_nextn_predict_layers": 1})
+    cfg = from_hf_config({**published("deepseek-v3.json"), "num_nextn_predict_layers": 1})
     assert cfg.mtp_depth == 1
     assert "mtp_depth: 1 is not expressible in deepseek_v2 (no multi-token-prediction modules)" in \
         hf_problems(cfg, "deepseek_v2")[1]
@@ -161,9 +150,9 @@ def test_deepseek_v2_refuses_multi_token_prediction() -> None:
 def test_kimi_linear_exports_transformers_pad_id_only_where_the_vocabulary_has_it() -> None:
     """Kimi-Linear-48B's 163,840-row vocabulary keeps its published pad_token_id 163839; a small vocabulary gets
     none (transformers' default 163839 would index past its embedding)."""
-    out, problems = hf_problems(from_hf_config(_file("kimi-linear-48b-a3b.json")), "kimi_linear")
-    assert problems == [] and out["pad_token_id"] == _file("kimi-linear-48b-a3b.json")["pad_token_id"] == 163839
-    small = from_hf_config(_file("kimi-linear-48b-a3b.json")).replace(vocab_size=1000)
+    out, problems = hf_problems(from_hf_config(published("kimi-linear-48b-a3b.json")), "kimi_linear")
+    assert problems == [] and out["pad_token_id"] == published("kimi-linear-48b-a3b.json")["pad_token_id"] == 163839
+    small = from_hf_config(published("kimi-linear-48b-a3b.json")).replace(vocab_size=1000)
     out, problems = hf_problems(small, "kimi_linear")
     assert problems == [] and out["pad_token_id"] is None
 

@@ -16,7 +16,7 @@ from engine.interop.hf_config import import_hf
 from engine.interop.hf_export import hf_problems
 from engine.interop.pair import Pair
 
-from tests.test_import_refusals_a import _file, _problems   # a published config; import_hf's refusal
+from tests.import_typos import published, refusal
 
 
 # --- the name ------------------------------------------------------------------------------------------------------
@@ -27,7 +27,7 @@ from tests.test_import_refusals_a import _file, _problems   # a published config
     ("org/X", "X"),
 ])
 def test_the_name_keeps_every_letter_of_the_last_folder(path: str, name: str) -> None:
-    assert import_hf({**_file("qwen3-4b-instruct-2507.json"), "_name_or_path": path}).config.name == name
+    assert import_hf({**published("qwen3-4b-instruct-2507.json"), "_name_or_path": path}).config.name == name
 
 
 @pytest.mark.parametrize("file,path,name", [
@@ -37,13 +37,13 @@ def test_the_name_keeps_every_letter_of_the_last_folder(path: str, name: str) ->
 def test_a_multimodal_file_names_its_language_model_after_the_checkpoint(file: str, path: str, name: str) -> None:
     """The top-level _name_or_path (save_pretrained writes it there, not in text_config) names the model, not
     the text family (gemma3_text)."""
-    d = _file(file)
+    d = published(file)
     assert "_name_or_path" not in d["text_config"]
     assert import_hf({**d, "_name_or_path": path}).config.name == name
 
 
 def test_a_text_configs_own_name_is_kept() -> None:
-    d = _file("gemma-3-4b-it.json")
+    d = published("gemma-3-4b-it.json")
     d = {**d, "_name_or_path": "google/gemma-3-4b-it", "text_config": {**d["text_config"], "_name_or_path": "lm"}}
     assert import_hf(d).config.name == "lm"
 
@@ -51,7 +51,7 @@ def test_a_text_configs_own_name_is_kept() -> None:
 # --- quantization_config ------------------------------------------------------------------------------------------
 
 def _quant(q: dict[str, Any]) -> ModelConfig:
-    return import_hf({**_file("llama3_1_8b.json"), "quantization_config": q}).config
+    return import_hf({**published("llama3_1_8b.json"), "quantization_config": q}).config
 
 
 def test_bitsandbytes_fp4_is_read_by_its_key_and_by_transformers_default() -> None:
@@ -83,7 +83,7 @@ _FP8_BLOCK = {"group_0": {"weights": {"num_bits": 8, "type": "float", "block_str
 ], ids=["fp8", "bnb_int8", "bnb_nf4", "awq", "gptq", "nvfp4", "ct_fp8_block", "mxfp4"])
 def test_a_skip_list_naming_one_layer_is_refused_by_name_in_every_format(q: dict[str, Any], key: str) -> None:
     """One layer kept in bf16 cannot be sized from these fields: a refusal naming the entry, never a crash."""
-    problems = _problems({**_file("llama3_1_8b.json"), "quantization_config": {**q, key: ["lm_head", _ONE_LAYER]}})
+    problems = refusal({**published("llama3_1_8b.json"), "quantization_config": {**q, key: ["lm_head", _ONE_LAYER]}})
     assert [p.split(" is not")[0] for p in problems] == [f"quantization_config.{key}: {_ONE_LAYER!r}"]
 
 
@@ -130,7 +130,7 @@ def test_awq_bits_default_as_transformers_reads_them_and_gptq_needs_its_own() ->
     assert (cfg.ckpt_format, cfg.ckpt_bits, cfg.ckpt_group_size) == ("awq", 4, 128)
     assert _quant({"quant_method": "gptq", "bits": 8}).ckpt_bits == 8
     for q in ({"quant_method": "gptq"}, {"quant_method": "awq", "bits": None}):
-        assert _problems({**_file("llama3_1_8b.json"), "quantization_config": q}) == [
+        assert refusal({**published("llama3_1_8b.json"), "quantization_config": q}) == [
             f"quantization_config.bits: None is not expressible ({q['quant_method']} is read with its bit width "
             f"(2, 3, 4 or 8))"]
 
@@ -140,7 +140,7 @@ def test_awq_bits_default_as_transformers_reads_them_and_gptq_needs_its_own() ->
 def test_compressed_tensors_without_one_group_of_weights_is_refused_not_crashed(groups: dict) -> None:
     """No weights scheme (one group without "weights", a group that is no mapping, two groups): nothing to size
     the weights by, so a refusal at config_groups."""
-    problems = _problems({**_file("llama3_1_8b.json"),
+    problems = refusal({**published("llama3_1_8b.json"),
                           "quantization_config": {"quant_method": "compressed-tensors", "config_groups": groups}})
     assert [p.split(":")[0] for p in problems] == ["quantization_config.config_groups"]
 
@@ -150,9 +150,9 @@ def test_compressed_tensors_without_one_group_of_weights_is_refused_not_crashed(
 def test_a_ministral3_file_without_its_temperature_beta_is_refused_not_crashed() -> None:
     """transformers' Ministral 3 reads rope_parameters.llama_4_scaling_beta on every forward; a file whose
     rope_parameters leave it out is refused at that key."""
-    d = _file("ministral-3-3b-instruct-2512.json")
+    d = published("ministral-3-3b-instruct-2512.json")
     params = {k: v for k, v in d["text_config"]["rope_parameters"].items() if k != "llama_4_scaling_beta"}
-    problems = _problems({**d, "text_config": {**d["text_config"], "rope_parameters": params}})
+    problems = refusal({**d, "text_config": {**d["text_config"], "rope_parameters": params}})
     assert [p.split(":")[0] for p in problems] == ["text_config.rope_parameters.llama_4_scaling_beta"]
 
 
@@ -161,8 +161,8 @@ def test_a_ministral3_file_without_its_temperature_beta_is_refused_not_crashed()
 def test_a_granite_attention_bias_is_refused_on_import_and_export() -> None:
     """GraniteMoeHybrid's attention_bias puts biases on q, k, v and o only; our `bias` covers the MLP too, so the
     import would count (and expect) MLP biases transformers never builds: refused both ways, named."""
-    d = _file("granite-4.0-h-small.json")
-    assert [p.split(":")[0] for p in _problems({**d, "attention_bias": True})] == ["attention_bias"]
+    d = published("granite-4.0-h-small.json")
+    assert [p.split(":")[0] for p in refusal({**d, "attention_bias": True})] == ["attention_bias"]
     cfg = import_hf(d).config
     assert not cfg.bias
     assert hf_problems(cfg.replace(bias=True), "granitemoehybrid")[1] == [

@@ -8,7 +8,6 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -48,7 +47,7 @@ def _strings(value):
             yield from _strings(v)
 
 
-def _held(key: str, texts) -> None:
+def check_held(key: str, texts) -> None:
     """Every text reads without a placeholder, then equals the reviewed one."""
     for text in _strings(texts):
         assert not ODD.search(text), f"{key}: {ODD.search(text).group()!r} in {text!r}"
@@ -62,7 +61,7 @@ def _layer_pattern(name: str) -> str:
 @pytest.mark.parametrize("name", PRESETS)
 def test_budget_texts(name):
     cfg = PRESETS[name].config
-    _held(f"budget/{name}", {
+    check_held(f"budget/{name}", {
         "flops_causal": flops_budget(cfg, B, T, causal=True).formulas,
         "flops_full_square": flops_budget(cfg, B, T).formulas["attention_flops"],
         "intensity": {k: [v.phase, v.formula] for k, v in arithmetic_intensity(cfg, B, T).items()},
@@ -79,7 +78,7 @@ def test_layer_texts(name):
     lm = layer_map(cfg)
     L0 = cfg.rope_original_context or cfg.context_length
     kinds = {k for spec, _ in layer_groups(cfg) for k in spec.mixers}
-    _held(f"layers/{name}", {
+    check_held(f"layers/{name}", {
         "kinds": layer_kinds(cfg),
         "labels": sorted({spec_label(spec) for spec, _ in layer_groups(cfg)}),
         "mixer_rows": [[r.key, r.label, r.ranges] for r in lm.mixers],
@@ -113,7 +112,7 @@ def test_tensor_names(name):
             roles[_layer_pattern(t.name)].append(t.role)
     adapters = sorted({(_layer_pattern(a.name), a.role, _layer_pattern(b.name), b.role)
                        for _, a, b in adapter_tensors(cfg, 4, TARGETS)})
-    _held(f"tensors/{name}", {"roles": roles, "adapters": adapters})
+    check_held(f"tensors/{name}", {"roles": roles, "adapters": adapters})
 
 
 def _plan_texts(p) -> dict:
@@ -134,7 +133,7 @@ def test_plan_texts(name):
     budget (what stays unquantized) and inference under vLLM and under llama.cpp."""
     cfg = PRESETS[name].config
     lay = Layout()
-    _held(f"plan/{name}", {
+    check_held(f"plan/{name}", {
         "pretrain": _plan_texts(plan(cfg, GPU, lay, Setup(seq=4096))),
         "lora": _plan_texts(plan(cfg, GPU, lay, Setup(seq=4096, finetune="lora"))),
         "qlora_given": _plan_texts(plan(cfg, GPU, lay, Setup(seq=4096, finetune="qlora"), tokens=10**9)),
@@ -168,7 +167,7 @@ def test_setting_texts(setting):
         cfg = SMALL.replace(attn_window=1024)
         texts = {"flops": flops_budget(cfg, B, T, causal=True).formulas["attention_flops"],
                  "kv": memory_budget(cfg, B, T).formulas["kv_cache_bytes"], "gap": gap_note(cfg, T)}
-    _held(f"setting/{setting}", texts)
+    check_held(f"setting/{setting}", texts)
 
 
 # -- words with a meaning, against references of their own --------------------------------------------------
