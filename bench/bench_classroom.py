@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -86,6 +87,7 @@ def served(env: dict[str, str] | None = None) -> Iterator[tuple[int, str]]:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
+        shutil.rmtree(home, ignore_errors=True)   # the sessions' stored runs: a test or bench run leaves none behind
 
 
 def total_text(n_layers: int) -> str:
