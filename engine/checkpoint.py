@@ -59,10 +59,11 @@ class CheckpointKnobs(Knobs):
     def rules(c: ModelConfig, ok: Callable[..., bool]) -> list[str]:
         out = []
         if ok("ckpt_format", "ckpt_bits") and c.ckpt_bits is not None and c.ckpt_format not in ("awq", "gptq"):
-            out.append(f"ckpt_bits: only awq and gptq checkpoints choose their bits; {c.ckpt_format} has fixed ones")
+            out.append(f"ckpt_bits: only awq and gptq checkpoints choose their bits, not ckpt_format: {c.ckpt_format}")
         if ok("ckpt_format", "ckpt_double_quant") and c.ckpt_double_quant and c.ckpt_format not in ("bnb_nf4",
                                                                                                   "bnb_fp4"):
-            out.append(f"ckpt_double_quant: only bitsandbytes 4-bit checkpoints have it, not {c.ckpt_format}")
+            out.append(f"ckpt_double_quant: only bitsandbytes 4-bit checkpoints have it, not ckpt_format: "
+                       f"{c.ckpt_format}")
         return out
 
 

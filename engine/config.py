@@ -218,6 +218,9 @@ def _problems(c: ModelConfig) -> list[str]:
     problems += _bounds(c, bad)
 
     def ok(*names: str) -> bool:
+        for name in names:   # a misspelt name would never be reported, so its rule would run on a refused value
+            if name not in FIELDS:
+                raise KeyError(f"a config rule reads `{name}`, which is not a declared field")
         return not bad.intersection(names)
 
     for family in FAMILIES:

@@ -54,7 +54,8 @@ def declare(default: Any, group: str, help: str, *, choices: tuple | None = None
 class Knobs:
     """Base of a family's declared fields (a frozen dataclass of `declare`d fields, with its derived values).
     `rules` lists the problems tying the family's fields together, each naming a field; `ok(*names)` is false
-    when one of the named fields already has its own problem (so a rule never builds on an invalid value)."""
+    when one of the named fields already has its own problem (so a rule never builds on an invalid value), and
+    raises KeyError for a name that is no declared field."""
 
     @staticmethod
     def rules(c: Any, ok: Callable[..., bool]) -> list[str]:

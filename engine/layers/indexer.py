@@ -77,7 +77,9 @@ class IndexerKnobs(Knobs):
         out = []
         if ok("indexer_types", "n_layers") and c.indexer_types is not None:
             if len(c.indexer_types) != c.n_layers:
-                out.append(f"indexer_types: {len(c.indexer_types)} entries for n_layers={c.n_layers}")
+                n = len(c.indexer_types)
+                out.append(f"indexer_types: {n} {'entry' if n == 1 else 'entries'} for n_layers={c.n_layers}; give "
+                           "one per layer, or null")
             else:   # the first layer with attention (an FFN-only layer has none) picks the keys the others reuse
                 read = ok("layer_types") and len(c.layer_types or ()) in (0, c.n_layers)   # else reported there
                 first = next((i for i in range(c.n_layers) if read and "attention" in c.layer_mixers(i)), 0)

@@ -117,8 +117,8 @@ class MoEKnobs(Knobs):
             if c.router_group_topk > c.router_groups:
                 out.append(f"router_group_topk: {c.router_group_topk} is more than router_groups={c.router_groups}")
             elif c.router_groups > 1 and c.experts_per_token > c.router_group_topk * (E // c.router_groups):
-                out.append(f"experts_per_token: {c.experts_per_token} is more than the {c.router_group_topk} chosen "
-                           f"groups hold ({c.router_group_topk} * {E // c.router_groups} experts)")
+                out.append(f"experts_per_token: {c.experts_per_token} is more than the chosen groups hold: "
+                           f"router_group_topk={c.router_group_topk} * {E // c.router_groups} experts per group")
             elif c.router_groups > 1 and c.router_group_score == "top2_sum" and E // c.router_groups < 2:
                 out.append(f"router_groups: {c.router_groups} groups of {E // c.router_groups} expert; a group "
                            f"score sums its two best experts, so a group needs at least 2")

@@ -142,7 +142,7 @@ class PositionKnobs(Knobs):
         if ok("nope_layers", "n_layers") and c.nope_layers and max(c.nope_layers) > c.n_layers:
             out.append(f"nope_layers: layer {max(c.nope_layers)} does not exist (n_layers={c.n_layers})")
         if ok("position", "context_length") and c.position == "learned" and c.context_length > 1 << 24:
-            out.append(f"context_length: {c.context_length} is too long for a learned position table "
+            out.append(f"context_length: {c.context_length:,} is too long for a learned position table "
                        f"(at most 16,777,216)")
         return out
 
@@ -168,7 +168,7 @@ def _scaling_problems(c: ModelConfig, ok: Callable[..., bool]) -> list[str]:
         for name in ("rope_short_factor", "rope_long_factor"):
             value = getattr(c, name)
             if ok(name) and (value is None or len(value) != half):
-                got = "null" if value is None else f"{len(value)} numbers"
+                got = "null" if value is None else f"{len(value)} number{'' if len(value) == 1 else 's'}"
                 problems.append(f"{name}: longrope needs rotary_dim/2 = {half} numbers, got {got}")
     return problems
 
