@@ -26,7 +26,7 @@ MOE = {"n_experts": 4}
 CASES = [
     (None, "empty name", {"name": " "}),
     (None, "integer past 2^53", {"vocab_size": MAX_INT + 1}),
-    (None, "integer of 40 digits", {"vocab_size": 10**40}),
+    (None, "integer of 31 digits", {"vocab_size": 10**30}),   # the first shown by its digit count
     (None, "too many layers", {"n_layers": MAX_LAYERS + 1}),
     ("AttentionKnobs", "kv heads not dividing", {"n_heads": 4, "n_kv_heads": 3}),
     ("AttentionKnobs", "head width 0", {"n_heads": 16}),
@@ -89,6 +89,27 @@ SITES = {None: 4,                 # the empty name, the 2^53 bound (digits and c
          "PositionKnobs": 8,      # longrope's count for each list, with a length or null, and 5 more
          "MoEKnobs": 7, "NormKnobs": 1, "CheckpointKnobs": 2}
 BY_NAME = {family.__name__: family for family in FAMILIES}
+
+# the last value each bound accepts (the cases above step past them): a rule refusing it would be a wrong refusal
+AT_THE_BOUND = {
+    "integer": {"vocab_size": MAX_INT}, "layers": {"n_layers": MAX_LAYERS},
+    "head width 1": {"n_heads": 8}, "a learned table of 2^24": {"position": "learned", "context_length": 1 << 24},
+    "dt limits equal": {**MAMBA2, "ssm_dt_min": 0.2, "ssm_dt_max": 0.2},
+    "all experts per token": {**MOE, "experts_per_token": 4},
+    "all groups chosen": {**MOE, "router_groups": 2, "router_group_topk": 2, "experts_per_token": 4},
+    "the chosen groups exactly full": {**MOE, "router_groups": 2, "router_group_topk": 1, "experts_per_token": 2},
+    "top2_sum on groups of two": {**MOE, "router_groups": 2, "router_group_topk": 1, "router_group_score": "top2_sum"},
+    "the last layer MoE": {**MOE, "moe_first_dense": 1},
+    "llama3 bands equal": {**LLAMA3, "rope_low_freq_factor": 2.0, "rope_high_freq_factor": 2.0},
+    "dynamic on 4 rotary dimensions": {**ROPE, "rope_scaling": "dynamic", "rope_factor": 2.0},
+    "no-rope last layer": {**ROPE, "nope_layers": (2,)},
+    "indexer as wide as its rotary part": {**DSA, "index_head_dim": 4},
+}
+
+
+@pytest.mark.parametrize("overrides", AT_THE_BOUND.values(), ids=AT_THE_BOUND)
+def test_a_config_at_a_rules_bound_is_accepted(overrides):
+    ModelConfig(**{**BASE_FIELDS, **overrides})
 
 
 def unchecked(overrides: dict) -> ModelConfig:
