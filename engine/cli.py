@@ -38,7 +38,7 @@ def _unknown_flags(parser: argparse.ArgumentParser, args: argparse.Namespace, ex
     """The usage error for arguments no parser took, each flag with its nearest real flag (`--n_kv_heads`)."""
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[args.command]
     known = [o for a in sub._actions for o in a.option_strings if o.startswith("--")]
-    words = [f"{e}{did_you_mean(e.split('=', 1)[0], known)}" if e.startswith("-") else e for e in extras]
+    words = [f"{e}{did_you_mean(e.partition('=')[0], known)}" if e.startswith("-") else e for e in extras]
     return f"{sub.prog}: error: unrecognized arguments: {' '.join(words)}"
 
 

@@ -122,7 +122,7 @@ class ModelConfig(*reversed(FAMILIES)):   # a dataclass takes its bases' fields 
         try:
             cfg = cls(**values)
         except ConfigError as e:
-            problems += [p for p in e.problems if p.split(":", 1)[0] not in bad]
+            problems += [p for p in e.problems if p.partition(":")[0] not in bad]
         if problems:
             raise ConfigError(problems)
         return cfg

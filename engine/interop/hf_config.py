@@ -139,7 +139,7 @@ def import_hf(d: dict[str, Any]) -> Imported:
     if problems:
         raise ConfigError([where + p for p in problems])
     # the last folder of _name_or_path ("org/Model/" -> "Model"); a blank one leaves the family's name
-    name = str(d.get("_name_or_path") or family).strip().rstrip("/").rsplit("/", 1)[-1].strip() or family
+    name = str(d.get("_name_or_path") or family).strip().rstrip("/").rpartition("/")[2].strip() or family
     try:
         config = ModelConfig.from_dict({**NEUTRAL, **fields, "name": name})
     except ConfigError as e:   # they name our fields; the user wrote the file's keys

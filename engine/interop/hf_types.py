@@ -59,7 +59,7 @@ def type_problems(d: dict[str, Any]) -> list[str]:
         if isinstance(d.get(outer), dict):
             items += [(f"{outer}.{k}", v) for k, v in d[outer].items()]
     for key, v in items:
-        kind = KINDS.get(key.rsplit(".", 1)[-1])
+        kind = KINDS.get(key.rpartition(".")[2])
         if v is None or kind is None:
             continue
         if not _fits(kind, v):

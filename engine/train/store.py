@@ -65,7 +65,7 @@ def process_start(pid: int) -> int | None:
     """The process's start time in clock ticks after boot (/proc/PID/stat field 22), None where unknown."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[19])
+            return int(f.read().rpartition(")")[2].split()[19])
     except (OSError, IndexError, ValueError):
         return None
 
