@@ -123,14 +123,13 @@ def in_file_terms(problems: list[str], fields: dict[str, Any], d: dict[str, Any]
     for problem in problems:
         field, _, rest = problem.partition(": ")
         key = _key(field, fields, d) if field in fields else None
-        if key is not None:
-            names = merged.setdefault(f"{where}{key}: {rest}", [])
-            if key != field:   # our field's name too, unless the key has the same name (no path ends in one)
-                names.append(field)
+        if key is not None:   # our field's name too, unless the key has the same name (no path ends in one)
+            message, ours = f"{where}{key}: {rest}", [field] if key != field else []
         elif field in FIELDS:
-            merged.setdefault(f"config.json: {field} (as imported): {rest}", [])
+            message, ours = f"config.json: {field} (as imported): {rest}", []
         else:
-            merged.setdefault(f"config.json: {problem}", [])
+            message, ours = f"config.json: {problem}", []
+        merged.setdefault(message, []).extend(ours)
     return [message + (f" ({', '.join(names)})" if names else "") for message, names in merged.items()]
 
 
