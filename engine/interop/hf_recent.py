@@ -42,7 +42,8 @@ DEFAULTS.update({
     "qwen3_vl_text": dict(_LLAMA, vocab_size=151936, intermediate_size=22016, num_key_value_heads=32, head_dim=128,
                           max_position_embeddings=128000, rope_theta=500000.0),
 })
-# Ministral3Config's RoPE when rope_parameters is not given (its max_position_embeddings added by the reader)
+# Ministral3Config's RoPE when rope_parameters is not given (less the copy of max_position_embeddings the class
+# adds, which YaRN does not read: a file without rope_parameters is not told about a key it does not have)
 _MINISTRAL3_ROPE = dict(type="yarn", rope_type="yarn", rope_theta=1000000.0, factor=16.0,
                         original_max_position_embeddings=16384, beta_fast=32.0, beta_slow=1.0, mscale_all_dim=1.0,
                         mscale=1.0, llama_4_scaling_beta=0.1)
@@ -149,7 +150,7 @@ def _ernie4_5(r: _Reader) -> dict[str, Any]:
 
 def _ministral3(r: _Reader) -> dict[str, Any]:
     if not r.d.get("rope_parameters") and not r.d.get("rope_scaling"):
-        r.d = {**r.d, "rope_parameters": dict(_MINISTRAL3_ROPE, max_position_embeddings=r("max_position_embeddings"))}
+        r.d = {**r.d, "rope_parameters": dict(_MINISTRAL3_ROPE)}
     source = "rope_scaling" if r.d.get("rope_scaling") else "rope_parameters"
     params = dict(r.d[source])
     beta = params.pop("llama_4_scaling_beta", None)
