@@ -99,6 +99,18 @@ def test_folder_and_config_errors_name_the_file(tmp_path):
     assert str(e.value) == f"config.json: {tmp_path / 'config.json'} is larger than the limit of 65,536 bytes"
 
 
+def test_a_malformed_config_file_given_alone_is_named(tmp_path):
+    # a config.json saved from the Hub's file view under its own name: the message names that file
+    path = tmp_path / "Llama-3.1-8B.json"
+    path.write_text('{"model_type": "llama",}')
+    with pytest.raises(ValueError) as e:
+        read_checkpoint(path)
+    assert str(e.value).startswith("Llama-3.1-8B.json: cannot read it: not valid JSON (")
+    path.write_text("[" * 1000 + "]" * 1000)
+    with pytest.raises(ValueError, match=r"^Llama-3\.1-8B\.json: nested 1,000 levels deep"):
+        read_checkpoint(path, weights=False)
+
+
 class _Payload:
     def __reduce__(self):
         return (print, ("this must never run",))

@@ -136,6 +136,19 @@ def test_a_per_layer_list_longer_than_any_model_is_refused_by_its_length():
         [f"layer_types: {n:,} entries is more than the engine models (at most {MAX_LAYERS:,})"]
 
 
+@pytest.mark.parametrize("key,config", [
+    ("num_hidden_layers", lambda n: {"model_type": "llama", "num_hidden_layers": n}),
+    ("n_layer", lambda n: {"model_type": "gpt2", "n_layer": n}),
+    ("text_config.num_hidden_layers", lambda n: {"model_type": "gemma3", "text_config": {"num_hidden_layers": n}}),
+])
+def test_a_layer_count_above_the_engines_limit_is_refused_at_its_key(key, config):
+    """One layer more than the engine walks is refused by name before any reader builds a per-layer list; the
+    limit itself imports."""
+    assert _problems(config(MAX_LAYERS + 1)) == [
+        f"{key}: {MAX_LAYERS + 1:,} layers is more than the engine models (at most {MAX_LAYERS:,})"]
+    assert from_hf_config(config(MAX_LAYERS)).n_layers == MAX_LAYERS
+
+
 @pytest.mark.parametrize("config,key", [
     ({"model_type": "bert"}, "model_type"),
     # scaled RoPE imports now (tests/test_rope_scaling.py); a type or a parameter we do not model is refused

@@ -41,3 +41,13 @@ def test_rope_refusals_name_the_key_the_value_and_why(config, problem):
 ])
 def test_unread_rope_keys_are_listed_with_the_reason(config, ignored):
     assert import_hf_config(config)[1] == [ignored]
+
+
+def test_a_local_rope_mapping_without_rope_type_is_plain_rope():
+    """Gemma-3's per-layer-type rope_parameters: a sliding_attention mapping that gives only its theta is plain
+    RoPE at that base (transformers' standardisation adds rope_type "default"), imported, not refused."""
+    cfg, ignored = import_hf_config({"model_type": "gemma3_text", "rope_parameters": {
+        "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+        "sliding_attention": {"rope_theta": 10000.0}}})
+    assert (cfg.rope_base, cfg.rope_scaling, cfg.rope_factor, cfg.rope_local_base, ignored) == (
+        1e6, "linear", 8.0, 10000.0, [])
