@@ -32,6 +32,9 @@ CASES = {
                                       num_experts_per_tok=2, moe_intermediate_size=8,
                                       moe_shared_expert_intermediate_size=12, head_dim=8, n_group=2, topk_group=1,
                                       routed_scaling_factor=2.5, time_step_min=0.01)),
+    # no E layer (as Nemotron-H 8B): the MoE keys are left out of the export, transformers' defaults
+    "nemotron-dense": ("nemotron_h", dict(_BASE, hybrid_override_pattern="M*-M", mamba_num_heads=4, mamba_head_dim=8,
+                                          ssm_state_size=6, n_groups=2, chunk_size=4, head_dim=8, time_step_min=0.01)),
     # an MoE (top-k logits, then softmax) with a shared MLP after every mixer; every Granite multiplier; no RoPE
     "granitemoehybrid": ("granitemoehybrid", dict(
         _BASE, num_hidden_layers=3, layer_types=["mamba", "attention", "mamba"], num_local_experts=4,

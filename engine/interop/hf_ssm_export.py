@@ -94,7 +94,7 @@ def _nemotron_h(w: _Writer) -> dict[str, Any]:
                chunk_size=c.ssm_chunk, use_conv_bias=c.ssm_conv_bias, use_bias=c.ssm_proj_bias,
                time_step_min=c.ssm_dt_min, mamba_ssm_cache_dtype=_STATE_DTYPES[c.state_dtype or "fp32"])
     if "moe" not in words:
-        return dict(out, n_routed_experts=8)   # unused without E layers (transformers' default)
+        return out   # no E layers: the MoE keys are unused, left at the class's defaults
     w.need("router", "sigmoid", "DeepSeek-V3 routing")
     w.need("router_selection_bias", True, "its router has e_score_correction_bias")
     w.need("router_group_score", "top2_sum")
