@@ -79,6 +79,13 @@ def _cases() -> Iterator[tuple[str, dict[str, Any]]]:
                                                   first_k_dense_replace=2, num_nextn_predict_layers=1)
     yield "deepseek_v3 (kimi_k25 wrapper)", dict(model_type="kimi_k25", tie_word_embeddings=False,
                                                   text_config=dict(model_type="kimi_k2", tie_word_embeddings=True))
+    # mlp_layer_types (three dense layers) over a first_k_dense_replace that says otherwise
+    yield "glm_moe_dsa (glm-5.json, first_k_dense_replace 1)", dict(PUBLISHED["glm-5.json"], first_k_dense_replace=1)
+    # the copy of max_position_embeddings Ministral3Config writes into its rope_parameters
+    mistral3 = json.loads(json.dumps(PUBLISHED["ministral-3-3b-instruct-2512.json"]))
+    text = mistral3["text_config"]
+    text["rope_parameters"]["max_position_embeddings"] = text["max_position_embeddings"]
+    yield "ministral3 (rope_parameters.max_position_embeddings)", mistral3
     # Ministral3Config's own RoPE when the file has none: nothing listed about keys the file does not have
     yield "ministral3 (bare)", dict(model_type="ministral3")
     yield "llama4_text (llama4 wrapper)", dict(model_type="llama4", tie_word_embeddings=False, text_config={})

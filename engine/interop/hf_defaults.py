@@ -25,42 +25,44 @@ INERT = frozenset({
     "reorder_and_upcast_attn",  # GPT-2: computes the same scores in fp32 (a precision choice, same math)
 })
 
+_UNREAD = "which this family's config class does not read"
 # Keys published configs carry that transformers' config classes and models never read (so they cannot change
 # the forward pass): accepted, and listed by `import-hf --verbose` with the reason.
 IGNORED: dict[str, str] = {
-    "n_special": "GPT-1 era count of special tokens; GPT2Config does not read it",
-    "predict_special_tokens": "GPT-1 era flag; GPT2Config does not read it",
+    "n_special": f"a GPT-1 era count of special tokens, {_UNREAD}",
+    "predict_special_tokens": f"a GPT-1 era flag, {_UNREAD}",
     "sliding_window_size": "not a transformers key (the window is `sliding_window`)",
     "is_llama_config": "nanotron bookkeeping; transformers does not read it",
-    "rope_interleaved": "nanotron flag; transformers' Llama always rotates halves (its weights are permuted)",
+    "rope_interleaved": f"a nanotron flag, {_UNREAD} (which dimensions rotate together is fixed by the family)",
     "transformers.js_config": "settings for transformers.js (ONNX export), not for the model",
     "context_window_size": "an MLC LLM runtime setting (its copies of config.json carry it)",
     "prefill_chunk_size": "an MLC LLM runtime setting (its copies of config.json carry it)",
     "attention_sink_size": "an MLC LLM runtime setting (its copies of config.json carry it)",
     # Megatron-DeepSpeed training switches BLOOM's published configs carry; BloomConfig does not read them
-    "offset_alibi": "a Megatron-DeepSpeed setting; transformers' BLOOM does not read it",
+    "offset_alibi": f"a Megatron-DeepSpeed setting, {_UNREAD}",
     "bias_dropout_fusion": "a Megatron-DeepSpeed kernel fusion switch",
     "masked_softmax_fusion": "a Megatron-DeepSpeed kernel fusion switch",
     "skip_bias_add": "a Megatron-DeepSpeed kernel fusion switch",
     "skip_bias_add_qkv": "a Megatron-DeepSpeed kernel fusion switch",
     "attention_softmax_in_fp32": "a precision switch; transformers' softmax runs in fp32 regardless",
-    "n_inner": "BLOOM's MLP is always 4 x hidden_size; BloomConfig does not read it",
+    "n_inner": f"GPT-2's name for the MLP width, {_UNREAD}",
     # keys of the original BigCode training configs that Starcoder2Config does not read
-    "activation_function": "Starcoder2Config reads hidden_act",
-    "layer_norm_epsilon": "Starcoder2Config reads norm_epsilon",
-    "norm_type": "Starcoder2 always uses LayerNorm",
-    "mlp_type": "Starcoder2 always uses the dense two-matrix MLP",
+    "activation_function": f"GPT-2's name for the activation, {_UNREAD}",
+    "layer_norm_epsilon": f"GPT-2's name for the norm epsilon, {_UNREAD}",
+    "norm_type": f"a training-config key, {_UNREAD}: its norm is fixed by the family",
+    "mlp_type": f"a training-config key, {_UNREAD}: its MLP is fixed by the family",
     "scale_attention_softmax_in_fp32": "a precision switch; softmax runs in fp32 regardless",
-    "scale_attn_weights": "Starcoder2 always scales scores by 1/sqrt(head_dim)",
+    "scale_attn_weights": f"GPT-2's switch, {_UNREAD}: the scale of its scores is fixed by the family",
     "attention_bias": "this family's config class does not read it (its biases follow its own switch)",
     "mlp_bias": "this family's config class does not read it (its biases follow its own switch)",
-    "runner_max_sequence_length": "a BigCode inference-runner setting; GPTBigCodeConfig does not read it",
-    "full_attn_mod": "a Phi-4-mini remote-code key; transformers' Phi3 does not read it",
-    "interpolate_factor": "a Phi-4-mini remote-code key; transformers' Phi3 does not read it",
-    "lm_head_bias": "a Phi-4-mini remote-code key; transformers' Phi3 head has no bias",
-    "use_qk_norm": "this family's config class does not read it (Qwen3 and Qwen3-MoE always normalize q and k)",
-    "max_window_layers": "this family's config class does not read it (its windows follow layer_types)",
-    "for_llm_compressor": "an export flag of Llama 4's checkpoints; Llama4TextConfig does not read it",
+    "runner_max_sequence_length": f"a BigCode inference-runner setting, {_UNREAD}",
+    "full_attn_mod": f"a Phi-4-mini remote-code key, {_UNREAD}",
+    "interpolate_factor": f"a Phi-4-mini remote-code key, {_UNREAD}",
+    "lm_head_bias": f"a Phi-4-mini remote-code key, {_UNREAD} (whether the head has a bias is fixed by the family)",
+    "use_qk_norm": "this family's config class does not read it: whether q and k are normalized is fixed by the "
+                   "family",
+    "max_window_layers": "this family's config class does not read it (its windows, if any, follow its own keys)",
+    "for_llm_compressor": f"an export flag of Llama 4's checkpoints, {_UNREAD}",
 }
 
 _LLAMA = dict(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
