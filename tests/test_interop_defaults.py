@@ -28,6 +28,9 @@ from engine.limits import json_loads
 from tests.hf_checks import hf_language_counts, hf_meta
 
 transformers = pytest.importorskip("transformers", minversion="5.0")
+# slow (not in `make test-fast`): ~35 CPU-s of transformers config classes and meta models; an importer's default
+# moves only with its family's reader, whose own tests (test_interop*.py) stay in the inner loop
+pytestmark = pytest.mark.slow
 
 DATA = Path(__file__).parent / "data" / "hf_configs"
 EXTRA = {   # families without a file in tests/data/hf_configs: their published config.json

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from engine.budget.params import COMPONENTS, count_params
 from engine.config import FIELDS, ConfigError, ModelConfig
 from engine.model import DecoderLM, build_model
-from tests.helpers import KV, LAYOUTS, configs
+from tests.helpers import KV, LAYOUTS, configs, variant_configs
 
 TINY = dict(name="tiny", vocab_size=7, context_length=6, d_model=8, n_layers=2, n_heads=4, ffn_multiple_of=8)
 NORM_MODULES = {"norm1", "norm2", "post_attn_norm", "post_ffn_norm", "emb_norm", "final_norm"}
@@ -95,21 +95,24 @@ def check(cfg: ModelConfig, model: torch.nn.Module | None = None) -> None:
 
 
 def choice_configs():
-    for norm, placement, layout, ffn, position, kv in itertools.product(
-            FIELDS["norm"].choices, FIELDS["norm_placement"].choices, LAYOUTS, FIELDS["ffn"].choices,
-            FIELDS["position"].choices, KV):
+    """The product of the core knobs, the FFN taking each choice in turn (an FFN's parameters depend on its own
+    choice and width alone; each FFN meets a fifth of the rest, and every pair is in the variant grid: test_every_variant_counts_exactly)."""
+    ffns = FIELDS["ffn"].choices
+    for i, (norm, placement, layout, position, kv) in enumerate(itertools.product(
+            FIELDS["norm"].choices, FIELDS["norm_placement"].choices, LAYOUTS, FIELDS["position"].choices, KV)):
         yield ModelConfig(**TINY, norm=norm, norm_bias=norm == "layernorm", norm_placement=placement,
-                          **LAYOUTS[layout], ffn=ffn, position=position, n_kv_heads=KV[kv])
+                          **LAYOUTS[layout], ffn=ffns[i % len(ffns)], position=position, n_kv_heads=KV[kv])
 
 
-# slow: the full product of the core knobs; the inner loop's pairwise grid and drawn configs hold each pair
+# slow: the product of the core knobs, the FFN taking turns; the inner loop's variant grid holds each pair
 @pytest.mark.slow
 def test_every_choice_combination_counts_exactly():
-    n = 0
+    n, ffns = 0, set()
     for cfg in choice_configs():
         check(cfg)
-        n += 1
-    assert n == 2 * len(FIELDS["norm_placement"].choices) * 3 * 10 * len(FIELDS["position"].choices) * 3
+        n, ffns = n + 1, ffns | {cfg.ffn}
+    assert n == 2 * len(FIELDS["norm_placement"].choices) * 3 * len(FIELDS["position"].choices) * 3
+    assert ffns == set(FIELDS["ffn"].choices)
 
 
 BOOLEANS = ("norm_bias", "norm_affine", "embed_norm", "final_norm", "qk_norm", "tie_embeddings", "bias",
@@ -146,10 +149,20 @@ def test_build_model_on_meta_allocates_nothing_and_counts_the_same():
     check(cfg, model)
 
 
+@pytest.mark.parametrize("i", range(len(variant_configs())))
+def test_every_variant_counts_exactly(i):
+    """The single-knob changes, the pairwise grid of every knob pair and the MLA grid (tests/helpers.py)."""
+    check(variant_configs()[i])
+
+
+# slow: 200 drawn configs, ~11 CPU-s of drawing; the inner loop keeps the variant grid above. The same draw holds
+# the YAML round trip (one draw for both: the drawing is most of the cost)
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, derandomize=True)
 @given(configs())
-def test_hypothesis_configs_count_exactly(cfg):
+def test_drawn_configs_count_exactly_and_round_trip_through_yaml(cfg):
     check(cfg)
+    assert ModelConfig.from_yaml(cfg.to_yaml()) == cfg
 
 
 def test_components_have_their_textbook_meaning():

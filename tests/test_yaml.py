@@ -2,11 +2,9 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
 
 from engine.config import FIELDS, ConfigError, ModelConfig
 from engine.presets import PRESETS
-from tests.helpers import configs
 
 
 @pytest.mark.parametrize("name", PRESETS)
@@ -17,11 +15,7 @@ def test_every_preset_round_trips(name):
     assert [line.split(":")[0] for line in text.splitlines()] == list(FIELDS)   # declaration order, flat
 
 
-@pytest.mark.slow   # 14 s of drawing; the inner loop round-trips every preset and the awkward names below
-@settings(max_examples=200, deadline=None, derandomize=True)
-@given(configs())
-def test_drawn_configs_round_trip(cfg):
-    assert ModelConfig.from_yaml(cfg.to_yaml()) == cfg
+# drawn configs round-trip in tests/test_params.py (one draw for their counts and their YAML)
 
 
 @pytest.mark.parametrize("name", ["null", "~", "true", "1e3", "a: b", "- x", "ü \u2603 \x07", " x "])
