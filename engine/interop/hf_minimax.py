@@ -16,6 +16,7 @@ read into our `slope`, the other three recomputed on export.
 """
 from __future__ import annotations
 
+import math
 from functools import partial
 from typing import Any
 
@@ -146,7 +147,7 @@ def _tables(slope: torch.Tensor, cfg: ModelConfig) -> dict[str, torch.Tensor]:
     diff = rate * (i[:, None] - i[None, :])
     return {"slope_rate": rate, "query_decay": torch.exp(-rate * i[:, None]),
             "key_decay": torch.exp(-rate * (cfg.gdn_chunk - i[:, None])),
-            "diagonal_decay": torch.exp(torch.where(diff >= 0, -diff, float("-inf")))[None]}
+            "diagonal_decay": torch.exp(torch.where(diff >= 0, -diff, -math.inf))[None]}
 
 
 def _read_buffer(name: str, t: torch.Tensor, cfg: ModelConfig) -> list[torch.Tensor]:

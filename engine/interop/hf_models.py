@@ -188,4 +188,4 @@ def logits_gap(hf_model: nn.Module, model: DecoderLM, tokens: int, batch: int = 
     ref = hf_model(input_ids=idx.to(next(hf_model.parameters()).device)).logits
     ours = model(idx.to(next(model.parameters()).device))
     gap = (ref.float() - ours.float()).abs().max().item()
-    return gap if math.isfinite(gap) else float("inf")
+    return gap if math.isfinite(gap) else math.inf

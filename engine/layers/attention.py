@@ -12,6 +12,7 @@ score FLOPs, KV-cache bytes, bytes saved for backward), each matching the module
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
@@ -239,7 +240,7 @@ class Attention(nn.Module):
         else:
             mask = None if plain_causal else visible(pos, k_pos, self.window)
             if bias is not None:   # one additive float mask [H, Tq, Tk]: the ALiBi penalty, -inf where hidden
-                mask = bias.masked_fill(~mask, float("-inf")).to(q.dtype)[None]   # 4-D keeps the fused kernel
+                mask = bias.masked_fill(~mask, -math.inf).to(q.dtype)[None]   # 4-D keeps the fused kernel
             y = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask, is_causal=plain_causal, enable_gqa=self.kv_heads != self.n_heads,
                 scale=self.scale, dropout_p=self.dropout if self.training else 0.0)              # [B, H, T, hd]
@@ -260,7 +261,7 @@ class Attention(nn.Module):
             scores = self.softcap * torch.tanh(scores / self.softcap)   # cap first, then mask
         if bias is not None:
             scores = scores + bias.to(scores.dtype)
-        scores = scores.masked_fill(~allowed, float("-inf"))
+        scores = scores.masked_fill(~allowed, -math.inf)
         fp = torch.promote_types(q.dtype, torch.float32)
         if self.sinks is None:
             probs = torch.softmax(scores, dim=-1, dtype=fp).to(q.dtype)

@@ -23,6 +23,7 @@ solve's count, registered with it in engine/measure/flops.py) are in chunked_flo
 """
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import torch
@@ -63,7 +64,7 @@ def chunked(q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: Tensor, chunk: int
     q, k, v = (x.reshape(B, H, n, c, x.shape[-1]) for x in (q, k, v))
     gamma = g.reshape(B, H, n, c).cumsum(-1)                          # cumulative log decay in each chunk
     later = torch.ones(c, c, dtype=torch.bool, device=q.device).triu(1)
-    decay = (gamma[..., :, None] - gamma[..., None, :]).masked_fill(later, float("-inf")).exp()   # [B,H,n,c,c]
+    decay = (gamma[..., :, None] - gamma[..., None, :]).masked_fill(later, -math.inf).exp()   # [B,H,n,c,c]
     kb = k * beta.reshape(B, H, n, c, 1)
     system = (kb @ k.transpose(-1, -2)) * decay       # unit lower-triangular: its diagonal is never read
     rhs = torch.cat([v * beta.reshape(B, H, n, c, 1), kb * gamma.exp()[..., None]], dim=-1)

@@ -208,7 +208,7 @@ class LightningIndexer(nn.Module):
             k = cached_keys(cache, k)                                                     # [B, S, D]
         scores = F.relu(q.transpose(1, 2).float() @ k.transpose(-1, -2).float().unsqueeze(1) * self.D ** -0.5)
         weights = self.weights_proj(x).float() * self.H ** -0.5                          # [B, T, H]
-        index = (weights.unsqueeze(-2) @ scores).squeeze(-2).masked_fill(~visible, float("-inf"))   # [B, T, S]
+        index = (weights.unsqueeze(-2) @ scores).squeeze(-2).masked_fill(~visible, -math.inf)   # [B, T, S]
         top = index.topk(min(self.topk, index.shape[-1]), dim=-1).indices
         return torch.zeros_like(index, dtype=torch.bool).scatter(-1, top, True) & visible
 

@@ -24,6 +24,8 @@ this engine) are in chunked_flops / chunked_backward_flops.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -42,7 +44,7 @@ def pairwise(x: Tensor, k: Tensor, gamma: Tensor, sub: int = SUB) -> Tensor:
         end = min(start + sub, c)
         xs, gs = x[..., start:end, :], gamma[..., start:end, :]
         later = torch.ones(end - start, end - start, dtype=torch.bool, device=x.device).triu(1)
-        decay = (gs[..., :, None, :] - gs[..., None, :, :]).masked_fill(later[..., None], float("-inf")).exp()
+        decay = (gs[..., :, None, :] - gs[..., None, :, :]).masked_fill(later[..., None], -math.inf).exp()
         keys = (k[..., None, start:end, :] * decay).transpose(-1, -2)                # [..., s, dk, s]
         parts = [(xs[..., :, None, :] @ keys).squeeze(-2)]                           # the block itself
         if start:   # earlier columns, both decays measured from the position before the block

@@ -23,6 +23,7 @@ convolution window.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -73,7 +74,7 @@ def chunked(q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: None, chunk: int, 
         i = torch.arange(n, device=v.device, dtype=rate.dtype)
         qs, ks, vs = q[:, :, start:start + n], k[:, :, start:start + n], v[:, :, start:start + n]
         later = torch.ones(n, n, dtype=torch.bool, device=v.device).triu(1)
-        decay = (-rate * (i[:, None] - i[None, :])).masked_fill(later, float("-inf")).exp()   # [H, n, n]
+        decay = (-rate * (i[:, None] - i[None, :])).masked_fill(later, -math.inf).exp()   # [H, n, n]
         o = ((qs @ ks.transpose(-1, -2)) * decay) @ vs
         if state is not None:   # the state before the block, decayed i + 1 steps
             o = o + (qs * (-rate * (i + 1)[:, None]).exp()) @ state

@@ -216,7 +216,7 @@ class MLA(nn.Module):
             allowed = keep[:, None]                                        # [B, 1, T, S]
         if self.impl == "explicit" or self.keep_probs:
             scores = (q @ k.transpose(-2, -1)) * self.scale                # [B, H, T, S]
-            scores = scores.masked_fill(~allowed, float("-inf"))
+            scores = scores.masked_fill(~allowed, -math.inf)
             probs = torch.softmax(scores, dim=-1, dtype=torch.promote_types(q.dtype, torch.float32)).to(q.dtype)
             if self.keep_probs:
                 self.probs = probs.detach()

@@ -17,6 +17,7 @@ Closed forms beside the module (d = d_model, f = expert width, s = shared width,
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
@@ -180,7 +181,7 @@ class Router(nn.Module):
         score = grouped.max(-1)[0] if cfg.router_group_score == "max" else grouped.topk(2, dim=-1)[0].sum(-1)
         best = score.topk(cfg.router_group_topk, dim=-1)[1]
         keep = torch.zeros_like(score, dtype=torch.bool).scatter_(1, best, True).unsqueeze(-1)
-        return grouped.masked_fill(~keep, float("-inf")).view_as(choice)
+        return grouped.masked_fill(~keep, -math.inf).view_as(choice)
 
 
 class Experts(nn.Module):

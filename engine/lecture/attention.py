@@ -111,8 +111,8 @@ def mask_order(scores: tuple[float, ...] = (2.0, 1.0, 3.0), masked: tuple[bool, 
     require(number_problem("cap", cap, strict=True))
     s = torch.tensor(scores, dtype=torch.float64)
     m = torch.tensor(masked)
-    first = (cap * torch.tanh(s / cap)).masked_fill(m, float("-inf"))
-    late = cap * torch.tanh(s.masked_fill(m, float("-inf")) / cap)
+    first = (cap * torch.tanh(s / cap)).masked_fill(m, -math.inf)
+    late = cap * torch.tanh(s.masked_fill(m, -math.inf) / cap)
     return MaskOrder(scores=s.tolist(), masked=list(masked), cap=cap,
                      cap_then_mask=torch.softmax(first, 0).tolist(), mask_then_cap=torch.softmax(late, 0).tolist(),
                      engine_future_weight=_engine_future_weight(cap))

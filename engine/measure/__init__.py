@@ -1,6 +1,7 @@
 """Measurements that hold the closed-form budgets to account: each returns estimate, measurement and % error."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -15,7 +16,7 @@ class Measurement:
     def error_pct(self) -> float:
         """(estimate - measured) / measured, in percent; 0 when both are 0."""
         if self.measured == 0:
-            return 0.0 if self.estimate == 0 else float("inf")
+            return 0.0 if self.estimate == 0 else math.inf
         return 100.0 * (self.estimate - self.measured) / self.measured
 
     def as_dict(self) -> dict:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import platform
 import time
@@ -78,7 +79,7 @@ def probe_bandwidth(device: torch.device) -> float:
     """Best bytes/s of copying 64 MiB (a read and a write per byte), over five copies."""
     src = torch.ones(16 * 2**20, device=device)
     dst = torch.empty_like(src)
-    best = float("inf")
+    best = math.inf
     for _ in range(5):
         _sync(device)
         t = time.perf_counter()
@@ -160,7 +161,7 @@ def raise_peak(device: str | torch.device, dtype: str, achieved: float) -> bool:
     on a busier machine. Keep the higher figure (in this process and on disk) so later readings use it. True
     when the peak was raised."""
     key, entry = _entry(device)
-    if achieved <= entry["peak"].get(dtype, float("inf")):
+    if achieved <= entry["peak"].get(dtype, math.inf):
         return False
     entry["peak"][dtype] = achieved
     _write_store(key, entry)

@@ -11,6 +11,7 @@ launch). CPU: perf_counter around the call, with the threads the machine can giv
 """
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import threading
@@ -127,7 +128,7 @@ def interleaved(fns: Sequence[Callable[[], object]], dev: torch.device, budget_s
     Stops after min_rounds once every spread is <= target_spread, or once budget_s is spent, or when `stop` is
     set (after at least one round). A budget of 0 times min_rounds rounds; user input is held to check_budget's
     range where it enters (measure_latency, the sweep's settings)."""
-    if not budget_s >= 0 or budget_s == float("inf"):   # nan or inf would never end the rounds
+    if not budget_s >= 0 or budget_s == math.inf:   # nan or inf would never end the rounds
         raise ValueError(f"time_budget: {budget_s!r} is not a finite number of seconds >= 0")
     timer = _timer(dev)
     times: list[list[float]] = [[] for _ in fns]
