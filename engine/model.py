@@ -12,13 +12,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.config import ModelConfig
-from engine.layers.attention import Attention, LayerKV
+from engine.layers.attention import ATTENTION_IMPLS, Attention, LayerKV
 from engine.layers.block import Block
 from engine.layers.indexer import Chosen
 from engine.layers.init import init_linear, init_norm
 from engine.layers.moe import MoE
 from engine.layers.norm import make_norm
 from engine.layers.position import model_rope_tables, plain_inv_freq, sinusoidal_table, tables_from
+from engine.validation import choice_problem, require
 
 
 class KVCache:
@@ -105,8 +106,9 @@ class DecoderLM(nn.Module):
 
     def set_attention(self, impl: str = "sdpa", keep_probs: bool = False) -> None:
         """Choose the attention path ('sdpa' or 'explicit') and whether to keep probabilities for plots."""
+        require(choice_problem("impl", impl, ATTENTION_IMPLS))   # a misspelt path must not fall back to SDPA
         for a in self.attention_layers():
-            a.impl, a.keep_probs, a.probs = impl, keep_probs, None
+            a.explicit, a.keep_probs, a.probs = impl == "explicit", keep_probs, None
 
     def forward(self, idx: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
         cfg = self.cfg

@@ -45,8 +45,8 @@ def test_sinks_are_an_extra_softmax_logit_with_no_value(kv, window):
     x = torch.randn(2, 6, cfg.d_model, dtype=torch.float64)
     pos = torch.arange(6)
     want = _sink_reference(x, attn, window)
-    for impl in ("sdpa", "explicit"):   # sinks always take the explicit kernel
-        attn.impl = impl
+    for explicit in (False, True):   # sinks always take the explicit kernel
+        attn.explicit = explicit
         assert torch.allclose(attn(x, pos, None), want, atol=1e-12, rtol=0)
 
 

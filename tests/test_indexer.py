@@ -20,7 +20,8 @@ from engine.model import KVCache, build_model
 transformers = pytest.importorskip("transformers", minversion="5.0")
 from engine.interop import (from_hf_config, from_transformers, hf_model_from_config, scramble_,  # noqa: E402
                             to_hf_config, to_transformers)
-from tests.hf_checks import assert_counts_match, assert_same_weights, hooked_outputs  # noqa: E402
+from tests.hf_checks import (assert_both_attention_paths_match, assert_counts_match, assert_same_weights,  # noqa: E402
+                             hooked_outputs)
 
 transformers.logging.set_verbosity_error()
 V, T, TOPK = 97, 24, 5
@@ -70,9 +71,9 @@ def test_logits_and_kept_keys_match_transformers(name):
     idx = _ids()
     kept = _kept(ours, idx)
     with torch.no_grad():
-        want, got = hf(input_ids=idx).logits, ours(idx)
+        want = hf(input_ids=idx).logits
     assert ours.cfg.index_topk == TOPK and ours.cfg.index_rope_interleave == name.startswith("glm")
-    assert (got - want).abs().max().item() < 1e-5
+    assert_both_attention_paths_match(ours, idx, want)   # SDPA and the explicit path under the top-k mask
     causal = torch.ones(T, T, dtype=torch.bool).tril()
     for i, top in _hf_topk(hf, idx).items():   # transformers' top-k, its causally hidden picks dropped
         chosen = torch.zeros(2, T, T, dtype=torch.bool).scatter(-1, top.long(), True) & causal

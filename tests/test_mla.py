@@ -15,7 +15,7 @@ from engine.presets import PRESETS
 
 transformers = pytest.importorskip("transformers", minversion="5.0")
 from engine.interop import from_hf_config, from_transformers, hf_model_from_config, scramble_  # noqa: E402
-from tests.hf_checks import assert_counts_match  # noqa: E402
+from tests.hf_checks import assert_both_attention_paths_match, assert_counts_match  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 V, T = 97, 12
@@ -43,14 +43,15 @@ def _hf(name: str, seed: int = 0):
 
 @pytest.mark.parametrize("name", CASES)
 def test_logits_match_transformers_deepseek_v3(name):
+    """Through SDPA and through the explicit softmax path (the one the attention maps are read from) alike."""
     hf = _hf(name)
     ours = from_transformers(hf)
     idx = torch.randint(0, V, (2, T), generator=torch.Generator().manual_seed(3))
     with torch.no_grad():
-        want, got = hf(input_ids=idx).logits, ours(idx)
+        want = hf(input_ids=idx).logits
     assert ours.cfg.attention_kind == "MLA"
     assert (ours.cfg.q_lora_rank is None) == (name in ("no_q_lora", "dense_halves"))
-    assert (got - want).abs().max().item() < 1e-5
+    assert_both_attention_paths_match(ours, idx, want)
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -174,3 +175,68 @@ def test_softmax_scale_takes_the_mscale_correction_only_under_yarn_past_factor_o
     assert mla_softmax_scale(yarn.replace(rope_mscale_all_dim=None)) == 0.25
     slight = yarn.replace(rope_factor=1.5)   # any factor past 1 corrects
     assert mla_softmax_scale(slight) == pytest.approx(0.25 * (0.1 * 0.707 * math.log(1.5) + 1.0) ** 2, rel=1e-12)
+
+
+SPARSE = dict(q_lora_rank=20, index_topk=3, index_n_heads=2, index_head_dim=8)
+
+
+def _unit(cfg: ModelConfig, dtype: torch.dtype = torch.float32):
+    """Our MLA model with matrices of unit scale (the default init's scores are too small to tell paths apart)."""
+    model = build_model(cfg, seed=1).eval()
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.ndim == 2:
+                p.copy_(torch.randn(p.shape, generator=g) / p.shape[1] ** 0.5)
+    return model.to(dtype)
+
+
+@pytest.mark.parametrize("dtype, tol", [(torch.float64, 1e-12), (torch.bfloat16, 3e-2)])
+@pytest.mark.parametrize("changes", [{}, SPARSE])
+def test_explicit_path_equals_sdpa_in_float64_and_bf16(dtype, tol, changes):
+    """The explicit path's softmax runs in fp32 or wider and its probabilities return to the model's dtype: a
+    float64 model keeps float64 precision, a bf16 model mixes its bf16 values (dense and under the top-k mask)."""
+    model = _unit(_tiny(**changes), dtype)
+    idx = torch.randint(0, V, (2, T), generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        sdpa = model(idx)
+        model.set_attention("explicit")
+        explicit = model(idx)
+    assert explicit.dtype == dtype and sdpa.abs().max() > 1.0
+    torch.testing.assert_close(explicit, sdpa, atol=tol * sdpa.abs().max().item(), rtol=tol)
+
+
+@pytest.mark.parametrize("changes", [{}, SPARSE])
+def test_kept_probabilities_are_the_softmax_over_the_visible_keys(changes):
+    """What the attention maps plot: per layer [B, H, T, S] rows that sum to 1, zero on future keys (and, with
+    sparse attention, on every key the indexer dropped); nothing is kept unless asked."""
+    model = _unit(_tiny(**changes))
+    idx = torch.randint(0, V, (2, T), generator=torch.Generator().manual_seed(5))
+    model.set_attention("explicit")
+    model(idx)
+    assert all(a.probs is None for a in model.attention_layers())
+    model.set_attention("explicit", keep_probs=True)
+    model(idx)   # with autograd on: the kept maps must not hold the graph
+    future = torch.ones(T, T, dtype=torch.bool).triu(1)
+    for a in model.attention_layers():
+        p = a.probs
+        assert p.shape == (2, 4, T, T) and not p.requires_grad
+        torch.testing.assert_close(p.sum(-1), torch.ones(2, 4, T))
+        assert (p[..., future] == 0).all()
+        seen = (p > 0).sum(-1)   # every visible key, or min(t + 1, top-k) of them
+        want = torch.arange(1, T + 1) if not changes else torch.arange(1, T + 1).clamp(max=3)
+        assert (seen == want).all()
+
+
+@pytest.mark.parametrize("impl", ["sdpa", "explicit"])
+def test_attention_dropout_acts_only_in_training(impl):
+    idx = torch.randint(0, V, (2, T), generator=torch.Generator().manual_seed(5))
+    plain = _unit(_tiny(q_lora_rank=20))
+    model = _unit(_tiny(q_lora_rank=20, dropout=0.3))
+    for m in (plain, model):
+        m.set_attention(impl)
+    with torch.no_grad():
+        torch.testing.assert_close(model(idx), plain(idx))     # eval: dropout off
+        model.train()
+        torch.manual_seed(0)
+        assert (model(idx) - plain(idx)).abs().max() > 1e-2

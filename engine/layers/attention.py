@@ -194,7 +194,7 @@ class Attention(nn.Module):
         self.k_norm = make_norm(cfg, cfg.kv_width if self.qk_all else self.hd, gain) if cfg.qk_norm else None
         self.temperature = cfg if temperature else None   # long-context query temperature on this layer
         self.sinks = nn.Parameter(torch.empty(cfg.n_heads)) if cfg.attn_sinks else None   # one logit per head
-        self.impl = "sdpa"          # "sdpa" or "explicit"; soft-capping and sinks always take the explicit path
+        self.explicit = False       # the explicit softmax path, not SDPA; soft-capping and sinks always take it
         self.keep_probs = False     # explicit path stores softmax probabilities in .probs (for plots)
         self.probs: torch.Tensor | None = None
 
@@ -235,7 +235,7 @@ class Attention(nn.Module):
             cache.start = int(k_pos[-1]) + 1 - keep
         plain_causal = cache is None and self.window is None and not self.alibi
         bias = alibi_bias(self.n_heads, pos, k_pos) if self.alibi else None
-        if self.impl == "explicit" or self.softcap is not None or self.sinks is not None or self.keep_probs:
+        if self.explicit or self.softcap is not None or self.sinks is not None or self.keep_probs:
             y = self._explicit(q, k, v, visible(pos, k_pos, self.window), bias)
         else:
             mask = None if plain_causal else visible(pos, k_pos, self.window)

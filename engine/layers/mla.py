@@ -156,7 +156,7 @@ class MLA(nn.Module):
         self.sparse = cfg.index_topk is not None
         self.indexer = LightningIndexer(cfg) if self.sparse and indexer else None
         self.cache_kind = "latent"  # what a decode cache holds: "latent" (c, k_rot) or "expanded" (k, v)
-        self.impl = "sdpa"          # "sdpa" or "explicit" (explicit can keep the probabilities for plots)
+        self.explicit = False       # the explicit softmax path, not SDPA (it can keep the probabilities for plots)
         self.keep_probs = False
         self.probs: torch.Tensor | None = None
 
@@ -214,7 +214,7 @@ class MLA(nn.Module):
             else:
                 keep = chosen.keep
             allowed = keep[:, None]                                        # [B, 1, T, S]
-        if self.impl == "explicit" or self.keep_probs:
+        if self.explicit or self.keep_probs:
             scores = (q @ k.transpose(-2, -1)) * self.scale                # [B, H, T, S]
             scores = scores.masked_fill(~allowed, -math.inf)
             probs = torch.softmax(scores, dim=-1, dtype=torch.promote_types(q.dtype, torch.float32)).to(q.dtype)
