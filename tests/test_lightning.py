@@ -140,3 +140,35 @@ def test_saved_bytes_equal_saved_tensor_hooks(T, dtype, chunk):
     layer.init_weights(0.1, 0.1, torch.Generator().manual_seed(0))
     x = torch.randn(2, T, 24, dtype=DTYPES[dtype], requires_grad=True)
     assert sum(lightning_saved_bytes(dims, 2, T, x.element_size()).values()) == module_saved_bytes(layer, x)
+
+
+def _all_lightning(**changes):
+    from engine.config import ModelConfig
+    from tests.hybrid_cases import HYBRID_BASE
+    return ModelConfig(**{**HYBRID_BASE, "n_layers": 3, "layer_types": ("lightning",) * 3, **changes})
+
+
+def test_a_built_model_decays_each_layer_as_minimax_does():
+    """A model built from its config (not imported) computes every layer's rates from that layer's depth, as
+    transformers' MiniMaxLightningAttention(config, layer) does: the first layer forgets fastest."""
+    from transformers import MiniMaxConfig
+
+    from engine.model import build_model
+    cfg = _all_lightning()
+    hf = MiniMaxConfig(hidden_size=cfg.d_model, num_attention_heads=cfg.n_heads, head_dim=cfg.head_width,
+                       num_hidden_layers=cfg.n_layers, block_size=cfg.gdn_chunk)
+    model = build_model(cfg)
+    for layer, block in enumerate(model.blocks):
+        assert torch.equal(block.lightning.slope, minimax.MiniMaxLightningAttention(hf, layer).slope_rate.flatten())
+    assert model.blocks[0].lightning.slope.min() > model.blocks[2].lightning.slope.max()
+
+
+@pytest.mark.parametrize("heads, head_dim", [(4, 4), (2, 6)])
+def test_a_decode_step_costs_four_state_products_per_head_whatever_the_context(heads, head_dim):
+    """One lightning decode step per head: write k^T v into the dh x dh state and read it with q, 2 FLOPs a
+    multiply-add, so 4 dh^2 (the decay is elementwise), on top of 2 FLOPs per weight; the fixed state does not
+    grow with the context (3 layers, 2 sequences)."""
+    from engine.budget.flops import decode_flops, matmul_params
+    cfg = _all_lightning(n_heads=heads, head_dim=head_dim)
+    step = 2 * 2 * matmul_params(cfg) + 3 * 2 * heads * 4 * head_dim * head_dim
+    assert [decode_flops(cfg, 2, context) for context in (1, 100, 10_000)] == [step] * 3
