@@ -129,7 +129,7 @@ def with_attention_layers(cfg: ModelConfig, k: int, recurrent: str | None = None
     if (sum(s.attention for s in specs) == k and cfg.layer_types is not None
             and all(s.mixers in (("attention",), (recurrent,)) for s in specs if s.mixers)):
         return cfg
-    chosen = {mixer_layers[p - 1] for p in attention_positions(len(mixer_layers), k)} if k else set()
+    chosen = {mixer_layers[p - 1] for p in attention_positions(len(mixer_layers), k)}   # k = 0: none
     words = []
     for i, spec in enumerate(cfg.layer_specs):
         if not spec.mixers:

@@ -65,7 +65,7 @@ class _Recompute(torch.autograd.Function):
         with torch.enable_grad():
             out = ctx.fn(*args)
         leaves = [a for a, w in zip(args, wants) if w]
-        grads = iter(torch.autograd.grad(out, leaves, grad, allow_unused=True))
+        grads = iter(torch.autograd.grad(out, leaves, grad))   # every argument reaches both callers' outputs
         return (None, *(next(grads) if w else None for w in wants))
 
 
