@@ -230,3 +230,34 @@ def test_dt_limits_clamp_and_the_plain_gate_has_no_norm():
         assert not torch.allclose(m(x), free(x))
     assert Mamba2(Mamba2Dims(16, 2, 8, 4, gate="gate")).norm is None
     assert math.isinf(Mamba2Dims(16, 2, 8, 4).dt_max)
+
+
+@pytest.mark.parametrize("chunk", [8, 64])   # the chunked scan across chunks, and one chunk
+def test_a_bf16_layer_keeps_a_long_decay_as_float64_does(chunk):
+    """A bf16 model's scan runs in fp32 (dt, A = -exp(A_log), the state): a state written at the first token and
+    read 31 steps later, decayed by e^-15 to e^-46 per head, keeps the float64 layer's value to bf16 accuracy
+    (a bf16 decay would miss by exp(46 * 2^-9) - 1, ~10%). Identity projections feed the chosen x, B, C, dt, z in
+    exactly; the layer's output at the last token is compared head by head."""
+    H, P, N, T = 8, 2, 4, 32
+    dims = Mamba2Dims(48, H, P, N, 1, 4, chunk, conv_bias=False, gate="gate")   # proj_width 2*16 + 2*4 + 8 = 48
+    layer = Mamba2(dims)
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        layer.in_proj.weight.copy_(torch.eye(48))
+        layer.out_proj.weight.copy_(torch.eye(48, 16))
+        layer.conv1d.weight.copy_(torch.randn(layer.conv1d.weight.shape, generator=g))
+        layer.A_log.copy_(torch.linspace(0.5, 1.5, H).log())
+        layer.dt_bias.zero_()
+        layer.D.zero_()   # no skip: the output is the decayed state alone
+    x = torch.zeros(1, T, 48)
+    x[..., :16] = torch.randn(1, T, 16, generator=g)                  # z
+    x[:, 0, 16:32] = torch.randn(16, generator=g)                     # x at the first token only
+    x[..., 32:40] = torch.randn(1, T, 8, generator=g)                 # B, C
+    x[..., 40:] = 1.0                                                 # dt = softplus(1)
+    x = x.bfloat16()
+    with torch.no_grad():
+        got = layer.bfloat16()(x)[0, -1, :16].double().view(H, P)
+        want = layer.double()(x.double())[0, -1, :16].view(H, P)
+    assert want.abs().max() < 1e-5                                    # the decay is real ...
+    err = (got - want).norm(dim=-1) / want.norm(dim=-1)
+    assert err.max() < 0.04, err                                      # ... and bf16 keeps it
