@@ -45,7 +45,7 @@ from engine.layers.block import block_saved_bytes
 from engine.layers.norm import norm_saved_bytes
 from engine.layers.position import rope_saved_bytes
 from engine.runtime import DTYPE_BYTES
-from engine.validation import choice_problem, require
+from engine.validation import choice_problem, require, size_problems
 
 RECOMPUTE = ("none", "selective", "full")
 
@@ -67,7 +67,7 @@ def activation_estimate(cfg: ModelConfig, batch: int, seq: int, dtype: str = "fp
                         recompute: str = "none") -> ActivationEstimate:
     """Saved bytes for forward + cross-entropy in training mode, per block and for embedding and head."""
     require(choice_problem("dtype", dtype, DTYPE_BYTES), choice_problem("impl", impl, ATTENTION_IMPLS),
-            choice_problem("recompute", recompute, RECOMPUTE))
+            choice_problem("recompute", recompute, RECOMPUTE), *size_problems(batch, seq))
     e, B, T = DTYPE_BYTES[dtype], batch, seq
     N, d, V = B * T, cfg.d_model, cfg.vocab_size
     tok = N * d * e

@@ -18,7 +18,7 @@ from engine.budget.flops import arithmetic_intensity
 from engine.config import ModelConfig
 from engine.measure.probe import machine_bandwidth, machine_peaks
 from engine.runtime import DTYPE_BYTES
-from engine.validation import choice_problem, require
+from engine.validation import choice_problem, require, size_problems
 
 GiB = 2**30
 
@@ -124,14 +124,15 @@ def fmt_ratio(x: float) -> str:
 
 def roofline(cfg: ModelConfig, device: str, batch: int, seq: int, dtype: str = "bf16") -> dict[str, Roofline]:
     """Prefill and one decode step placed on the roofline of DEVICE_PROFILES[device]."""
-    require(choice_problem("device", device, DEVICE_PROFILES))
+    require(choice_problem("device", device, DEVICE_PROFILES), choice_problem("dtype", dtype, DTYPE_BYTES),
+            *size_problems(batch, seq))   # every bad argument in one message (roofline_on checks its own again)
     return roofline_on(cfg, DEVICE_PROFILES[device], batch, seq, dtype)
 
 
 def roofline_on(cfg: ModelConfig, prof: DeviceProfile, batch: int, seq: int,
                 dtype: str = "bf16") -> dict[str, Roofline]:
     """Prefill and one decode step placed on the roofline of `prof`."""
-    require(choice_problem("dtype", dtype, DTYPE_BYTES))
+    require(choice_problem("dtype", dtype, DTYPE_BYTES), *size_problems(batch, seq))
     peak, bw = prof.peak_flops[dtype], prof.mem_bandwidth
     out = {}
     for phase, it in arithmetic_intensity(cfg, batch, seq, dtype).items():

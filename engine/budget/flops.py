@@ -189,7 +189,7 @@ def arithmetic_intensity(cfg: ModelConfig, batch: int, seq: int, dtype: str = "b
     """FLOPs per byte of memory traffic: prefill of `seq` tokens vs one decode step after `seq` tokens.
     Traffic counts the weights (read once per forward) and the KV cache; activations are assumed to stay
     on chip, so decode's intensity is about 2 * batch FLOPs per weight element."""
-    require(choice_problem("dtype", dtype, DTYPE_BYTES))
+    require(choice_problem("dtype", dtype, DTYPE_BYTES), *size_problems(batch, seq))
     weights = count_params(cfg).total * DTYPE_BYTES[dtype]
     pre = flops_budget(cfg, batch, seq, causal=True).forward_flops
     dec = decode_flops(cfg, batch, seq)

@@ -99,7 +99,8 @@ def index_key_layers(cfg: ModelConfig, batch: int, tokens: int, dtype: str = "bf
     scores the whole context), one entry per layer: "fp8" as DeepSeek's kernels hold them (132 B a token at
     width 128, whatever the cache dtype), "dtype" in the cache's dtype (as transformers holds them); 0 for a
     layer without its own indexer."""
-    require(choice_problem("dtype", dtype, DTYPE_BYTES), choice_problem("index_keys", index_keys, INDEX_KEY_FORMATS))
+    require(choice_problem("dtype", dtype, DTYPE_BYTES), choice_problem("index_keys", index_keys, INDEX_KEY_FORMATS),
+            int_problem("batch", batch), int_problem("tokens", tokens, lo=0))   # a cache's fixed part: 0 tokens
     return [sum(m.index_key_bytes(cfg, spec, batch, tokens, DTYPE_BYTES[dtype], index_keys)
                 for m in spec_mixers(spec)) for spec in cfg.layer_specs]
 
@@ -110,7 +111,7 @@ def kv_cache_bytes(cfg: ModelConfig, batch: int, tokens: int, dtype: str = "bf16
     MLA holds the latent and the shared rotary key (kind "latent") or, for comparison, the expanded per-head
     keys and values (kind "expanded"); with sparse attention, plus index_key_cache_bytes."""
     require(choice_problem("dtype", dtype, DTYPE_BYTES), choice_problem("kind", kind, KV_KINDS),
-            *size_problems(batch, tokens))
+            choice_problem("index_keys", index_keys, INDEX_KEY_FORMATS), *size_problems(batch, tokens))
     index = index_key_cache_bytes(cfg, batch, tokens, dtype, index_keys)
     if cfg.mla and kind == "expanded":
         layers = sum(n for spec, n in layer_groups(cfg) if spec.attention)
