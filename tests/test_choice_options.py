@@ -223,7 +223,8 @@ def test_a_value_off_the_choices_is_refused_under_the_options_name(owner, param)
     assert str(e.value) == choice_problem(param, "Nonsense", _table(owner, param))
 
 
-BATCHED = [owner for owner in dict.fromkeys(o for o, _ in REFUSED) if "batch" in inspect.signature(_fn(owner)).parameters]
+BATCHED = [owner for owner in dict.fromkeys(o for o, _ in REFUSED)
+           if "batch" in inspect.signature(_fn(owner)).parameters]
 
 
 @pytest.mark.parametrize("owner", BATCHED)

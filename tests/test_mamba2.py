@@ -9,8 +9,8 @@ import torch
 from engine.budget.memory import state_bytes
 from engine.config import ModelConfig
 from engine.layers.attention import LayerKV
-from engine.layers.mamba2 import (Mamba2, Mamba2Dims, mamba2_backward_flops, mamba2_decode_flops, mamba2_params,
-                                  mamba2_prefill_flops)
+from engine.layers.mamba2 import (Mamba2, Mamba2Dims, mamba2_backward_flops, mamba2_decode_flops, mamba2_matmul_params,
+                                  mamba2_params, mamba2_prefill_flops)
 from engine.layers.ssd import ssd_chunked, ssd_step
 from tests.layer_checks import assert_same_layer, hand_counted_flops, meta_flops, module_saved_bytes, redrawn
 
@@ -162,9 +162,10 @@ def test_decode_flops_scan_term_is_five_d_inner_n_by_hand_count():
     g = torch.Generator().manual_seed(4)
     args = (torch.randn(1, H, P, N, generator=g), torch.randn(1, H, P, generator=g), torch.rand(1, H, generator=g),
             -torch.rand(H, generator=g), torch.randn(1, G, N, generator=g), torch.randn(1, G, N, generator=g))
-    assert hand_counted_flops(ssd_step, *args) == mamba2_decode_flops(dims)["scan"] == 5 * 64 * 6 + 64 + 2 * 8
-    # the weights: in_proj 32*(2*64 + 2*2*6 + 8), out_proj 64*32, conv 88*4, 2 FLOPs each
-    assert mamba2_decode_flops(dims)["weights"] == 2 * (32 * 160 + 64 * 32 + 88 * 4)
+    assert hand_counted_flops(ssd_step, *args) == mamba2_decode_flops(dims) == 5 * 64 * 6 + 64 + 2 * 8
+    # the weights a step multiplies (2 FLOPs each in the model's decode count): in_proj 32*(2*64 + 2*2*6 + 8),
+    # out_proj 64*32, conv 88*4
+    assert mamba2_matmul_params(dims) == 32 * 160 + 64 * 32 + 88 * 4
 
 
 def _bamba_like(**changes) -> ModelConfig:

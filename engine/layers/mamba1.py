@@ -210,13 +210,14 @@ def mamba1_backward_flops(dims: Mamba1Dims, batch: int, T: int) -> int:
     return 2 * outer + 3 * (mamba1_prefill_flops(dims, batch, T) - outer)
 
 
-def mamba1_decode_flops(dims: Mamba1Dims) -> dict[str, int]:
-    """FLOPs of one decoded token, by part: 2 per weight (conv included), and the state update counted by hand
-    (one FLOP per elementwise multiply, add or exp; 2 per multiply-add of a product), for D channels of N states:
+def mamba1_decode_flops(dims: Mamba1Dims) -> int:
+    """FLOPs of one decoded token's state update beyond its weights (2 per weight, conv included, are the model's
+    matmul count: engine/budget/flops.py decode_flops), counted by hand (one FLOP per elementwise multiply, add or
+    exp; 2 per multiply-add of a product), for D channels of N states:
         dt*A, its exp: 2*D*N;  dt*x: D;  h*exp(dt A), (dt x) B^T, their sum: 3*D*N;  h C: 2*D*N
     = 7*D*N + D (A differs per channel and state, so dt*A costs D*N here against H for Mamba-2)."""
     D, N = dims.d_inner, dims.state
-    return {"weights": 2 * mamba1_matmul_params(dims), "scan": 7 * D * N + D}
+    return 7 * D * N + D
 
 
 # ---- declared fields and the registry entry -----------------------------------------------------------------
@@ -275,7 +276,7 @@ class Mamba1Mixer(Mixer):
         return mamba1_backward_flops(d, batch, seq) - 4 * batch * seq * mamba1_matmul_params(d)
 
     def decode_flops(self, cfg, spec, batch, context):
-        return batch * mamba1_decode_flops(mamba1_dims(cfg))["scan"]
+        return batch * mamba1_decode_flops(mamba1_dims(cfg))
 
     def state_elements(self, cfg, conv_positions):
         d = mamba1_dims(cfg)

@@ -223,10 +223,11 @@ def mamba2_backward_flops(dims: Mamba2Dims, batch: int, T: int) -> int:
     return batch * (4 * mamba2_matmul_params(dims) * T + conv + mamba2_scan_flops(dims, T) + scan)
 
 
-def mamba2_decode_flops(dims: Mamba2Dims) -> dict[str, int]:
-    """FLOPs of one decoded token, by part: 2 per weight (conv included), and the state update counted by hand,
-    5*d_in*N + d_in + 2H (ssd.step_flops), constant in the context length."""
-    return {"weights": 2 * mamba2_matmul_params(dims), "scan": ssd.step_flops(dims.heads, dims.head_dim, dims.state)}
+def mamba2_decode_flops(dims: Mamba2Dims) -> int:
+    """FLOPs of one decoded token's state update beyond its weights (2 per weight, conv included, are the model's
+    matmul count: engine/budget/flops.py decode_flops), counted by hand: 5*d_in*N + d_in + 2H (ssd.step_flops),
+    constant in the context length."""
+    return ssd.step_flops(dims.heads, dims.head_dim, dims.state)
 
 
 def mamba2_saved_bytes(dims: Mamba2Dims, B: int, T: int, e: int) -> dict[str, int]:
@@ -324,7 +325,7 @@ class Mamba2Mixer(Mixer):
         return mamba2_backward_flops(dims, batch, seq) - 4 * batch * seq * mamba2_matmul_params(dims)
 
     def decode_flops(self, cfg, spec, batch, context):
-        return batch * mamba2_decode_flops(mamba2_dims(cfg))["scan"]
+        return batch * mamba2_decode_flops(mamba2_dims(cfg))
 
     def state_elements(self, cfg, conv_positions):
         dims = mamba2_dims(cfg)
