@@ -62,7 +62,9 @@ def declared_roles(model: nn.Module) -> dict[str, tuple[str, str]]:
     out: dict[str, tuple[str, str]] = {}
     for prefix, module in model.named_modules():
         for attr, (role, kind) in getattr(module, "ROLES", {}).items():
-            child, name = getattr(module, attr, None), f"{prefix}.{attr}" if prefix else attr
+            # every module sets each attribute it declares (None when the config leaves it out): a missing one is a
+            # typo in ROLES, an AttributeError here rather than a parameter silently without its role
+            child, name = getattr(module, attr), f"{prefix}.{attr}" if prefix else attr
             if isinstance(child, nn.Parameter):
                 out[name] = (role, kind)
             elif isinstance(child, nn.Module):          # a buffer of the same name (a frozen bias) is no parameter
