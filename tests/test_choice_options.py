@@ -69,17 +69,23 @@ def _modules():
             yield importlib.import_module(m.name)
 
 
+def _public(name: str) -> bool:
+    """Not private, and not one of mutmut's copies (x_fn__mutmut_3, xǁClassǁmethod__mutmut_orig) that sit beside
+    each function while a mutation run imports its rewritten modules."""
+    return not name.startswith("_") and "__mutmut" not in name
+
+
 def _callables():
     """(qualified name, function or method) of every public function and public method defined in the modules."""
     for mod in _modules():
         for name, obj in vars(mod).items():
-            if name.startswith("_") or getattr(obj, "__module__", None) != mod.__name__:
+            if not _public(name) or getattr(obj, "__module__", None) != mod.__name__:
                 continue
             if inspect.isfunction(obj):
                 yield name, obj
             elif inspect.isclass(obj):
                 for attr, meth in vars(obj).items():
-                    if inspect.isfunction(meth) and not attr.startswith("_"):
+                    if inspect.isfunction(meth) and _public(attr):
                         yield f"{name}.{attr}", meth
 
 
