@@ -365,6 +365,19 @@ def quiet(page) -> None:
     page.wait_for_function(QUIET_JS, polling=500)
 
 
+def tick(page, label: str, tries: int = 5) -> None:
+    """Tick the checkbox `label` and see the tick stay: a click that lands while the page reruns can be lost (seen
+    under load), so each try waits for a quiet page, then clicks only if the box is still unticked."""
+    box = page.get_by_role("checkbox", name=label)
+    for _ in range(tries):
+        quiet(page)
+        if box.is_checked():
+            return
+        page.get_by_text(label, exact=True).click()
+    quiet(page)
+    assert box.is_checked(), f"{label}: still unticked after {tries} clicks"
+
+
 def settle(page, timeout_ms: int = BROWSER_WAIT_MS) -> None:
     """Wait until a page of the app has drawn its navigation and metric row, and is quiet."""
     page.wait_for_selector('[data-testid="stSidebarNav"]', timeout=timeout_ms)

@@ -10,7 +10,7 @@ from app.image_export import PROJECTOR, for_projector
 from app.sweep_view import SweepSpec, held_text, run_spec
 from engine.presets import get_preset
 from engine.sweep import METRICS
-from tests.helpers import CUT_TEXT_JS, quiet, settle
+from tests.helpers import CUT_TEXT_JS, quiet, settle, tick
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SHOTS = os.environ.get("SWEEP_SHOTS")   # a folder to save screenshots in, for reviewing the look
@@ -51,9 +51,7 @@ def test_small_measured_sweep_runs_show_on_training(served_app, browser):
     page.get_by_text("Measured columns").click()
     # Each setting is checked where it shows before Measure is pressed: a CI run pressed Measure with the loss box
     # left unticked (its click landed while the page was still rerunning), so no run was trained or stored.
-    page.get_by_text("Val loss of a short run", exact=True).click()
-    expect(page.get_by_role("checkbox", name="Val loss of a short run")).to_be_checked()
-    quiet(page)
+    tick(page, "Val loss of a short run")
     for label, value in (("Training steps per point", "3"), ("Latency time budget (s)", "1"), ("Latency tokens", "8")):
         field = page.get_by_role("spinbutton", name=label)
         field.fill(value)

@@ -109,7 +109,8 @@ AT_THE_BOUND = {
 
 @pytest.mark.parametrize("overrides", AT_THE_BOUND.values(), ids=AT_THE_BOUND)
 def test_a_config_at_a_rules_bound_is_accepted(overrides):
-    ModelConfig(**{**BASE_FIELDS, **overrides})
+    cfg = ModelConfig(**{**BASE_FIELDS, **overrides})   # refused: ConfigError
+    assert all(getattr(cfg, k) == v for k, v in overrides.items())
 
 
 def unchecked(overrides: dict) -> ModelConfig:
