@@ -28,16 +28,17 @@ def names():
     return load_names()
 
 
-@pytest.fixture
-def run(names, monkeypatch, tmp_path):
+@pytest.fixture(scope="module")
+def run(names, tmp_path_factory):
     """TC trained with every step taking 0.5 s on a stepped clock, stored; (result, store, the final model)."""
     clock = iter(range(10**6))
-    monkeypatch.setattr(loop, "time", SimpleNamespace(perf_counter=lambda: next(clock) * 0.5))
     built = []
     real = loop.build_model
-    monkeypatch.setattr(loop, "build_model", lambda *a, **k: built.append(real(*a, **k)) or built[-1])
-    store = RunStore(tmp_path / "runs.sqlite")
-    r = train(TINY, TC, names, device="cpu", store=store)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(loop, "time", SimpleNamespace(perf_counter=lambda: next(clock) * 0.5))
+        mp.setattr(loop, "build_model", lambda *a, **k: built.append(real(*a, **k)) or built[-1])
+        store = RunStore(tmp_path_factory.mktemp("store") / "runs.sqlite")
+        r = train(TINY, TC, names, device="cpu", store=store)
     return r, store, built[0]
 
 
