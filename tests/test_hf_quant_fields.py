@@ -28,6 +28,8 @@ CASES: dict[str, tuple[dict[str, Any], tuple]] = {
                      ("awq", 4, 128, False, None)),
     "awq gemv lower": ({"quant_method": "awq", "bits": 4, "group_size": 32, "version": "gemv"},
                        ("awq", 4, 32, False, None)),
+    "autoawq 8 bit": ({"quant_method": "awq", "w_bit": 8, "q_group_size": 128, "version": "gemm"},
+                      ("awq", 8, 128, False, None)),
     # AwqConfig's defaults: 4 bits, groups of 128, gemm
     "awq defaults": ({"quant_method": "awq"}, ("awq", 4, 128, False, None)),
     "awq bits win over w_bit": ({"quant_method": "awq", "bits": 8, "w_bit": 4, "group_size": 64, "q_group_size": 32},

@@ -55,7 +55,9 @@ Storage = Callable[[Tensor, tuple[int, ...]], tuple[int, str]]
 
 def quant_problem(scheme: str) -> str | None:
     """None for a known weight scheme (gguf: with an optional +imatrix / -imatrix), else the message."""
-    base = scheme.removesuffix("+imatrix").removesuffix("-imatrix") if scheme.startswith("gguf:") else scheme
+    # one suffix at most: gguf:Q4_K_M-imatrix+imatrix says both
+    gguf_suffix = scheme.startswith("gguf:") and scheme.endswith(("+imatrix", "-imatrix"))
+    base = scheme[:-len("+imatrix")] if gguf_suffix else scheme
     if base in WEIGHT_QUANTS:
         return None
     return (f"quant: {scheme!r} is not one of {', '.join(PLAIN_QUANTS)}, or gguf:TYPE with TYPE one of "
