@@ -94,3 +94,15 @@ def test_other_awq_layouts_are_refused_at_version(version: str) -> None:
     q = {"quant_method": "awq", "bits": 4, "group_size": 128, "version": version}
     problems = refusal({**published("llama3_1_8b.json"), "quantization_config": q})
     assert [p.split(":")[0] for p in problems] == ["quantization_config.version"]
+
+
+@pytest.mark.parametrize("method", ["awq", "gptq"])
+def test_the_smallest_group_is_one_weight_and_none_or_per_row_is_refused(method: str) -> None:
+    """group_size 1 (a scale per weight) is a positive group and is sized; 0 and GPTQ's -1 (one group per row,
+    which these fields cannot say) are refused at group_size."""
+    q = {"quant_method": method, "bits": 4}
+    cfg = import_hf({**published("llama3_1_8b.json"), "quantization_config": {**q, "group_size": 1}}).config
+    assert (cfg.ckpt_format, cfg.ckpt_group_size) == (method, 1)
+    for group in (0, -1):
+        problems = refusal({**published("llama3_1_8b.json"), "quantization_config": {**q, "group_size": group}})
+        assert [p.split(":")[0] for p in problems] == ["quantization_config.group_size"]

@@ -39,3 +39,11 @@ def test_bytes_under_a_scheme_that_does_not_quantize_by_itself_say_why(scheme: s
     with pytest.raises(ValueError) as e:
         quantized_bytes((64, 64), scheme)
     check_golden("engine_texts", f"quantized_bytes refused {scheme}", str(e.value))
+
+
+def test_an_unknown_file_type_asked_of_the_gguf_module_is_refused_with_the_reviewed_words() -> None:
+    from engine.plan.gguf import file_types
+    from engine.presets import get_preset
+    with pytest.raises(ValueError) as e:
+        file_types(get_preset("microgpt").config, "Q4_K_X")
+    check_golden("engine_texts", "gguf file type refused Q4_K_X", str(e.value))
