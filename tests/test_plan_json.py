@@ -64,6 +64,12 @@ PLANS = {
                          Setup(mode="infer", seq=64, quant="nf4", quantize_also=("head",)), {}),
     "infer-mxfp4-shipped": (_small("gpt-oss-20b", 2), "h100-80gb", Layout(1), Setup(mode="infer", seq=64),
                             {"serving": Serving(engine="llama.cpp", activation_bytes=1000)}),
+    "infer-compute-bound": (_small("llama-3-8b", 2), "h100-80gb", Layout(1),
+                            Setup(mode="infer", seq=16, micro_batch=1024), {}),
+    "infer-hybrid-pp2": (_small("qwen3-next-80b-a3b", 4), "h100-80gb", Layout(2, pp=2), Setup(mode="infer", seq=64),
+                         {"request_tokens": 100}),
+    "infer-tied-pp2-int8-head": (_small("gemma-2-2b", 2), "h100-80gb", Layout(2, pp=2),
+                                 Setup(mode="infer", seq=64, quant="int8", quantize_also=("head",)), {}),
 }
 
 
