@@ -70,6 +70,11 @@ PLANS = {
                          {"request_tokens": 100}),
     "infer-tied-pp2-int8-head": (_small("gemma-2-2b", 2), "h100-80gb", Layout(2, pp=2),
                                  Setup(mode="infer", seq=64, quant="int8", quantize_also=("head",)), {}),
+    "infer-fp32-int8": (SMALL, "l4-24gb", Layout(1), Setup(mode="infer", seq=32, policy="fp32", quant="int8"), {}),
+    "infer-fp16-nf4": (SMALL, "l4-24gb", Layout(1), Setup(mode="infer", seq=32, policy="mixed-fp16", quant="nf4"),
+                       {}),
+    "infer-moe-no-shared": (_small("mixtral-8x7b", 2), "h100-80gb", Layout(1), Setup(mode="infer", seq=128), {}),
+    "infer-does-not-fit": (_small("llama-3-8b", 60), "l4-24gb", Layout(1), Setup(mode="infer", seq=1024), {}),
 }
 
 
@@ -78,6 +83,8 @@ def test_plan_json_is_the_reviewed_document(name):
     cfg, gpu, layout, setup, kw = PLANS[name]
     d = plan(cfg, gpu, layout, setup, **kw).as_dict()
     assert json.loads(json.dumps(d)) == d          # plain JSON: no tuples, no objects the CLI could not print
+    sizes = list(d["weights_by_storage"].values())
+    assert sizes == sorted(sizes, reverse=True)    # largest storage first, as the Planner lists them
     check_golden("plan_json", name, typed(d))
 
 

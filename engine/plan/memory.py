@@ -57,8 +57,9 @@ class Setup:
 
 
 def high_dtype(policy: str) -> str:
-    """The precision of weights that are not quantized: the policy's weight dtype."""
-    return {4: "fp32"}.get(_POLICY_BYTES[policy][0], POLICY_DTYPE[policy])
+    """The precision of weights that are not quantized: the policy's weight dtype (its compute dtype; fp32 for
+    fp32, which is the one policy whose weights take 4 bytes)."""
+    return POLICY_DTYPE[policy]
 
 
 def gpu_memory(cfg: ModelConfig, lay: Layout, s: Setup, stage: int = 0, dp_rank: int = 0) -> dict[str, int]:
