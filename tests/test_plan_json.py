@@ -74,6 +74,8 @@ PLANS = {
     "infer-fp16-nf4": (SMALL, "l4-24gb", Layout(1), Setup(mode="infer", seq=32, policy="mixed-fp16", quant="nf4"),
                        {}),
     "infer-moe-no-shared": (_small("mixtral-8x7b", 2), "h100-80gb", Layout(1), Setup(mode="infer", seq=128), {}),
+    "train-gpt2-pp2": (_small("gpt2", 2), "h100-80gb", Layout(2, pp=2), Setup(seq=32), {}),
+    "infer-bloom-pp2": (_small("bloom-560m", 2), "h100-80gb", Layout(2, pp=2), Setup(mode="infer", seq=32), {}),
     "infer-does-not-fit": (_small("llama-3-8b", 60), "l4-24gb", Layout(1), Setup(mode="infer", seq=1024), {}),
 }
 
@@ -254,3 +256,11 @@ def test_a_documented_default_is_the_one_used(name):
     fn, args, documented, other = DEFAULTS[name]
     assert fn(*args) == fn(*args, **documented)
     assert fn(*args, **other) != fn(*args, **documented)
+
+
+@pytest.mark.parametrize("rank", [0, 1, 2])
+def test_every_data_ranks_bytes_are_whole_numbers_under_zero_3(rank):
+    """Mixtral's 8 experts over 3 data ranks: chunks of 3, 3 and 2 experts; every rank's bytes stay integers."""
+    from engine.plan.memory import gpu_memory
+    got = gpu_memory(_small("mixtral-8x7b", 2), Layout(3, zero=3), Setup(seq=8), dp_rank=rank)
+    assert all(type(v) is int for v in got.values()), got

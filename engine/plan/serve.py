@@ -136,7 +136,7 @@ def capacity(cfg: ModelConfig, memory_bytes: int, lay: Layout, s: Setup, sv: Ser
     blocks = max(0, avail0 // page0) if page0 else 0
     pool = {st: blocks * page if page else max(avail, 0) for st, avail, page in stages}   # what each GPU reserves
     fits = lambda t: all(sequence_bytes(cfg, lay, s, t, stage=st) <= pool[st] for st in pool)  # noqa: E731
-    longest = _largest(fits, max(cfg.context_length, blocks * sv.block_size))
+    longest = _largest(fits, cfg.context_length)   # the answer is capped there: no need to search past it
     concurrency = min(pool[st] / max(1, sequence_bytes(cfg, lay, s, n, stage=st)) for st in pool)
     vllm = sv.engine == "vllm"
     formulas = {
@@ -150,7 +150,7 @@ def capacity(cfg: ModelConfig, memory_bytes: int, lay: Layout, s: Setup, sv: Ser
                             f"({sequence_bytes(cfg, lay, s, n, stage=st0):,} B)"),
     }
     return Capacity(engine=sv.engine, available_bytes=avail0, page_bytes=page0, blocks=blocks,
-                    kv_tokens=blocks * sv.block_size, max_context=min(longest, cfg.context_length),
+                    kv_tokens=blocks * sv.block_size, max_context=longest,
                     context_limit="memory" if longest < cfg.context_length else "context_length",
                     request_tokens=n, max_concurrency=concurrency,
                     assumptions={"utilization": sv.utilization, "activation_bytes": sv.activation_bytes,
