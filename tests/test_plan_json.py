@@ -210,15 +210,15 @@ def _defaults():
     from engine.plan.serve import capacity, memory_at, sequence_bytes
     from engine.plan.speed import speed
     dev = DEVICE_PROFILES[GPUS["h100-80gb"]]
-    tied = _small("gemma-2-2b", 2)
+    hybrid = _small("qwen3-next-80b-a3b", 4)   # gdn, gdn | gdn, full over 2 stages
     inf, lay2 = Setup(mode="infer", seq=64, micro_batch=2), Layout(4, pp=2, zero=3)
     moe = _small("mixtral-8x7b", 2)
     return {
         "gpu_memory.stage": (gpu_memory, (SMALL, lay2, Setup(seq=8)), {"stage": 0}, {"stage": 1}),
-        "gpu_memory.dp_rank": (gpu_memory, (ODD, Layout(3, zero=3), Setup(seq=8)), {"dp_rank": 0}, {"dp_rank": 2}),
-        "kv_cache_per_gpu.stage": (kv_cache_per_gpu, (tied, Layout(3, pp=3), inf), {"stage": 0}, {"stage": 2}),
+        "gpu_memory.dp_rank": (gpu_memory, (ODD, Layout(2, zero=3), Setup(seq=8)), {"dp_rank": 0}, {"dp_rank": 1}),
+        "kv_cache_per_gpu.stage": (kv_cache_per_gpu, (hybrid, Layout(2, pp=2), inf), {"stage": 0}, {"stage": 1}),
         "sequence_bytes.batch": (sequence_bytes, (SMALL, Layout(), inf, 16), {"batch": 1}, {"batch": 2}),
-        "sequence_bytes.stage": (sequence_bytes, (tied, Layout(3, pp=3), inf, 16), {"stage": 0}, {"stage": 2}),
+        "sequence_bytes.stage": (sequence_bytes, (hybrid, Layout(2, pp=2), inf, 16), {"stage": 0}, {"stage": 1}),
         "memory_at.batch": (memory_at, (SMALL, Layout(), inf, Serving(), 16), {"batch": 1}, {"batch": 3}),
         "capacity.serving": (capacity, (SMALL, 2**33, Layout(), inf), {"sv": Serving()},
                              {"sv": Serving(utilization=0.5)}),
