@@ -174,3 +174,18 @@ def assert_counts_match(hf) -> None:
     built = build_model(cfg, device="meta")
     assert count_params(cfg).total == sum(p.numel() for p in built.parameters()) == sum(
         p.numel() for p in hf.parameters())
+
+
+def unit_scale_model(cfg, dtype=None):
+    """Our model (eval, seed 1) with every matrix drawn at unit scale (seeded): the default init's small scores
+    tie at ReLU's zero and are too small to tell the attention paths apart."""
+    import torch
+
+    from engine.model import build_model
+    model = build_model(cfg, seed=1).eval()
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.ndim == 2:
+                p.copy_(torch.randn(p.shape, generator=g) / p.shape[1] ** 0.5)
+    return model if dtype is None else model.to(dtype)

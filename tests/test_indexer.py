@@ -21,7 +21,7 @@ transformers = pytest.importorskip("transformers", minversion="5.0")
 from engine.interop import (from_hf_config, from_transformers, hf_model_from_config, scramble_,  # noqa: E402
                             to_hf_config, to_transformers)
 from tests.hf_checks import (assert_both_attention_paths_match, assert_counts_match, assert_same_weights,  # noqa: E402
-                             hooked_outputs)
+                             hooked_outputs, unit_scale_model)
 
 transformers.logging.set_verbosity_error()
 V, T, TOPK = 97, 24, 5
@@ -120,22 +120,11 @@ def _tiny(**kw) -> ModelConfig:
                                  index_n_heads=8, index_head_dim=16), **kw})
 
 
-def _scrambled(cfg: ModelConfig):
-    """Our model with weights of unit scale: the default init's tiny scores would tie at ReLU's zero."""
-    model = build_model(cfg, seed=1).eval()
-    g = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.ndim == 2:
-                p.copy_(torch.randn(p.shape, generator=g) / p.shape[1] ** 0.5)
-    return model
-
-
 @pytest.mark.parametrize("kind", ["latent", "expanded"])
 @pytest.mark.parametrize("shared", [None, ("full", "shared", "full")])
 def test_decode_with_a_cache_matches_the_full_forward(kind, shared):
     cfg = _tiny(indexer_types=shared)
-    model = _scrambled(cfg)
+    model = unit_scale_model(cfg)
     for a in model.attention_layers():
         a.cache_kind = kind
     idx = _ids()
@@ -178,7 +167,7 @@ def test_fp8_decode_stays_close_and_keeps_what_its_keys_say():
     """With FP8 keys the indexer scores the dequantized keys (as DeepSeek's kernel does): bytes as above, logits
     near the full-precision forward's (a key near the top-k boundary may swap)."""
     cfg = _tiny()
-    model = _scrambled(cfg)
+    model = unit_scale_model(cfg)
     idx = _ids()
     cache = KVCache(cfg.n_layers)
     with torch.no_grad():

@@ -15,7 +15,7 @@ from engine.presets import PRESETS
 
 transformers = pytest.importorskip("transformers", minversion="5.0")
 from engine.interop import from_hf_config, from_transformers, hf_model_from_config, scramble_  # noqa: E402
-from tests.hf_checks import assert_both_attention_paths_match, assert_counts_match  # noqa: E402
+from tests.hf_checks import assert_both_attention_paths_match, assert_counts_match, unit_scale_model  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 V, T = 97, 12
@@ -180,23 +180,12 @@ def test_softmax_scale_takes_the_mscale_correction_only_under_yarn_past_factor_o
 SPARSE = dict(q_lora_rank=20, index_topk=3, index_n_heads=2, index_head_dim=8)
 
 
-def _unit(cfg: ModelConfig, dtype: torch.dtype = torch.float32):
-    """Our MLA model with matrices of unit scale (the default init's scores are too small to tell paths apart)."""
-    model = build_model(cfg, seed=1).eval()
-    g = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.ndim == 2:
-                p.copy_(torch.randn(p.shape, generator=g) / p.shape[1] ** 0.5)
-    return model.to(dtype)
-
-
 @pytest.mark.parametrize("dtype, tol", [(torch.float64, 1e-12), (torch.bfloat16, 3e-2)])
 @pytest.mark.parametrize("changes", [{}, SPARSE])
 def test_explicit_path_equals_sdpa_in_float64_and_bf16(dtype, tol, changes):
     """The explicit path's softmax runs in fp32 or wider and its probabilities return to the model's dtype: a
     float64 model keeps float64 precision, a bf16 model mixes its bf16 values (dense and under the top-k mask)."""
-    model = _unit(_tiny(**changes), dtype)
+    model = unit_scale_model(_tiny(**changes), dtype)
     idx = torch.randint(0, V, (2, T), generator=torch.Generator().manual_seed(5))
     with torch.no_grad():
         sdpa = model(idx)
@@ -210,7 +199,7 @@ def test_explicit_path_equals_sdpa_in_float64_and_bf16(dtype, tol, changes):
 def test_kept_probabilities_are_the_softmax_over_the_visible_keys(changes):
     """What the attention maps plot: per layer [B, H, T, S] rows that sum to 1, zero on future keys (and, with
     sparse attention, on every key the indexer dropped); nothing is kept unless asked."""
-    model = _unit(_tiny(**changes))
+    model = unit_scale_model(_tiny(**changes))
     idx = torch.randint(0, V, (2, T), generator=torch.Generator().manual_seed(5))
     model.set_attention("explicit")
     model(idx)
@@ -231,8 +220,8 @@ def test_kept_probabilities_are_the_softmax_over_the_visible_keys(changes):
 @pytest.mark.parametrize("impl", ["sdpa", "explicit"])
 def test_attention_dropout_acts_only_in_training(impl):
     idx = torch.randint(0, V, (2, T), generator=torch.Generator().manual_seed(5))
-    plain = _unit(_tiny(q_lora_rank=20))
-    model = _unit(_tiny(q_lora_rank=20, dropout=0.3))
+    plain = unit_scale_model(_tiny(q_lora_rank=20))
+    model = unit_scale_model(_tiny(q_lora_rank=20, dropout=0.3))
     for m in (plain, model):
         m.set_attention(impl)
     with torch.no_grad():
