@@ -167,6 +167,14 @@ def number_problem(name: str, value: Any, lo: float = 0, strict: bool = False) -
     return None if ok else f"{name}: {shown(value)} is not a number {'>' if strict else '>='} {lo:g}"
 
 
+def per_layer_problem(name: str, value: tuple | None, n_layers: int) -> str | None:
+    """A per-layer list (one entry per layer, or null) of the wrong length: its message, else None."""
+    if value is None or len(value) == n_layers:
+        return None
+    n = len(value)
+    return f"{name}: {n} {'entry' if n == 1 else 'entries'} for n_layers={n_layers}; give one per layer, or null"
+
+
 def size_problems(batch: Any, seq: Any) -> list[str]:
     """The batch and sequence-length checks every budget, measurement and command makes."""
     return [p for p in (int_problem("batch", batch), int_problem("seq", seq)) if p]

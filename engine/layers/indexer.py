@@ -27,7 +27,7 @@ from torch import nn
 from engine.layers.init import init_linear, init_norm
 from engine.layers.norm import LayerNorm
 from engine.layers.position import apply_rope
-from engine.validation import Knobs, declare, shown
+from engine.validation import Knobs, declare, per_layer_problem, shown
 
 if TYPE_CHECKING:   # engine.config assembles ModelConfig from this module's knobs
     from engine.config import ModelConfig
@@ -76,10 +76,8 @@ class IndexerKnobs(Knobs):
         one indexer type per layer, the first attention layer running its own."""
         out = []
         if ok("indexer_types", "n_layers") and c.indexer_types is not None:
-            if len(c.indexer_types) != c.n_layers:
-                n = len(c.indexer_types)
-                out.append(f"indexer_types: {n} {'entry' if n == 1 else 'entries'} for n_layers={c.n_layers}; give "
-                           "one per layer, or null")
+            if problem := per_layer_problem("indexer_types", c.indexer_types, c.n_layers):
+                out.append(problem)
             else:   # the first layer with attention (an FFN-only layer has none) picks the keys the others reuse
                 read = ok("layer_types") and len(c.layer_types or ()) in (0, c.n_layers)   # else reported there
                 first = next((i for i in range(c.n_layers) if read and "attention" in c.layer_mixers(i)), 0)

@@ -30,7 +30,7 @@ from engine.layers.mamba1 import Mamba1Mixer
 from engine.layers.mamba2 import Mamba2Mixer
 from engine.layers.mla import MLA, mla_kv_bytes, mla_matmul_params, mla_params, mla_saved_bytes
 from engine.layers.span import Chunk, keys_seen, query_key_pairs
-from engine.validation import Knobs, declare
+from engine.validation import Knobs, declare, per_layer_problem
 
 if TYPE_CHECKING:
     from engine.config import ModelConfig
@@ -171,11 +171,8 @@ class LayerKnobs(Knobs):
         layers need experts."""
         out = []
         for name in ("layer_types", "ffn_types"):
-            value = getattr(c, name)
-            if ok(name, "n_layers") and value is not None and len(value) != c.n_layers:
-                n = len(value)
-                out.append(f"{name}: {n} {'entry' if n == 1 else 'entries'} for n_layers={c.n_layers}; give one "
-                           "per layer, or null")
+            if ok(name, "n_layers") and (problem := per_layer_problem(name, getattr(c, name), c.n_layers)):
+                out.append(problem)
         if not ok("layer_types", "ffn_types", "n_layers") or any(p.startswith(("layer_types:", "ffn_types:"))
                                                                  for p in out):
             return out
