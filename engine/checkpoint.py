@@ -67,10 +67,13 @@ class CheckpointKnobs(Knobs):
         return out
 
 
+def default_keep(fmt: str) -> tuple[str, ...]:
+    """The parts a checkpoint format leaves unquantized when its file names none."""
+    return DEFAULT_KEEP.get(fmt, _KEEP)
+
+
 def kept_parts(cfg: ModelConfig) -> tuple[str, ...]:
-    if cfg.ckpt_keep is not None:
-        return cfg.ckpt_keep
-    return DEFAULT_KEEP.get(cfg.ckpt_format, _KEEP)
+    return cfg.ckpt_keep if cfg.ckpt_keep is not None else default_keep(cfg.ckpt_format)
 
 
 def part_of(role: str, name: str) -> str | None:

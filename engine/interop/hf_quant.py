@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from engine.checkpoint import DEFAULT_KEEP, _KEEP
+from engine.checkpoint import default_keep
 from engine.interop.hf_reader import _Reader
 
 KEY = "quantization_config"
@@ -39,8 +39,8 @@ def _part(module: str) -> str | None:
     return None
 
 
-def _keep(r: _Reader, q: dict, default: tuple[str, ...] = _KEEP) -> tuple[str, ...] | None:
-    """ckpt_keep from the skip list: None when it names only parts the format keeps anyway (`default`)."""
+def _keep(r: _Reader, q: dict, fmt: str) -> tuple[str, ...] | None:
+    """ckpt_keep from the skip list: None when it names only parts the format keeps anyway."""
     key = next((k for k in _SKIP_KEYS if q.get(k)), None)   # a list: hf_types refuses any other type
     if key is None:
         return None
@@ -52,6 +52,7 @@ def _keep(r: _Reader, q: dict, default: tuple[str, ...] = _KEEP) -> tuple[str, .
                                      "embeddings, lm_head) can be kept unquantized")
         elif part not in parts:
             parts.append(part)
+    default = default_keep(fmt)
     return None if set(parts) <= set(default) else tuple(dict.fromkeys(default + tuple(parts)))
 
 
@@ -66,16 +67,16 @@ def quantization_fields(r: _Reader) -> dict[str, Any]:
         return {}
     method = q.get("quant_method")
     if method == "mxfp4":
-        return dict(ckpt_format="mxfp4", ckpt_keep=_keep(r, q, DEFAULT_KEEP["mxfp4"]))
+        return dict(ckpt_format="mxfp4", ckpt_keep=_keep(r, q, "mxfp4"))
     if method == "fp8":
         block = q.get("weight_block_size")
         if not (isinstance(block, list) and len(block) == 2 and block[0] == block[1] and isinstance(block[0], int)):
             r.bad(f"{KEY}.weight_block_size", block, "square fp8 blocks [G, G] are read")
             return {}
-        return dict(ckpt_format="fp8_block", ckpt_group_size=block[0], ckpt_keep=_keep(r, q))
+        return dict(ckpt_format="fp8_block", ckpt_group_size=block[0], ckpt_keep=_keep(r, q, "fp8_block"))
     if method == "bitsandbytes":
         if q.get("load_in_8bit"):
-            return dict(ckpt_format="bnb_int8", ckpt_keep=_keep(r, q))
+            return dict(ckpt_format="bnb_int8", ckpt_keep=_keep(r, q, "bnb_int8"))
         kind = q.get("bnb_4bit_quant_type", "fp4")
         if not q.get("load_in_4bit"):
             r.bad(f"{KEY}.load_in_4bit", q.get("load_in_4bit"), "bitsandbytes is read with load_in_4bit or "
@@ -86,7 +87,7 @@ def quantization_fields(r: _Reader) -> dict[str, Any]:
             return {}
         fmt = f"bnb_{kind}"
         return dict(ckpt_format=fmt, ckpt_double_quant=bool(q.get("bnb_4bit_use_double_quant")),
-                    ckpt_keep=_keep(r, q))
+                    ckpt_keep=_keep(r, q, fmt))
     if method in ("awq", "gptq"):
         # AwqConfig's bits default to 4; GPTQConfig has no default (transformers refuses a gptq file without)
         bits = q.get("bits", q.get("w_bit", 4 if method == "awq" else None))
@@ -99,7 +100,7 @@ def quantization_fields(r: _Reader) -> dict[str, Any]:
         if not isinstance(group, int) or group < 1:
             r.bad(f"{KEY}.group_size", group, "a positive group size is read (not -1, one group per row)")
             return {}
-        return dict(ckpt_format=method, ckpt_bits=bits, ckpt_group_size=group, ckpt_keep=_keep(r, q))
+        return dict(ckpt_format=method, ckpt_bits=bits, ckpt_group_size=group, ckpt_keep=_keep(r, q, method))
     if method == "compressed-tensors":
         return _compressed(r, q)
     r.bad(f"{KEY}.quant_method", method, "mxfp4, fp8, compressed-tensors, bitsandbytes, awq and gptq are read")
@@ -111,10 +112,11 @@ def _compressed(r: _Reader, q: dict) -> dict[str, Any]:
     weights = groups[0].get("weights", {}) if len(groups) == 1 and isinstance(groups[0], dict) else {}
     bits, kind, size = weights.get("num_bits"), weights.get("type"), weights.get("group_size")
     if (bits, kind, size) == (4, "float", 16):
-        return dict(ckpt_format="nvfp4", ckpt_keep=_keep(r, q))
+        return dict(ckpt_format="nvfp4", ckpt_keep=_keep(r, q, "nvfp4"))
     block = weights.get("block_structure")
     if (bits, kind) == (8, "float") and isinstance(block, list) and len(set(block)) == 1:
-        return dict(ckpt_format="fp8_block", ckpt_group_size=block[0], ckpt_keep=_keep(r, q))
+        return dict(ckpt_format="fp8_block", ckpt_group_size=block[0], ckpt_keep=_keep(r, q, "fp8_block"))
     # the one group's weights scheme; without one (no group, several, none with weights), the groups as written
-    r.bad(f"{KEY}.config_groups", weights or q.get("config_groups"), "one group of NVFP4 (4-bit float, groups of 16) or block fp8 is read")
+    r.bad(f"{KEY}.config_groups", weights or q.get("config_groups"),
+          "one group of NVFP4 (4-bit float, groups of 16) or block fp8 is read")
     return {}
