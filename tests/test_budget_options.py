@@ -2,8 +2,9 @@
 
 - leaving an option out gives exactly the answer of spelling out its documented default (the default is the
   one the docstring and the app's labels promise, e.g. `activation_estimate`'s formula reads "sdpa attention");
-- every option changes the answer on a model where it matters (no option is silently ignored);
-- a value outside an option's choices is refused under the option's own name, as the CLI and pages print it.
+- every option changes the answer on a model where it matters (no option is silently ignored).
+A value outside an option's choices is refused under the option's own name: tests/test_choice_options.py holds
+that, word for word, for every function with a choice.
 
 The defaults are written out here, not read from the signatures: they are the documented behaviour."""
 import pytest
@@ -58,16 +59,6 @@ def test_the_activation_formula_names_the_default_attention():
     """The Budgets page prints this formula under the activation bar."""
     assert activation_estimate(GPT2, 2, 8).formula.startswith("saved by autograd (sdpa attention, N=B*T=16, e=4 B)")
     assert activation_estimate(GPT2, 2, 8, impl="explicit").formula.startswith("saved by autograd (explicit attention")
-
-
-STRING_OPTIONS = [(fn, opt) for fn, opt in OPTIONS if isinstance(CASES[fn][3][opt][0], str)]
-
-
-@pytest.mark.parametrize("fn,option", STRING_OPTIONS, ids=[f"{f}-{o}" for f, o in STRING_OPTIONS])
-def test_a_value_off_the_choices_is_refused_under_the_options_name(fn, option):
-    f, cfg, args, _ = CASES[fn]
-    with pytest.raises(ValueError, match=f"^(.*; )?{option}: 'Nonsense' is not one of "):
-        f(cfg, *args, **{option: "Nonsense"})
 
 
 @pytest.mark.parametrize("state_dtype", [None, "bf16", "fp32"])

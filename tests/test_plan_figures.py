@@ -1,13 +1,12 @@
-"""Figures of the budgets, the planner and training runs that a user reads, each held to a count made here: the
-context crossings in the dtype asked, the roofline's device, a pipeline's KV cache stage by stage, the 70B
-attn_v rule of llama.cpp's mixtures, the serving section of `plan --json`, and a run's samples drawn with its seed."""
+"""Figures of the budgets and the planner that a user reads, each held to a count made here: the context
+crossings in the dtype asked, the roofline's device, a pipeline's KV cache stage by stage, the 70B attn_v rule of
+llama.cpp's mixtures, and the serving section of `plan --json`."""
 from __future__ import annotations
 
 import pytest
 
 from engine.budget.context_memory import crossing, crossings
 from engine.budget.devices import DEVICE_PROFILES, DeviceProfile, roofline, roofline_on
-from engine.config import ModelConfig
 from engine.plan import Layout, Setup, plan
 from engine.plan.gguf import file_types
 from engine.plan.memory import gpu_memory
@@ -85,21 +84,3 @@ def test_plan_json_serving_section_names_each_figure(quant, engine):
     out = p.as_dict()["serving"]
     assert out == {key: getattr(p.capacity, attr) for key, attr in SERVING_KEYS.items()}
     assert out["engine"] == engine and out["page_bytes"] > 0 and out["formulas"]
-
-
-TINY = ModelConfig(name="tiny", d_model=32, n_layers=1, n_heads=2, ffn_multiple_of=8, vocab_size=2,
-                   context_length=16)
-
-
-def test_a_runs_samples_are_drawn_with_its_seed(monkeypatch):
-    """The names a finished run shows are the ones its seed draws from the trained model: drawing again with the
-    run's seed gives them back (a run at seed 3 does not show seed 0's draw)."""
-    import engine.train.loop as loop
-    built = []
-    build = loop.build_model
-    monkeypatch.setattr(loop, "build_model", lambda *a, **k: built.append(build(*a, **k)) or built[-1])
-    tc = loop.TrainConfig(steps=2, batch=4, seq=8, eval_every=2, eval_batches=1, samples=4, seed=3)
-    r = loop.train(TINY, tc, device="cpu")
-    assert r.status == "finished" and len(r.samples) == 4
-    data = loop.load_data(tc.data, seed=tc.seed)
-    assert r.samples == loop.sample(built[0], data, 4, seed=3) != loop.sample(built[0], data, 4, seed=0)

@@ -61,8 +61,10 @@ def test_the_run_result_is_whole(run):
     assert r.params == count_params(r.model_config).total
     assert r.final_loss == r.records[-1].val_loss
     assert r.message == f"4 steps: val loss {r.initial_loss:.3f} -> {r.final_loss:.3f} at 128 tokens/s (median step)"
-    # the samples come from the final model with the run's seed (1), the same names sampling again gives
+    # the samples come from the final model with the run's seed (1), the same names sampling again gives (a run
+    # at seed 1 does not show seed 0's draw)
     assert len(r.samples) == 2 and r.samples == sample(model, load_names(), 2, seed=1)
+    assert r.samples != sample(model, load_names(), 2, seed=0)
 
 
 def test_the_stored_run_reads_back_as_trained(run):
