@@ -10,7 +10,7 @@ from app import charts
 from app.charts import training as training_charts
 from engine.train.loop import StepRecord
 from engine.train.store import RunStore
-from tests.helpers import quiet
+from tests.browser_pages import quiet
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests.helpers import settle
+from tests.browser_pages import settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 DOCS_SHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"

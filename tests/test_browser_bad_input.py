@@ -4,7 +4,7 @@ red frame and no message; the uploader said "1MB per file" and refused anything 
 import pytest
 
 from engine.limits import MAX_CONFIG_BYTES
-from tests.helpers import settle
+from tests.browser_pages import settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 LOAD = 60_000

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from app.charts import FONT
-from tests.helpers import quiet, settle
+from tests.browser_pages import quiet, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 LABELS_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(plot => ({

@@ -2,7 +2,7 @@
 GPU count lands in the URL; an impossible layout is named, never a traceback."""
 import pytest
 
-from tests.helpers import settle
+from tests.browser_pages import settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -3,7 +3,7 @@ opened, shows every row without scrolling (its fixed ten-row height hid norms, o
 text stays readable (squeezed into the side column, DeepSeek's MLA block drew its 12-point text at ~6 px)."""
 import pytest
 
-from tests.helpers import quiet, settle
+from tests.browser_pages import quiet, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 GRAPHVIZ_TEXT_PX = 16     # Graphviz's 12-point labels at the SVG's natural size (1 pt = 4/3 px)

@@ -5,7 +5,7 @@ import base64
 
 import pytest
 
-from tests.helpers import settle
+from tests.browser_pages import settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 LOAD = 60_000

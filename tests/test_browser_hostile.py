@@ -6,7 +6,7 @@ import pytest
 
 from app.export import external_references, handout_html, handout_markdown
 from engine.config import ModelConfig
-from tests.helpers import settle
+from tests.browser_pages import settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 CRAFTED = "[x](http://evil.example/phish) ![i](http://evil.example/t.png) <img src=http://evil.example/a.png>"

@@ -5,7 +5,7 @@ import pytest
 
 from engine.budget.context_memory import all_attention, context_memory
 from engine.presets import PRESETS
-from tests.helpers import settle
+from tests.browser_pages import settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 LOAD = 60_000

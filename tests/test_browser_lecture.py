@@ -10,7 +10,8 @@ from app.charts.lecture import marked_activations_figure
 from app.lecture_sections import SECTIONS
 from engine.lecture import dense_activation_table
 from engine.presets import get_preset
-from tests.helpers import CUT_JS, LECTURE_NUMBERS as EXPECTED, quiet
+from tests.helpers import LECTURE_NUMBERS as EXPECTED
+from tests.browser_pages import CUT_JS, quiet
 
 pytestmark = pytest.mark.browser
 

@@ -4,7 +4,7 @@ in present mode's large type: test_browser_lecture.py's projector walk). A value
 (Streamlit's ellipsis container inside stMetricValue) is wider than what it shows: scrollWidth > clientWidth."""
 import pytest
 
-from tests.helpers import CUT_JS, quiet, settle
+from tests.browser_pages import CUT_JS, quiet, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 VIEWPORTS = [(1280, 800)]   # the narrowest columns: fonts are in rem, so a wider screen only gives a value more room

@@ -3,7 +3,7 @@ cut with an ellipsis) and the MLA KV curve, on Budgets' KV chart and in the Lect
 latent, not the heads". The curves are read from the drawn Plotly figures (each .js-plotly-plot holds its data)."""
 import pytest
 
-from tests.helpers import settle
+from tests.browser_pages import settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 CONTEXT = 163_840   # DeepSeek-V3's context_length

@@ -3,7 +3,7 @@ label back as the value, so a label that changed with another field (norm_bias's
 norm became layernorm) came back as an invalid value and froze every later edit until Reset."""
 import pytest
 
-from tests.helpers import quiet, settle
+from tests.browser_pages import quiet, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -10,7 +10,7 @@ from app.image_export import PROJECTOR, for_projector
 from app.sweep_view import SweepSpec, held_text, run_spec
 from engine.presets import get_preset
 from engine.sweep import METRICS
-from tests.helpers import CUT_TEXT_JS, quiet, settle, tick
+from tests.browser_pages import CUT_TEXT_JS, quiet, settle, tick
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SHOTS = os.environ.get("SWEEP_SHOTS")   # a folder to save screenshots in, for reviewing the look
