@@ -1,5 +1,5 @@
 """What the real-browser tests wait for and look at on a page of the app (Playwright pages): a quiet page, a
-settled one, a ticked box, and the text a box cuts."""
+settled one, a ticked box, a step that is taken once, and the text a box cuts."""
 from __future__ import annotations
 
 from tests.helpers import BROWSER_WAIT_MS
@@ -27,6 +27,24 @@ def tick(page, label: str, tries: int = 5) -> None:
         page.get_by_text(label, exact=True).click()
     quiet(page)
     assert box.is_checked(), f"{label}: still unticked after {tries} clicks"
+
+
+def step(page, act, before, after, tries: int = 3, wait_ms: int = 60_000) -> None:
+    """Do `act` (a click or a key press that moves the page on) until `after` (a locator) shows. An input that lands
+    while the page reruns can be lost (a PageDown was, in CI under load), so a try that shows nothing in `wait_ms` is
+    made again, but only on a quiet page that still shows `before`: a slow but taken step is never taken twice."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    for _ in range(tries):
+        quiet(page)
+        if after.is_visible() or not before.is_visible():
+            break
+        act()
+        try:
+            after.wait_for(timeout=wait_ms)
+            return
+        except PlaywrightTimeout:
+            continue
+    after.wait_for()   # names what never showed
 
 
 def settle(page, timeout_ms: int = BROWSER_WAIT_MS) -> None:

@@ -11,7 +11,7 @@ from app.lecture_sections import SECTIONS
 from engine.lecture import dense_activation_table
 from engine.presets import get_preset
 from tests.helpers import LECTURE_NUMBERS as EXPECTED
-from tests.browser_pages import CUT_JS, quiet
+from tests.browser_pages import CUT_JS, quiet, step
 
 pytestmark = pytest.mark.browser
 
@@ -48,9 +48,8 @@ def test_present_mode_deep_link(served_app, page):
     expect(page).to_have_url(re.compile(r"/lecture\?.*section=rope"))
     expect(page).to_have_url(re.compile(r"present=1"))
 
-    idle(page)
-    page.keyboard.press("PageDown")                                   # a presentation clicker's "next"
-    heading(page, "zloss").wait_for()
+    step(page, lambda: page.keyboard.press("PageDown"),                 # a presentation clicker's "next"
+         heading(page, "rope"), heading(page, "zloss"))
     expect(page.get_by_test_id("stMetricValue").filter(has_text="10.6931")).to_be_visible()
     expect(page).to_have_url(re.compile(r"section=zloss"))
 
@@ -77,8 +76,8 @@ def test_every_section_shows_its_numbers(served_app, page):
         for label, value in EXPECTED[section].items():
             assert shown.get(label) == value, (section, label, shown.get(label))
         if i < len(SECTIONS) - 1:
-            idle(page)
-            page.get_by_role("button", name=re.compile("Next")).click()
+            step(page, page.get_by_role("button", name=re.compile("Next")).click,
+                 heading(page, section), heading(page, list(SECTIONS)[i + 1]))
 
 
 def test_toggle_leaves_and_enters_present_mode(served_app, page):
@@ -87,8 +86,10 @@ def test_toggle_leaves_and_enters_present_mode(served_app, page):
     heading(page, "microgpt").wait_for()
     expect(page.get_by_test_id("stSidebar")).to_be_visible()
     expect(page.get_by_test_id("stMetricValue").filter(has_text="4,224").first).to_be_visible()
-    idle(page)
-    page.get_by_text("Present mode").click()
+
+    def toggle(on: bool):   # the switch's label: its input is drawn invisible
+        return page.locator("label", has=page.get_by_role("switch", name="Present mode", checked=on))
+    step(page, page.get_by_text("Present mode").click, toggle(False), toggle(True))
     expect(page.get_by_test_id("stSidebar")).to_be_hidden()
     expect(page).to_have_url(re.compile(r"present=1"))
 
@@ -145,7 +146,8 @@ def test_present_mode_on_a_projector_shows_metrics_whole_and_each_chart_without_
             if top < 0 or bottom > height:
                 below[section] = (top, bottom)
         if i < len(SECTIONS) - 1:
-            page.get_by_role("button", name=re.compile("Next")).click()
+            step(page, page.get_by_role("button", name=re.compile("Next")).click,
+                 heading(page, section), heading(page, list(SECTIONS)[i + 1]))
     context.close()
     assert len(cut) == len(SECTIONS) and not below, below
     assert not any(cut.values()), {k: v for k, v in cut.items() if v}
