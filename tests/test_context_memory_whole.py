@@ -44,3 +44,18 @@ def test_a_crossing_multiplied_out_for_a_plain_transformer():
     assert crossing(cfg, weights + 1000 * per_token + per_token - 1, 4096) == 1001
     assert crossing(cfg, weights - 1, 4096) == 0 and crossing(cfg, weights + 4096 * per_token, 4096) is None
     assert crossing(cfg, weights + 999 * per_token, 4096, batch=1, dtype="fp32") == 0      # fp32 weights: 4 B
+
+
+@pytest.mark.parametrize("dtype, size", [("fp32", 4), ("bf16", 2), ("fp16", 2)])
+@pytest.mark.parametrize("batch", [1, 3])
+def test_a_crossing_in_any_dtype_and_batch_is_multiplied_out(dtype, size, batch):
+    """llama-2-7b: `size` B a weight and a cached value; 32 layers x 2 (K, V) x 4,096 wide a token per sequence.
+    Room for the weights and 1,000 tokens (and a byte under one more) is first exceeded at token 1,001; room for
+    all 4,096 tokens is never exceeded; one byte under the weights is exceeded at 0."""
+    cfg = PRESETS["llama-2-7b"].config
+    weights, per_token = size * count_params(cfg).total, batch * 32 * 2 * 4096 * size
+    assert crossing(cfg, weights + 1000 * per_token, 4096, batch, dtype) == 1001
+    assert crossing(cfg, weights + 1001 * per_token - 1, 4096, batch, dtype) == 1001
+    assert crossing(cfg, weights + 4096 * per_token, 4096, batch, dtype) is None
+    assert crossing(cfg, weights + 4096 * per_token - 1, 4096, batch, dtype) == 4096
+    assert crossing(cfg, weights - 1, 4096, batch, dtype) == 0
