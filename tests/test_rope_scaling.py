@@ -66,6 +66,34 @@ def test_inverse_frequencies_and_attention_factor_equal_transformers(name, token
     assert not torch.allclose(ours, plain_inv_freq(16, 10000.0))   # the scaling changed the frequencies
 
 
+@pytest.mark.parametrize("factor", [1.0, 1.25, 1.5, 2.0, 2.5, 4.0])
+def test_yarn_at_every_factor_equals_transformers(factor):
+    """YaRN's attention factor is 1 at s = 1 and 0.1 ln s + 1 past it (1.5: 1.0405...), its frequencies
+    interpolated by s: both as transformers computes them, at factors just past 1 as at 4."""
+    config = dict(_LLAMA, max_position_embeddings=64, rope_parameters=_params(
+        "yarn", factor=factor, beta_fast=32.0, beta_slow=1.0, original_max_position_embeddings=16))
+    ref, ref_factor = ROPE_INIT_FUNCTIONS["yarn"](transformers.AutoConfig.for_model("llama", **config), "cpu")
+    ours, got = rope_inv_freq(from_hf_config(dict(config, model_type="llama")), 40)
+    torch.testing.assert_close(ours, ref.float(), rtol=1e-6, atol=0)
+    assert got == pytest.approx(float(ref_factor), rel=1e-12)
+    assert got == pytest.approx(1.0 if factor == 1 else 0.1 * math.log(factor) + 1.0, rel=1e-12)
+
+
+@pytest.mark.parametrize("max_pos", [16, 20, 24, 32, 64])
+def test_longrope_attention_factor_at_every_stretch_equals_transformers(max_pos):
+    """LongRoPE's factor sqrt(1 + ln s / ln L0), s = max_position_embeddings / L0 (16): 1 at s = 1, and past it
+    even for s = 1.25 or 1.5, as transformers computes it."""
+    params, _ = SCALINGS["longrope"]
+    config = dict(_LLAMA, rope_parameters=dict(params), max_position_embeddings=max_pos,
+                  original_max_position_embeddings=16)
+    _, ref_factor = ROPE_INIT_FUNCTIONS["longrope"](transformers.AutoConfig.for_model("llama", **config), "cpu",
+                                                    seq_len=40)
+    _, got = rope_inv_freq(from_hf_config(dict(config, model_type="llama")), 40)
+    s = max_pos / 16
+    assert got == pytest.approx(float(ref_factor), rel=1e-12)
+    assert got == pytest.approx(1.0 if s == 1 else math.sqrt(1 + math.log(s) / math.log(16)), rel=1e-12)
+
+
 def test_llama3_formula_by_hand():
     """Llama 3.1's rule on three frequencies (one per band), written out: L0 = 16, s = 8, low 1, high 4."""
     cfg = ModelConfig(position="rope", d_model=64, n_heads=4, rope_scaling="llama3", rope_factor=8.0,
