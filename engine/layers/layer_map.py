@@ -36,8 +36,9 @@ def mixer_key_label(cfg: ModelConfig, key: str) -> str:
     for word in key.split("+"):
         if word in MIXERS["attention"].words:
             latent = ", MLA" if cfg.mla else ""
-            span = {"full": "full", "sliding": f"sliding {cfg.attn_window or 0:,}",
-                    "chunked": f"chunks of {cfg.attn_chunk or 0:,}"}[word]
+            # a sliding (chunked) key comes only from a layer whose span is the window (the chunk): never None
+            span = "full" if word == "full" else f"sliding {cfg.attn_window:,}" if word == "sliding" \
+                else f"chunks of {cfg.attn_chunk:,}"
             parts.append(f"softmax attention ({span}{latent})")
         else:
             parts.append(MIXERS[word].label)
