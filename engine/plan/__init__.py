@@ -149,7 +149,8 @@ def weights_by_storage(cfg: ModelConfig, s: Setup) -> dict[str, int]:
 
 def smallest_layout(cfg: ModelConfig, gpu: str, setup: Setup, max_gpus: int = 64) -> Plan | None:
     """The fitting layout with the fewest GPUs (then the least memory per GPU), over power-of-two GPU counts,
-    tp in 1, 2, 4, 8, pp dividing into the layers, ZeRO 0-3; None when nothing up to `max_gpus` fits."""
+    tp in 1, 2, 4, 8, pp dividing into the layers, ZeRO 0-3 (on a tie the smaller tp, then pp, then ZeRO stage:
+    sharding that lowers no binding GPU is not asked for); None when nothing up to `max_gpus` fits."""
     require(choice_problem("gpu", gpu, GPUS), *setup_problems(resolve(setup)))
     memory = DEVICE_PROFILES[GPUS[gpu]].memory_bytes
     n = 1
