@@ -83,6 +83,8 @@ CASES: dict[str, tuple[str, str, Callable[[ModelConfig], ModelConfig]]] = {
     "qwen3_next dense": ("qwen3_next", "preset:qwen3-next-80b-a3b", _dense),
     "qwen3_5_moe_text": ("qwen3_5_moe_text", "preset:qwen3.5-35b-a3b", _SAME),
     "qwen3_5_text": ("qwen3_5_text", "preset:qwen3.5-9b", _SAME),
+    "qwen3_5_text, bf16 state": ("qwen3_5_text", "preset:qwen3.5-9b", lambda c: c.replace(state_dtype="bf16")),
+    "qwen3_5_text, state dtype unset": ("qwen3_5_text", "preset:qwen3.5-9b", lambda c: c.replace(state_dtype=None)),
     "kimi_linear": ("kimi_linear", "preset:kimi-linear-48b-a3b", _SAME),
     "kimi_linear dense, a vocabulary without the pad id": (
         "kimi_linear", "preset:kimi-linear-48b-a3b", lambda c: _dense(c).replace(vocab_size=32000)),
@@ -97,6 +99,8 @@ CASES: dict[str, tuple[str, str, Callable[[ModelConfig], ModelConfig]]] = {
     "jamba dense": ("jamba", "preset:jamba-v0.1", _dense),
     "nemotron_h (MoE)": ("nemotron_h", "preset:nemotron-3-nano-30b-a3b", _SAME),
     "nemotron_h dense": ("nemotron_h", "preset:nemotron-h-8b", _SAME),
+    "nemotron_h dense, bf16 state": ("nemotron_h", "preset:nemotron-h-8b", lambda c: c.replace(state_dtype="bf16")),
+    "nemotron_h dense, fp16 state": ("nemotron_h", "preset:nemotron-h-8b", lambda c: c.replace(state_dtype="fp16")),
     "minimax": ("minimax", "minimax-text-01.json", _SAME),
     "minimax, sliding attention layers": ("minimax", "minimax-text-01.json", _minimax_sliding),
     "bamba": ("bamba", "tiny-bamba", _SAME),
