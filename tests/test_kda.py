@@ -158,9 +158,9 @@ def test_decode_with_the_state_equals_one_forward(K, state_dtype):
     x = torch.randn(2, 15, 24, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         whole = layer(x)
-        cache = LayerKV()
+        cache = LayerKV("fp8")
         steps = [layer(x[:, :6], cache=cache)] + [layer(x[:, t:t + 1], cache=cache) for t in range(6, 15)]
-        cache2 = LayerKV()   # pieces of several tokens after the prompt (chunked prefill) start from the state too
+        cache2 = LayerKV("fp8")   # pieces of several tokens after the prompt (chunked prefill) start from the state too
         pieces = [layer(x[:, a:b], cache=cache2) for a, b in ((0, 6), (6, 8), (8, 9), (9, 12), (12, 15))]
     tol = 1e-5 if state_dtype == torch.float32 else 2e-2
     torch.testing.assert_close(torch.cat(steps, dim=1), whole, atol=tol, rtol=tol)

@@ -65,7 +65,7 @@ def test_attention_params_are_the_modules(kw):
 @pytest.mark.parametrize("window", [None, 3])
 def test_kv_bytes_are_the_cached_tensors(window):
     cfg = BASE.replace(attn_window=window)
-    attn, cache = Attention(cfg, window), LayerKV()
+    attn, cache = Attention(cfg, window), LayerKV("fp8")
     torch.manual_seed(0)
     x = torch.randn(2, 5, cfg.d_model)
     attn(x, torch.arange(5), None, cache)

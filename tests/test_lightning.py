@@ -87,9 +87,9 @@ def test_decode_with_the_state_equals_one_forward_and_transformers_cache(layer, 
     x = torch.randn(2, 13, 24, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         whole = ours(x)
-        cache = LayerKV()
+        cache = LayerKV("fp8")
         steps = [ours(x[:, :6], cache=cache)] + [ours(x[:, t:t + 1], cache=cache) for t in range(6, 13)]
-        cache2 = LayerKV()   # pieces of several tokens after the prompt (chunked prefill) start from the state too
+        cache2 = LayerKV("fp8")   # pieces of several tokens after the prompt (chunked prefill) start from the state too
         pieces = [ours(x[:, a:b], cache=cache2) for a, b in ((0, 6), (6, 9), (9, 10), (10, 13))]
         hf_cache = minimax.MiniMaxCache()
         hf(x[:, :6], None, None, cache=hf_cache)

@@ -58,11 +58,11 @@ def test_decoding_with_the_state_equals_the_full_forward(family):
     x = torch.randn(2, T, D_MODEL, generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
         full = ours(x)
-        state = LayerKV()
+        state = LayerKV("fp8")
         stepped = torch.cat([ours(x[:, t:t + 1], cache=state) for t in range(T)], 1)
-        state2 = LayerKV()
+        state2 = LayerKV("fp8")
         split = torch.cat([ours(x[:, :6], cache=state2)] + [ours(x[:, t:t + 1], cache=state2) for t in range(6, T)], 1)
-        state3 = LayerKV()   # pieces of several tokens after the prompt (chunked prefill) start from the state too
+        state3 = LayerKV("fp8")   # pieces of several tokens after the prompt (chunked prefill) start from the state too
         pieces = torch.cat([ours(x[:, a:b], cache=state3) for a, b in ((0, 6), (6, 8), (8, 9), (9, T))], 1)
         fresh = ours(x[:, 6:])
     tol = dict(rtol=0, atol=2e-5 * full.abs().max().item())

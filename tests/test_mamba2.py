@@ -88,13 +88,13 @@ def test_decoding_with_the_state_equals_the_full_forward_and_transformers_cache(
     x = torch.randn(2, T, D_MODEL, generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
         full = ours(x)
-        stepped, state = [], LayerKV()
+        stepped, state = [], LayerKV("fp8")
         for t in range(T):                                        # token by token: the recurrent form only
             stepped.append(ours(x[:, t:t + 1], cache=state))
-        split, state2 = [], LayerKV()
+        split, state2 = [], LayerKV("fp8")
         split.append(ours(x[:, :7], cache=state2))                      # a prompt (chunked), then decoding
         split += [ours(x[:, t:t + 1], cache=state2) for t in range(7, T)]
-        state3 = LayerKV()   # pieces of several tokens after the prompt (chunked prefill) start from the state too
+        state3 = LayerKV("fp8")   # pieces of several tokens after the prompt (chunked prefill) start from the state too
         pieces = torch.cat([ours(x[:, a:b], cache=state3) for a, b in ((0, 4), (4, 9), (9, 10), (10, T))], 1)
     tol = dict(rtol=0, atol=2e-5 * full.abs().max().item())
     torch.testing.assert_close(torch.cat(stepped, 1), full, **tol)

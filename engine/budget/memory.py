@@ -177,7 +177,7 @@ def layer_state_bytes(cfg: ModelConfig, spec: LayerSpec, batch: int, dtype: str,
         for part, count in m.state_elements(cfg, c.conv_positions).items():
             want = dtypes[part]
             resolved = {"model": dtype, "state": m.state_dtype(cfg) or dtype,
-                        "family": m.transformers_recurrent_dtype(cfg) or dtype}.get(want, want)
+                        "family": m.transformers_state_dtype or dtype}.get(want, want)
             out[part] += batch * count * DTYPE_BYTES[resolved]
     return out
 

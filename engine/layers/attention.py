@@ -133,7 +133,7 @@ class LayerKV:
     indexer.py). A recurrent mixer (engine/layers/mixers.py): its fixed state, the short convolution's last
     inputs `conv` [B, C, K-1] and the recurrent `recurrent` tensor, whatever the context length."""
 
-    def __init__(self, index_format: str = "fp8") -> None:
+    def __init__(self, index_format: str) -> None:   # KVCache passes its own index_keys
         self.k: torch.Tensor | None = None
         self.v: torch.Tensor | None = None
         self.start = 0

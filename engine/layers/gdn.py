@@ -231,6 +231,7 @@ class GDNMixer(Mixer):
     name, label, words, attr = "gdn", "Gated DeltaNet", ("gdn",), "gdn"
     components = ("gdn_in_proj", "gdn_conv", "gdn_gates", "gdn_out_proj")
     recurrent = True
+    transformers_state_dtype = "fp32"
 
     def summary(self, cfg):
         d = gdn_dims(cfg)
@@ -261,9 +262,6 @@ class GDNMixer(Mixer):
         dims = gdn_dims(cfg)
         shapes = gdn_state_shapes(dims, conv_positions(dims.conv_kernel))
         return {k: math.prod(v) for k, v in shapes.items()}
-
-    def transformers_recurrent_dtype(self, cfg):
-        return "fp32"
 
     def saved_bytes(self, cfg, spec: LayerSpec, B, T, e, impl, add):
         for term, n in gdn_saved_bytes(gdn_dims(cfg), B, T, e).items():

@@ -174,6 +174,7 @@ class KDAMixer(Mixer):
     name, label, words, attr = "kda", "Kimi Delta Attention", ("kda",), "kda"
     components = ("kda_in_proj", "kda_conv", "kda_gates", "kda_out_proj")
     recurrent = True
+    transformers_state_dtype = "fp32"
 
     def summary(self, cfg):
         d = gdn_dims(cfg)
@@ -206,9 +207,6 @@ class KDAMixer(Mixer):
     def state_elements(self, cfg, conv_positions):
         dims = gdn_dims(cfg)
         return {k: math.prod(v) for k, v in gdn_state_shapes(dims, conv_positions(dims.conv_kernel)).items()}
-
-    def transformers_recurrent_dtype(self, cfg):
-        return "fp32"
 
     def state_dtype(self, cfg):
         """vLLM keeps KDA's recurrent state in fp32 whatever the cache dtypes say (MambaStateDtypeCalculator

@@ -51,6 +51,7 @@ class Mixer:
     components: tuple[str, ...] = ()
     recurrent = False              # a fixed state per sequence instead of a KV cache
     per_layer = False              # its module depends on the layer's depth (lightning's decay): LayerSpec.layer
+    transformers_state_dtype: str | None = None   # the dtype transformers' cache keeps the state in (None: the model's)
 
     def summary(self, cfg: ModelConfig) -> list[str]:
         """Lines describing this kind's layer in cfg, for diagrams and tables (its name, its sizes)."""
@@ -98,10 +99,6 @@ class Mixer:
         """Per sequence, elements of the state: 'conv' (the window, positions from the kernel K by the
         convention) and 'recurrent'. Empty for a kind without state."""
         return {}
-
-    def transformers_recurrent_dtype(self, cfg: ModelConfig) -> str | None:
-        """The dtype transformers' cache keeps the recurrent state in (None: the model's)."""
-        return None
 
     def state_dtype(self, cfg: ModelConfig) -> str | None:
         """The dtype vLLM's cache (and this engine's) keeps the recurrent state in: the config's state_dtype

@@ -250,6 +250,7 @@ class Mamba1Mixer(Mixer):
     name, label, words, attr = "mamba1", "Mamba-1", ("mamba1",), "mamba"
     components = ("ssm_in", "ssm_conv", "ssm_dt_bc", "ssm_heads", "ssm_norm", "ssm_out")
     recurrent = True
+    transformers_state_dtype = "fp32"   # mamba_selective_scan's state is fp32 after its first step (dt, A are fp32)
 
     def summary(self, cfg):
         d = mamba1_dims(cfg)
@@ -281,9 +282,6 @@ class Mamba1Mixer(Mixer):
     def state_elements(self, cfg, conv_positions):
         d = mamba1_dims(cfg)
         return mamba1_state_elements(d, conv_positions(d.conv_kernel))
-
-    def transformers_recurrent_dtype(self, cfg):
-        return "fp32"   # mamba_selective_scan's state is fp32 after its first step (dt, A are fp32)
 
     def saved_bytes(self, cfg, spec, B, T, e, impl, add):
         for term, n in mamba1_saved_bytes(mamba1_dims(cfg), B, T, e).items():

@@ -300,6 +300,7 @@ class Mamba2Mixer(Mixer):
     name, label, words, attr = "mamba2", "Mamba-2", ("mamba2",), "mamba"
     components = ("ssm_in", "ssm_conv", "ssm_heads", "ssm_norm", "ssm_out")
     recurrent = True
+    transformers_state_dtype = "fp32"   # mamba2_chunk_scan computes and returns the state in fp32
 
     def summary(self, cfg):
         d = mamba2_dims(cfg)
@@ -330,9 +331,6 @@ class Mamba2Mixer(Mixer):
     def state_elements(self, cfg, conv_positions):
         dims = mamba2_dims(cfg)
         return mamba2_state_elements(dims, conv_positions(dims.conv_kernel))
-
-    def transformers_recurrent_dtype(self, cfg):
-        return "fp32"   # mamba2_chunk_scan computes and returns the state in fp32
 
     def saved_bytes(self, cfg, spec, B, T, e, impl, add):
         for term, n in mamba2_saved_bytes(mamba2_dims(cfg), B, T, e).items():
