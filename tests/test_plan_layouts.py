@@ -248,3 +248,28 @@ def test_several_unknown_lora_targets_are_listed_in_one_readable_message():
     from engine.plan.finetune import target_problems
     assert target_problems(("qkv", "q", "mlp"), 8) == \
         ["lora_targets: qkv, mlp not among q, k, v, o, gate, up, down"]
+
+
+# layers with a mixer only, an FFN only, both, a mixer only: 1, 1, 2 and 1 norms of width d_model
+MIXED = ModelConfig(name="mixed", bias=False, tie_embeddings=False, position="rope",
+                    layer_types=("full", "none", "full", "full"), ffn_types=("none", "dense", "dense", "none"), **BASE)
+
+
+@pytest.mark.parametrize("lay", [Layout(2, 2), Layout(4, 2, 2), Layout(2, 2, sequence_parallel=True)],
+                         ids=["tp2", "tp2-pp2", "tp2-sp"])
+def test_tensor_parallel_activations_keep_each_layer_s_own_norms_whole(lay):
+    """TP splits everything a block saves but its norms' inputs (without sequence parallelism), so a layer
+    that skips its mixer or its FFN also skips that norm: the replicated share is counted layer by layer from
+    the norms the built model has, not as if every layer had the full block's."""
+    B, T, m = 2, 8, 3
+    act = activation_estimate(MIXED, B, T, "bf16", "sdpa", "none")
+    blocks = DecoderLM(MIXED).blocks
+    norm = norm_saved_bytes(MIXED, B * T, MIXED.d_model, 2)
+    for stage in range(lay.pp):
+        layers = range(stage * 4 // lay.pp, (stage + 1) * 4 // lay.pp)
+        whole = sum(act.per_layer[i] for i in layers)
+        kept = 0 if lay.sequence_parallel else norm * sum(
+            sum(name.startswith("norm") for name, _ in blocks[i].named_children()) for i in layers)
+        edges = (act.embedding if stage == 0 else 0) + (act.head if stage == lay.pp - 1 else 0)
+        want = min(lay.pp - stage, m) * (kept + math.ceil((whole - kept) / lay.tp) + edges)
+        assert gpu_memory(MIXED, lay, Setup(micro_batch=B, seq=T, micro_batches=m), stage)["activations"] == want
