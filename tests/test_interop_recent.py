@@ -59,10 +59,10 @@ CASES = {
     "ministral3": ("ministral3", dict(_LLAMA, rope_parameters=dict(_YARN, rope_theta=1e4, original_max_position_embeddings=4,
                                                                    llama_4_scaling_beta=0.5, mscale=1.0,
                                                                    mscale_all_dim=1.0)), "ministral3"),
-    # DeepSeek-V3's MoE (groups, selection bias, shared expert, routed scale) on GQA with q/k/v biases, half of
-    # each head rotating, QK-norm, one dense layer first
-    "glm4_moe": ("glm4_moe", dict(_MOE, n_routed_experts=8, n_shared_experts=1, first_k_dense_replace=1, n_group=2,
-                                  topk_group=1, routed_scaling_factor=2.5, use_qk_norm=True, attention_bias=True),
+    # DeepSeek-V3's MoE (experts chosen in the best 2 of 4 groups, selection bias, shared expert, routed scale) on
+    # GQA with q/k/v biases, half of each head rotating, QK-norm, one dense layer first
+    "glm4_moe": ("glm4_moe", dict(_MOE, n_routed_experts=8, n_shared_experts=1, first_k_dense_replace=1, n_group=4,
+                                  topk_group=2, routed_scaling_factor=2.5, use_qk_norm=True, attention_bias=True),
                  "glm4_moe"),
     # Qwen3 attention with windows 5 from layer 2 on (max_window_layers 1), DeepSeek-V3's MoE, 2 shared experts
     "dots1": ("dots1", dict(_MOE, n_routed_experts=4, n_shared_experts=2, first_k_dense_replace=1, sliding_window=5,
