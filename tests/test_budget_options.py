@@ -70,3 +70,12 @@ def test_the_all_attention_twin_does_not_depend_on_the_hybrids_state_dtype(state
     twin = all_attention(HYBRID.replace(state_dtype=state_dtype))
     assert twin == all_attention(HYBRID.replace(state_dtype=None))
     assert twin.state_dtype is None and all(t in ("full", "sliding", "none") for t in twin.layer_types)
+
+
+@pytest.mark.parametrize("fn", [index_key_layers, index_key_cache_bytes])
+def test_indexer_keys_take_zero_tokens_and_refuse_a_negative_count_by_name(fn):
+    """0 tokens is a cache's fixed part (no indexer key yet); -1 tokens is a caller's mistake, refused under the
+    argument's own name rather than answered with negative bytes."""
+    assert index_key_cache_bytes(DSA, 2, 0) == 0 < index_key_cache_bytes(DSA, 2, 1)
+    with pytest.raises(ValueError, match=r"^tokens: -1 is not an integer >= 0$"):
+        fn(DSA, 2, -1)
