@@ -101,3 +101,13 @@ def test_published_style_keys_are_read_or_listed():
                "vision_config": {"depth": 2}, "image_token_id": 5}
     assert from_hf_config(wrapped) == from_hf_config(text)   # named by its text model's family, as every wrapper
     assert isinstance(from_hf_config({"model_type": "qwen3_next"}), ModelConfig)
+
+
+def test_qwen3_5_moe_reads_no_dense_width_from_a_stray_intermediate_size():
+    """Qwen3.5-MoE has no intermediate_size (every layer is MoE; transformers' text config has no such field
+    and builds the same model with or without it): a file carrying one imports as the same config, and exports
+    the same config.json, as the file without it."""
+    model_type, config = CASES["qwen3_5_moe_text"]
+    plain = from_hf_config({"model_type": model_type, **config})
+    stray = from_hf_config({"model_type": model_type, **config, "intermediate_size": 999})
+    assert stray == plain and to_hf_config(stray) == to_hf_config(plain)
