@@ -7,14 +7,17 @@ A value outside an option's choices is refused under the option's own name: test
 that, word for word, for every function with a choice.
 
 The defaults are written out here, not read from the signatures: they are the documented behaviour."""
+import re
+
 import pytest
 
 from engine.budget.activations import activation_estimate
-from engine.budget.context_memory import context_memory, crossing, inference_bytes
+from engine.budget.context_memory import context_memory, crossing, crossings, inference_bytes
 from engine.budget.devices import roofline
 from engine.budget.flops import arithmetic_intensity
 from engine.budget.memory import (index_key_cache_bytes, index_key_layers, kv_cache_bytes, memory_budget,
                                   state_bytes, state_conventions)
+from engine.lecture.state import fixed_state
 from engine.presets import get_preset
 
 GPT2, DSA, HYBRID = (get_preset(n).config for n in ("gpt2", "deepseek-v3.2", "qwen3.5-9b"))
@@ -79,3 +82,17 @@ def test_indexer_keys_take_zero_tokens_and_refuse_a_negative_count_by_name(fn):
     assert index_key_cache_bytes(DSA, 2, 0) == 0 < index_key_cache_bytes(DSA, 2, 1)
     with pytest.raises(ValueError, match=r"^tokens: -1 is not an integer >= 0$"):
         fn(DSA, 2, -1)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: kv_cache_bytes(DSA, 1, 0), "tokens: 0 is not an integer >= 1"),
+    (lambda: kv_cache_bytes(DSA, 0, 8), "batch: 0 is not an integer >= 1"),
+    (lambda: context_memory(HYBRID, (-4, -1)), "tokens: -1 is not an integer >= 1"),
+    (lambda: crossings(HYBRID, 1024, gpus=0), "gpus: 0 is not an integer >= 1"),
+    (lambda: crossings(HYBRID, 0), "max_tokens: 0 is not an integer >= 1"),
+    (lambda: fixed_state(HYBRID, (0, 64)), "tokens: 0 is not an integer >= 1"),
+])
+def test_a_bad_count_is_refused_under_the_argument_s_own_name(call, message):
+    """Each budget names the argument the caller gave (tokens, gpus, max_tokens), not a generic 'seq' or 'batch'."""
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        call()

@@ -17,7 +17,7 @@ from engine.budget.params import count_params
 from engine.config import ModelConfig
 from engine.layers.mixers import RECURRENT_WORDS
 from engine.runtime import DTYPE_BYTES
-from engine.validation import choice_problem, require, size_problems
+from engine.validation import choice_problem, int_problem, require
 
 
 def all_attention(cfg: ModelConfig) -> ModelConfig:
@@ -48,7 +48,8 @@ class ContextMemory:
 
 def context_memory(cfg: ModelConfig, tokens: tuple[int, ...], batch: int = 1, dtype: str = "bf16") -> ContextMemory:
     """Weights, KV cache (attention layers) and recurrent state of cfg at every context in `tokens`."""
-    require(choice_problem("dtype", dtype, DTYPE_BYTES), *size_problems(batch, max(tokens, default=1)))
+    require(choice_problem("dtype", dtype, DTYPE_BYTES), int_problem("batch", batch),
+            int_problem("tokens", max(tokens, default=1)))
     parts = state_bytes(cfg, batch, dtype)
     kv = tuple(kv_cache_bytes(cfg, batch, t, dtype) for t in tokens)
     return ContextMemory(tuple(tokens), count_params(cfg).total * DTYPE_BYTES[dtype], kv,
@@ -100,8 +101,9 @@ def crossings(cfg: ModelConfig, max_tokens: int, batch: int = 1, dtype: str = "b
     """crossing for each of `devices` (None: every memory_devices one), `gpus` of them pooled (weights and cache
     split across them, as tensor parallelism does, with nothing else held)."""
     names = memory_devices() if devices is None else list(devices)
-    require(*size_problems(gpus, max_tokens), *(f"devices: {n!r} is not one of {', '.join(memory_devices())}"
-                                                for n in names if n not in memory_devices()))
+    require(int_problem("gpus", gpus), int_problem("max_tokens", max_tokens),
+            *(f"devices: {n!r} is not one of {', '.join(memory_devices())}"
+              for n in names if n not in memory_devices()))
     dense = all_attention(cfg)
     out = []
     for name in names:

@@ -111,7 +111,8 @@ def kv_cache_bytes(cfg: ModelConfig, batch: int, tokens: int, dtype: str = "bf16
     MLA holds the latent and the shared rotary key (kind "latent") or, for comparison, the expanded per-head
     keys and values (kind "expanded"); with sparse attention, plus index_key_cache_bytes."""
     require(choice_problem("dtype", dtype, DTYPE_BYTES), choice_problem("kind", kind, KV_KINDS),
-            choice_problem("index_keys", index_keys, INDEX_KEY_FORMATS), *size_problems(batch, tokens))
+            choice_problem("index_keys", index_keys, INDEX_KEY_FORMATS), int_problem("batch", batch),
+            int_problem("tokens", tokens))
     index = index_key_cache_bytes(cfg, batch, tokens, dtype, index_keys)
     if cfg.mla and kind == "expanded":
         layers = sum(n for spec, n in layer_groups(cfg) if spec.attention)

@@ -19,7 +19,7 @@ from engine.budget.memory import kv_cache_bytes, state_bytes
 from engine.config import ModelConfig
 from engine.layers.layer_map import with_attention_layers
 from engine.layers.mixers import MIXERS
-from engine.validation import require, size_problems
+from engine.validation import int_problem, require
 
 MARKS = (4_096, 131_072, 1_048_576)    # 4K, 128K, 1M tokens
 
@@ -77,7 +77,7 @@ def _kind(label: str, c: ModelConfig, tokens: tuple[int, ...], marks: tuple[int,
 def fixed_state(cfg: ModelConfig, tokens: Sequence[int], dtype: str = "bf16",
                 marks: Sequence[int] = MARKS) -> FixedState:
     """Bytes per sequence and FLOPs per decoded token along `tokens` (and at `marks`) for each of state_layouts."""
-    require(*size_problems(1, min(tokens, default=1)))
+    require(int_problem("tokens", min(tokens, default=1)))
     tokens, marks = tuple(tokens), tuple(marks)
     kinds = tuple(_kind(label, c, tokens, marks, dtype) for label, c in state_layouts(cfg).items())
     return FixedState(name=cfg.name, n_layers=cfg.n_layers, dtype=dtype, tokens=tokens, marks=marks, kinds=kinds)
