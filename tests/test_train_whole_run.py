@@ -54,6 +54,19 @@ def test_every_step_record_holds_its_lr_throughput_and_evaluations(run):
         assert (rec.aux_loss, rec.router_z_loss, rec.expert_load) == (None, None, None)   # a dense model
 
 
+def test_the_optimizer_steps_with_the_scheduled_lr_not_the_peak(names, monkeypatch):
+    """The warmup and the cosine reach the weights: every parameter group of the AdamW that takes step n holds
+    the schedule's lr for it (by hand, as above), not tc.lr; the record shows the same number."""
+    opts, seen = [], []
+    real = loop._optimizer
+    monkeypatch.setattr(loop, "_optimizer", lambda *a: opts.append(real(*a)) or opts[-1])
+    r = train(TINY, TC.replace(samples=0), names, device="cpu",
+              on_step=lambda rec: seen.append([g["lr"] for g in opts[0].param_groups]))
+    want = [0.005, 0.01, 0.01, 0.0055]
+    assert len(opts[0].param_groups) == 2 and [lrs[0] for lrs in seen] == pytest.approx(want, rel=1e-12)
+    assert all(len(set(lrs)) == 1 for lrs in seen) and [rec.lr for rec in r.records] == [lrs[0] for lrs in seen]
+
+
 def test_the_run_result_is_whole(run):
     r, _, model = run
     assert (r.status, r.tokens_per_s, r.tokens_per_s_spread) == ("finished", 128.0, 0.0)
@@ -128,6 +141,17 @@ def test_a_non_finite_gradient_is_named(names, monkeypatch):
     assert r.status == "diverged" and r.records == []
     assert " gradient is not finite (grad norm inf, lr 0.005); the curve up to step 0 is kept." in r.message
     assert r.message.startswith("diverged at step 1: training loss ")
+
+
+def test_a_non_finite_loss_is_named_word_for_word(names, monkeypatch):
+    """An infinite training loss at step 1 (the first step's cross-entropy times inf): the message says the loss
+    is not finite, with the step, the grad norm and the warmup's lr 0.01 / 2."""
+    real = loop.F.cross_entropy
+    monkeypatch.setattr(loop.F, "cross_entropy", lambda *a, **k: real(*a, **k) * math.inf)
+    r = train(TINY, TC.replace(samples=0), names, device="cpu")
+    assert (r.status, r.records, r.final_loss) == ("diverged", [], None)
+    assert r.message == ("diverged at step 1: training loss inf is not finite (grad norm nan, lr 0.005); the curve "
+                         "up to step 0 is kept. Try a smaller lr, a warmup, clipping or z-loss.")
 
 
 def test_names_are_sampled_up_to_24_characters_at_temperature_0_8_with_seed_0(names):
