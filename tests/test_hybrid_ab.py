@@ -62,6 +62,16 @@ def test_ab_pair_is_a_hybrid_and_its_equal_transformer():
     assert abs(count_params(t).total - count_params(h).total) <= d_ff_step(t) / 2
 
 
+@pytest.mark.parametrize("n, label, layers", [
+    (6, "hybrid (1 attention of 6, Gated DeltaNet)", "gdn gdn gdn gdn gdn full"),          # 6 / 4 rounds down
+    (8, "hybrid (2 attention of 8, Gated DeltaNet)", "gdn gdn gdn full gdn gdn gdn full")])  # a whole count: "2"
+def test_a_hybrid_has_one_attention_layer_in_four_rounded_down(n, label, layers):
+    """The label the page and the CLI show names a whole number of attention layers, and the layout holds that
+    many, spread evenly."""
+    (_, t), (hl, h) = ab_configs(small_version(PRESETS["gpt2"].config, n_layers=n), AB).items()
+    assert (hl, " ".join(h.layer_types)) == (label, layers) and t.layer_types == ("full",) * n
+
+
 def test_compare_pins_the_transformer(new_app):
     at = new_app("pages/compare.py", preset="qwen3-next-80b-a3b")
     at.run(timeout=120)
