@@ -88,6 +88,22 @@ def test_a_job_trains_on_its_own_data_into_the_store_and_stops_mid_run(tmp_path)
         [(SMALL.name, "stopped", len(result.records))]
 
 
+def test_a_job_with_a_ticket_waits_for_the_busy_slot_then_trains_and_frees_it():
+    """On a server queue of one slot held by another session's run, the job waits (its place shown, nothing
+    trained); once that run leaves it trains, and when it ends its slot goes to the next in line."""
+    from engine.job_queue import DONE, JobQueue
+    queue = JobQueue(limit=1, capacity=5)
+    blocker = queue.enter("another session's run", 30.0)
+    job = TrainJob({"a": SMALL}, TC.replace(steps=2, samples=0), load_names(), device="cpu",
+                   ticket=queue.enter("training", 5.0)).start()
+    assert job.waiting and job.ticket.position == 1 and job.steps_done == 0 and queue.running == 1
+    blocker.leave()
+    job.join(60)
+    assert job.error is None and job.results["a"].status == "finished" and not job.cancelled
+    assert (job.ticket.state, queue.running, queue.waiting) == (DONE, 0, 0)
+    assert queue.counts == {"running": 2, "done": 2, "cancelled": 0}
+
+
 def test_a_job_reports_the_device_it_was_given():
     job = TrainJob({"a": SMALL}, TC, load_names(), device="cuda:99").start()
     job.join(60)
