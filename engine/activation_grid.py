@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.layers.ffn import ACTIVATIONS, DENSE_FFNS, GATED_FFNS, ffn_formula, gated_unit
+from engine.layers.ffn import ACTIVATIONS, DENSE_FFNS, GATED_FFNS, FFNKnobs, Unit, ffn_formula, gated_unit
 from engine.validation import choice_problem, int_problem, require
 
 
@@ -29,6 +29,11 @@ class Curve:
 FORMULAS = {name: ffn_formula(name) for name in DENSE_FFNS + GATED_FFNS}
 
 
+def _unit(name: str) -> Unit:
+    """The gated unit at the config's declared defaults (clamp limit and slope: gpt-oss's; no gate scale)."""
+    return gated_unit(name, FFNKnobs.swiglu_limit, FFNKnobs.swiglu_alpha, FFNKnobs.ffn_gate_scale)
+
+
 def _grid(lo: float, hi: float, n: int) -> torch.Tensor:
     require(int_problem("n", n, lo=2))
     if not hi > lo:
@@ -41,7 +46,7 @@ def activation_curve(name: str, lo: float = -4.0, hi: float = 4.0, n: int = 201)
     require(choice_problem("activation", name, FORMULAS))
     x = _grid(lo, hi, n)
     if name in GATED_FFNS:
-        y = gated_unit(name)(x, x)
+        y = _unit(name)(x, x)
     else:
         y = ACTIVATIONS[name].fn(x)
     (dy,) = torch.autograd.grad(y.sum(), x)   # elementwise functions: the gradient of the sum is dy/dx
@@ -65,5 +70,5 @@ def gated_surface(name: str, lo: float = -3.0, hi: float = 3.0, n: int = 61) -> 
     """act(g) * u on an n x n grid: the gate decides how much of the linear `up` value passes."""
     require(choice_problem("gated ffn", name, GATED_FFNS))
     axis = _grid(lo, hi, n).detach()
-    z = gated_unit(name)(axis[None, :], axis[:, None])
+    z = _unit(name)(axis[None, :], axis[:, None])
     return Surface(name, axis.tolist(), axis.tolist(), z.tolist())

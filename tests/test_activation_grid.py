@@ -32,6 +32,15 @@ def test_gated_product_is_act_times_x():
     assert swiglu.dy == pytest.approx([d * x + s for d, s, x in zip(silu.dy, silu.y, silu.x)])
 
 
+def test_clamped_swiglu_draws_gpt_oss_limit_and_slope():
+    """The chart's clamped SwiGLU is gpt-oss's: g'·σ(1.702·g')·(u' + 1), both inputs clipped at 7."""
+    sig = lambda z: 1 / (1 + math.exp(-z))
+    c = activation_curve("swiglu_clamped", 1.0, 8.0, 2)
+    assert c.y == pytest.approx([sig(1.702) * 2, 7 * sig(7 * 1.702) * 8])
+    s = gated_surface("swiglu_clamped", -1.0, 1.0, 2)
+    assert s.z[1][0] == pytest.approx(-sig(-1.702) * 2)     # g = -1, u = 1
+
+
 def test_gelu_tanh_close_to_exact():
     exact, approx = activation_curve("gelu", -4, 4, 81), activation_curve("gelu_tanh", -4, 4, 81)
     assert max(abs(a - b) for a, b in zip(exact.y, approx.y)) < 1e-3

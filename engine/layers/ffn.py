@@ -98,7 +98,7 @@ class FFNKnobs(Knobs):
         return m * math.ceil(8 * self.d_model / 3 / m)
 
 
-def gated_unit(ffn: str, limit: float = 7.0, alpha: float = 1.702, gate_scale: float = 1.0) -> Unit:
+def gated_unit(ffn: str, limit: float, alpha: float, gate_scale: float) -> Unit:
     """(g, u) -> what a gated FFN passes to its down projection: act(g)·u, or the clamped SwiGLU; with a gate
     scale s, of s·g."""
     unit = ClampedSwiGLU(limit, alpha) if ffn == CLAMPED else _act_times(ACTIVATIONS[GATE_ACTIVATION[ffn]].fn)

@@ -231,7 +231,7 @@ def index_score_flops(cfg: ModelConfig, batch: int, pairs: int) -> int:
     return 2 * cfg.index_n_heads * (cfg.index_head_dim + 1) * batch * pairs
 
 
-def index_key_bytes(cfg: ModelConfig, batch: int, tokens: int, e: int, key_format: str = "fp8") -> int:
+def index_key_bytes(cfg: ModelConfig, batch: int, tokens: int, e: int, key_format: str) -> int:
     """One indexer layer's key cache after `tokens` positions (every one of them: the indexer scores the whole
     context): fp8 B*T*(D + 4*ceil(D/128)) (132 bytes a token at D = 128), dtype B*T*D*e."""
     width = fp8_key_width(cfg.index_head_dim) if key_format == "fp8" else cfg.index_head_dim * e
