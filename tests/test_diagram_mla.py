@@ -91,3 +91,9 @@ def test_every_drawn_projection_is_one_of_the_layout():
         lay, lab = mla_layout(cfg), labels(block_dot(cfg))
         drawn = {n.removeprefix("b_") for n, text in lab.items() if re.match(r"\w+ \((down|up|full|out)\)", text)}
         assert drawn == {p.name for p in lay.projections}
+
+
+@pytest.mark.parametrize("preset, pairs", [("deepseek-v3.2", "halves"), ("glm-5", "adjacent pairs")])
+def test_the_indexer_rope_node_says_how_its_preset_rotates(preset, pairs):
+    """GLM-5's indexer rotates adjacent pairs (index_rope_interleave), DeepSeek-V3.2's the two halves."""
+    assert labels(block_dot(PRESETS[preset].config))["b_idx_rope"] == f"RoPE on the first 64 dims\\n({pairs})"
