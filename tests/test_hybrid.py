@@ -153,3 +153,18 @@ def test_deploy_plan_holds_the_attention_kv_and_the_recurrent_state():
     cfg = HYBRIDS["qwen3-next 3:1, gated attention"]
     got = gpu_memory(cfg, Layout(), Setup(mode="infer", micro_batch=3, seq=50, policy="bf16"))["kv_cache"]
     assert got == kv_cache_bytes(cfg, 3, 50, "bf16") + sum(state_bytes(cfg, 3, "bf16").values())
+
+
+@pytest.mark.parametrize("state_dtype", [None, "fp32"])
+@pytest.mark.parametrize("kind", ["gdn", "kda", "lightning", "mamba2", "mamba1"])
+def test_a_bf16_models_decode_cache_holds_the_state_in_state_dtype(kind, state_dtype):
+    """Every recurrent kind of a bf16 model keeps its state in state_dtype (None: bf16; KDA fp32 always, as vLLM)
+    after a prompt and a decode step, so the cache is the size the memory budget reports."""
+    cfg = ModelConfig(**{**HYBRID_BASE, "n_layers": 2, "layer_types": (kind, "full"), "state_dtype": state_dtype})
+    model = build_model(cfg, seed=1, dtype=torch.bfloat16).eval()
+    cache = KVCache(cfg.n_layers)
+    with torch.no_grad():
+        for a, b in ((0, 3), (3, 4)):
+            model(torch.arange(a, b).repeat(2, 1), cache)
+    assert cache.layers[0].recurrent.dtype == (torch.float32 if state_dtype or kind == "kda" else torch.bfloat16)
+    assert cache.state_nbytes() == sum(state_bytes(cfg, 2, "bf16").values())
