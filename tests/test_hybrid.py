@@ -168,3 +168,16 @@ def test_a_bf16_models_decode_cache_holds_the_state_in_state_dtype(kind, state_d
             model(torch.arange(a, b).repeat(2, 1), cache)
     assert cache.layers[0].recurrent.dtype == (torch.float32 if state_dtype or kind == "kda" else torch.bfloat16)
     assert cache.state_nbytes() == sum(state_bytes(cfg, 2, "bf16").values())
+
+
+@pytest.mark.parametrize("tokens", [1, 5])
+@pytest.mark.parametrize("kind", ["gdn", "kda", "lightning", "mamba2", "mamba1"])
+def test_the_cache_measurement_runs_off_the_default_device(kind, tokens):
+    """measure_kv_cache runs on the user's device (CUDA where there is one); meta stands in for any device but
+    the CPU default. A one-token prompt (no cached state yet) and a prompt then a step both run there, every
+    tensor a recurrent layer makes following its inputs, and measure what the budget says."""
+    from engine.measure.kvcache import measure_kv_cache
+    scales = {"ssm_proj_scales": (0.5, 1.5, 2.0, 0.25, 3.0)} if kind == "mamba2" else {}   # Falcon-H1's
+    cfg = ModelConfig(**{**HYBRID_BASE, "n_layers": 2, "layer_types": (kind, kind), **scales})
+    m = measure_kv_cache(cfg, 2, tokens, "bf16", device="meta")
+    assert m.measured == m.estimate == sum(state_bytes(cfg, 2, "bf16").values())
