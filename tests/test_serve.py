@@ -97,6 +97,21 @@ def test_longest_context_follows_windows_and_the_model_limit():
     assert memory_at(LLAMA31, Layout(), INFER, Serving(), small.max_context) <= 24 * GiB * 0.9 + 2**20
 
 
+@pytest.mark.parametrize("preset, gib, engine", [("llama-3.1-8b", 8, "vllm"), ("llama-3.1-8b", 20, "vllm"),
+                                                 ("gpt-oss-20b", 17, "vllm"), ("llama-3.1-8b", 17, "llama.cpp"),
+                                                 ("llama-3.1-8b", 19, "llama.cpp"), ("llama-3.1-8b", 23, "llama.cpp"),
+                                                 ("llama-3.1-8b", 30, "llama.cpp")])
+def test_the_longest_context_is_the_last_length_whose_cache_fits_the_pool(preset, gib, engine):
+    """max_context: a sequence of that many tokens fits the KV pool (blocks x page bytes), one token more does
+    not; 0 where the weights leave no pool (Llama-3.1-8B on 8 GiB). gpt-oss's sliding layers stop growing, so
+    its answer lies past the pool's token count; llama.cpp's one-token cells put the answer on any token."""
+    cfg, s = get_preset(preset).config, Setup(mode="infer", quant="checkpoint")
+    c = capacity(cfg, gib * GiB, Layout(), s, Serving(engine=engine))
+    pool = c.blocks * c.page_bytes
+    assert c.context_limit == "memory" and (c.max_context == 0) == (gib == 8)
+    assert sequence_bytes(cfg, Layout(), s, c.max_context) <= pool < sequence_bytes(cfg, Layout(), s, c.max_context + 1)
+
+
 def test_mla_latent_is_the_cache_and_is_replicated_under_tensor_parallelism():
     ds = get_preset("deepseek-v3").config
     assert sequence_bytes(ds, Layout(), INFER, 1000) == 70_272 * 1000          # DESIGN: 70,272 B per token

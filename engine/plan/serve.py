@@ -109,9 +109,11 @@ def sequence_bytes(cfg: ModelConfig, lay: Layout, s: Setup, tokens: int, batch: 
 
 
 def _largest(fits, hi: int) -> int:
-    """The largest t in [0, hi] with fits(t) (fits is monotone: true up to some point)."""
+    """The largest t in [0, hi] with fits(t) (fits is monotone: true up to some point). Each step leaves at most
+    half of [lo, hi] (rounded up), so hi.bit_length() steps narrow hi + 1 candidates to one; later steps test lo
+    again and keep it. A fixed count, not `while lo < hi`: a wrong midpoint gives a wrong answer, never a hang."""
     lo = 0
-    while lo < hi:
+    for _ in range(hi.bit_length()):
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
     return lo
