@@ -34,3 +34,17 @@ def test_valid_values_pass_and_problems_are_joined():
     with pytest.raises(ValueError, match="^batch: 0 is not an integer >= 1; dtype: 'fp8' is not one of fp32$"):
         require(None, int_problem("batch", 0), choice_problem("dtype", "fp8", ("fp32",)))
     require(None, None)   # nothing to report: no error
+
+
+_MOE_FIELDS = [n for n, s in FIELDS.items() if s.group == "moe" and s.type is int]
+
+
+@pytest.mark.parametrize("preset", ["deepseek-v3", "qwen1.5-moe-a2.7b"])
+@pytest.mark.parametrize("name", _MOE_FIELDS)
+def test_a_word_in_an_moe_count_is_its_one_problem(preset, name):
+    """A MoE count given as a word ("two") is reported once, by its own field check: the rules that tie it to
+    the other MoE fields wait for it, neither crashing on the word nor adding a second message about it."""
+    from engine.presets import get_preset
+    with pytest.raises(ConfigError) as e:
+        get_preset(preset).config.replace(**{name: "two"})
+    assert len(e.value.problems) == 1 and e.value.problems[0].startswith(f"{name}: 'two' is not an integer")
