@@ -184,3 +184,14 @@ def test_a_misspelt_codec_is_named_in_both_directions(monkeypatch) -> None:
         weights.ours_to_hf(cfg, "llama", ours)
     with pytest.raises(ValueError, match="^rowz: not a weight codec$"):
         weights.hf_to_ours(cfg, "llama", {"model.norm.weight": torch.ones(8)})
+
+
+# --- the Mamba-2 dt clamp ------------------------------------------------------------------------------------------
+
+def test_time_step_limit_keeps_both_ends() -> None:
+    """A time_step_limit [0.01, 5.0] clamps dt from below at 0.01 and above at 5 in the imported mixer, as in
+    transformers' Mamba-2 layer; the published [0, inf] is no clamp at all."""
+    d = published("granite-4.0-h-small.json")
+    cfg = import_hf({**d, "time_step_limit": [0.01, 5.0]}).config
+    assert (cfg.ssm_dt_min, cfg.ssm_dt_max) == (0.01, 5.0)
+    assert (import_hf(d).config.ssm_dt_min, import_hf(d).config.ssm_dt_max) == (0.0, None)
