@@ -70,6 +70,8 @@ def test_moe_block_draws_the_router_choosing_k_of_e_and_the_shared_expert():
     assert "d_ff 1,408 each" in dot and "b_up" not in dot        # no dense FFN drawn in its place
     mixed = block_dot(PRESETS["mixtral-8x7b"].config.replace(moe_first_dense=1))
     assert "MoE in 31 of 32 layers" in mixed and "2 of 8 routed experts" in mixed
+    every_other = PRESETS["mixtral-8x7b"].config.replace(ffn_types=tuple("dense moe".split()) * 16)
+    assert "MoE in 16 of 32 layers" in block_dot(every_other)      # ffn_types places the MoE layers
 
 
 def test_circles_hold_one_symbol():
