@@ -124,3 +124,12 @@ def test_a_byte_sample_cut_inside_a_character_still_decodes():
     assert d.decode(ids) == "café"
     assert d.decode(ids[:-1]) == "caf\ufffd"       # the last character's second byte never came
     assert d.decode([0xff + 1, ord("a") + 1, 0]) == "\ufffda"   # BOS (0) is dropped at the byte level
+
+
+def test_a_tiny_val_fraction_still_holds_out_exactly_one_name():
+    """val_fraction * names below 1 rounds down to 0; one name is held out all the same, and only one: val is
+    BOS, the name, BOS, and train keeps every other name."""
+    full, tiny = load_names(), load_names(val_fraction=1e-6)
+    assert (tiny.val == 0).sum() == 2 and tiny.val[0] == tiny.val[-1] == 0
+    names = lambda ids: int((ids == 0).sum()) - 1   # noqa: E731
+    assert names(tiny.train) == names(full.train) + names(full.val) - 1
