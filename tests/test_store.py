@@ -223,3 +223,9 @@ def test_the_default_store_is_under_the_home_folder_without_explorer_home(tmp_pa
         else:
             monkeypatch.setenv("EXPLORER_HOME", value)
         assert default_path() == tmp_path / ".explorer" / "runs.sqlite"
+
+
+def test_a_store_in_folders_that_do_not_exist_yet_creates_them(tmp_path):
+    """A fresh home: EXPLORER_HOME two folders deep that nobody has made yet; the store makes them and opens empty."""
+    path = tmp_path / "fresh" / "home" / "runs.sqlite"
+    assert RunStore(path).list_runs() == [] and path.is_file()
