@@ -318,3 +318,20 @@ def test_smallest_layout_splits_a_layer_too_wide_for_four_gpus_eight_ways():
     p = smallest_layout(wide, "h100-80gb", Setup(mode="infer", seq=2048))
     assert (p.layout.gpus, p.layout.tp, p.layout.pp) == (8, 8, 1) and p.fits
     assert not plan(wide, "h100-80gb", Layout(4, tp=4), Setup(mode="infer", seq=2048)).fits
+
+
+@pytest.mark.parametrize("kv", ["none", "fp8", "int8", "int4", "q8_0", "q4_0"])
+def test_a_quantized_kv_cache_is_a_whole_byte_count(kv):
+    """`plan --json` prints the KV cache as an integer number of bytes under every cache format (never 71303168.0);
+    a scale is stored per whole group: 100 values in groups of 64 are 1 group, so 1 int8 scale of 2 bytes and 1
+    int4 scale and zero of 4 bytes."""
+    p = plan(LLAMA8, "h100-80gb", Layout(), Setup(mode="infer", kv_quant=kv)).as_dict()
+    assert type(p["per_gpu"]["kv_cache_bytes"]) is int
+    assert kv_quant_bytes([(100, 64)], "int8", "bf16") == 102 and kv_quant_bytes([(100, 64)], "int4", "bf16") == 54
+
+
+def test_serving_a_lora_model_gathers_no_gradients():
+    """Inference with a LoRA adapter under ZeRO-3: the working set is two gathered bf16 Llama-3-8B blocks
+    (218,112,000 parameters each), with no adapter gradients (nothing is trained)."""
+    mem = gpu_memory(LLAMA8, Layout(gpus=2, zero=3), Setup(mode="infer", finetune="lora"))
+    assert mem["working_set"] == 2 * 218_112_000 * 2
