@@ -86,7 +86,6 @@ def _per_type_rope(r: _Reader, theta: float) -> None:
         r.read.add("rope_parameters")
         r.bad("rope_parameters", params, "OLMo-3 reads one mapping per layer type (full_attention, sliding_attention)")
         return
-    r.read.update({"rope_scaling", "rope_theta"})
     theta = r.d.get("rope_theta") or theta
     full = {"rope_type": "default", **(r.d.get("rope_scaling") or {}), "rope_theta": theta}
     if r.d.get("rope_scaling"):
