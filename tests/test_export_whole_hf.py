@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_export_whole import CASES, written
+from tests.export_whole_cases import CASES, written
 
 transformers = pytest.importorskip("transformers")
 

@@ -9,7 +9,7 @@ peft = pytest.importorskip("peft")
 
 from engine.model import build_model  # noqa: E402
 from engine.plan.finetune import adapter_tensors  # noqa: E402
-from tests.test_lora_peft import CASES  # noqa: E402
+from tests.lora_cases import CASES  # noqa: E402
 
 # our module names, which peft matches by suffix: Llama's for attention, the FFN's own
 MODULES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "gate": "gate", "up": "up", "down": "down"}

@@ -8,24 +8,14 @@ import torch
 pytest.importorskip("transformers")
 peft = pytest.importorskip("peft")
 
-from engine.config import ModelConfig  # noqa: E402
 from engine.interop import to_hf_config  # noqa: E402
 from engine.interop.hf_models import hf_model_from_config  # noqa: E402
 from engine.plan.finetune import lora_trainable  # noqa: E402
 from engine.presets import get_preset  # noqa: E402
+from tests.lora_cases import CASES  # noqa: E402
 
-LLAMA = dict(norm="rmsnorm", norm_bias=False, bias=False, position="rope", tie_embeddings=False)
 HF_NAMES = {"gpt2": {"o": "attn.c_proj", "up": "mlp.c_fc", "down": "mlp.c_proj"},
             "llama": {t: t + "_proj" for t in ("q", "k", "v", "o", "gate", "up", "down")}}
-CASES = {
-    "dense-mha": (ModelConfig(name="dense", vocab_size=50, context_length=16, d_model=32, n_layers=3, n_heads=4),
-                  ("o", "up", "down"), 8),
-    "gqa": (ModelConfig(name="gqa", vocab_size=50, context_length=16, d_model=48, n_layers=2, n_heads=6,
-                        n_kv_heads=2, ffn="swiglu", d_ff=80, **LLAMA), ("q", "k", "v", "o"), 4),
-    "gated-ffn": (ModelConfig(name="gated", vocab_size=50, context_length=16, d_model=32, n_layers=2, n_heads=4,
-                              n_kv_heads=4, ffn="swiglu", d_ff=96, **LLAMA),
-                  ("q", "k", "v", "o", "gate", "up", "down"), 16),
-}
 
 
 @pytest.mark.parametrize("case", CASES)
