@@ -32,8 +32,11 @@ def tick(page, label: str, tries: int = 5) -> None:
 def step(page, act, before, after, tries: int = 3, wait_ms: int = 60_000) -> None:
     """Do `act` (a click or a key press that moves the page on) until `after` (a locator) shows. An input that lands
     while the page reruns can be lost (a PageDown was, in CI under load), so a try that shows nothing in `wait_ms` is
-    made again, but only on a quiet page that still shows `before`: a slow but taken step is never taken twice."""
+    made again, but only on a quiet page that still shows `before`: a slow but taken step is never taken twice.
+    Mid-rerun a page can show an element twice, the last run's copy beside the new one (seen under load: two
+    checked "Present mode" switches while the layout changed), so each locator stands for its first match."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    before, after = before.first, after.first
     for _ in range(tries):
         quiet(page)
         if after.is_visible() or not before.is_visible():
