@@ -41,15 +41,16 @@ def stored_train_run(cmd: list[str], home) -> dict:
     import subprocess
     from engine.train.store import RunStore
     root = Path(__file__).resolve().parents[1]
+
+    def launch(cmd: list[str], home: Path) -> subprocess.CompletedProcess:
+        return subprocess.run(cmd, cwd=root, env=torchrun_env(home), capture_output=True, text=True,
+                              timeout=SUBPROCESS_WAIT_S)
     home = Path(home)
-    done = subprocess.run(cmd, cwd=root, env=torchrun_env(home), capture_output=True, text=True,
-                          timeout=SUBPROCESS_WAIT_S)
+    done = launch(cmd, home)
     if done.returncode != 0 and GLOO_SHUTDOWN_ABORT in done.stderr and "torch.distributed.run" in cmd:
         home = home / "second launch"
         port = next(i for i, a in enumerate(cmd) if a.startswith("--master_port="))
-        cmd = [*cmd[:port], f"--master_port={free_port()}", *cmd[port + 1:]]
-        done = subprocess.run(cmd, cwd=root, env=torchrun_env(home), capture_output=True, text=True,
-                              timeout=SUBPROCESS_WAIT_S)
+        done = launch([*cmd[:port], f"--master_port={free_port()}", *cmd[port + 1:]], home)
     assert done.returncode == 0, done.stderr[-3000:]
     store = RunStore(home / "runs.sqlite")
     return store.get_run(store.list_runs()[0]["id"])   # newest first
