@@ -5,12 +5,12 @@ from __future__ import annotations
 from engine.budget.context_memory import ContextMemory, Crossing
 from engine.budget.memory import attention_windows, kv_cache_bytes
 from engine.config import ConfigError, ModelConfig
-from engine.layers.attention import attention_variants
+from engine.layers.kv_heads import attention_variants
 from engine.units import fmt_bytes
 
 
 def kv_variants(cfg: ModelConfig) -> dict[str, ModelConfig]:
-    """The current config, its MHA/GQA/MQA siblings (engine.layers.attention.attention_variants) and a sliding
+    """The current config, its MHA/GQA/MQA siblings (engine.layers.kv_heads.attention_variants) and a sliding
     window variant: the config's own window without global layers, else a quarter of the context."""
     out = {f"current ({cfg.attention_kind}{', window' if cfg.attn_window else ''})": cfg}
     for name, v in attention_variants(cfg).items():

@@ -11,7 +11,7 @@ import time
 import torch
 
 from app import latency_plan
-from engine.layers.attention import attention_variants
+from engine.layers.kv_heads import attention_variants
 from engine.measure import latency as lat
 from engine.measure.decode import measure_decode
 from engine.measure.estimate import decode_estimate, sweep_estimate

@@ -12,7 +12,7 @@ import torch
 
 from engine.budget.params import count_params
 from engine.guard import MemoryRefusal
-from engine.layers.attention import attention_variants
+from engine.layers.kv_heads import attention_variants
 from engine.measure import latency as lat
 from engine.measure.decode import measure_decode
 from engine.presets import get_preset

@@ -10,7 +10,7 @@ from app.state import current_config
 from app.text import md
 from app.widgets import page_header
 from engine.guard import MemoryRefusal, check_fits
-from engine.layers.attention import attention_variants
+from engine.layers.kv_heads import attention_variants
 from engine.measure import latency as lat
 from engine.measure.decode import check_decode_fits, measure_decode
 from engine.measure.estimate import decode_estimate, sweep_estimate

@@ -8,10 +8,10 @@ import torch
 
 from engine.activation_grid import FORMULAS
 from engine.config import FIELDS, ModelConfig
-from engine.layers.attention import (Attention, LayerKV, attention_params, attention_variants, kv_bytes,
-                                     kv_head_choices)
+from engine.layers.attention import Attention, LayerKV, attention_params, kv_bytes
 from engine.layers.block import Block, block_layout, block_params, plain_spec
 from engine.layers.ffn import ACTIVATIONS, GATE_ACTIVATION, ffn_formula, ffn_params, make_ffn
+from engine.layers.kv_heads import attention_variants, kv_head_choices
 from engine.layers.mixers import MIXERS
 from engine.layers.norm import NORMS, make_norm, norm_params
 from engine.model import build_model

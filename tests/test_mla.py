@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from engine.config import ConfigError, ModelConfig
-from engine.layers.attention import attention_variants
+from engine.layers.kv_heads import attention_variants
 from engine.layers.mla import mla_kv_bytes, mla_softmax_scale
 from engine.model import KVCache, build_model
 from engine.presets import PRESETS

@@ -10,7 +10,7 @@ from typing import Sequence
 
 from engine.budget.memory import DTYPE_BYTES, kv_cache_bytes
 from engine.config import ModelConfig
-from engine.layers.attention import kv_head_choices
+from engine.layers.kv_heads import kv_head_choices
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from engine.budget.memory import kv_cache_bytes
 from engine.budget.params import count_params
 from engine.config import ModelConfig
-from engine.layers.attention import kv_head_choices
+from engine.layers.kv_heads import kv_head_choices
 from engine.model import build_model
 from engine.presets import get_preset
 
@@ -23,7 +23,7 @@ def kv_cache_variants(n_layers: int = 32, tokens: int = 8192, n_heads: int = 32,
                       batch: int = 1, dtype: str = "bf16", kv_heads: tuple[int, ...] | None = None) -> list[KVVariant]:
     """The same 32 query heads with fewer key/value heads: L=32, 8192 tokens, 32 heads of 128, bf16 gives
     MHA 4 GiB, GQA-8 1 GiB, MQA 128 MiB (engine.budget.memory.kv_cache_bytes). kv_heads defaults to the
-    alternatives every page shows (engine.layers.attention.kv_head_choices)."""
+    alternatives every page shows (engine.layers.kv_heads.kv_head_choices)."""
     if kv_heads is None:
         kv_heads = tuple(kv_head_choices(n_heads).values())
     base = ModelConfig(name="kv-demo", n_layers=n_layers, n_heads=n_heads, head_dim=head_dim,

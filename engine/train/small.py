@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from engine.config import ModelConfig
-from engine.layers.attention import kv_head_choices
+from engine.layers.kv_heads import kv_head_choices
 
 
 def small_version(cfg: ModelConfig, d_model: int = 64, n_layers: int = 2, n_heads: int = 4) -> ModelConfig:
